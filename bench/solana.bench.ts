@@ -1,0 +1,139 @@
+/**
+ * Micro benchmarks for the Solana hot path: decode, Ed25519 verification
+ * (sodium-native and the tweetnacl fallback) and the tip rule. Each entry's
+ * `fn` processes `items` transactions; the runner reports time per item.
+ *
+ * The traffic is a fixed mix of real signed transactions (legacy, v0 with a
+ * lookup table, v1), a quarter of them tipping.
+ */
+
+import { decodeSolanaTransaction, maxSizeFor, type SolanaTxView } from '../src/chains/solana/decode.js';
+import { TipAccounts, sumBundleTips, sumTips } from '../src/chains/solana/tip.js';
+import { verifyWith } from '../src/chains/solana/verify.js';
+import * as h from '../test/helpers/solana.js';
+
+export interface MicroBench {
+  name: string;
+  items: number;
+  setup?: () => Promise<void> | void;
+  fn: () => void;
+}
+
+const N = 64;
+/** tweetnacl takes milliseconds per signature; fewer items keep one call short. */
+const N_SLOW = 8;
+
+interface Decoded {
+  bytes: Uint8Array;
+  view: SolanaTxView;
+}
+
+let raw: Uint8Array[] = [];
+let decoded: Decoded[] = [];
+let sharedDecoded: Decoded[] = [];
+let tips: TipAccounts = new TipAccounts([]);
+let bundles: Decoded[][] = [];
+let sink = 0;
+
+function setup(): void {
+  if (raw.length > 0) return;
+  const tipKeys = Array.from({ length: 8 }, () => h.newKeypair().publicKey);
+  tips = new TipAccounts(tipKeys.map((k) => k.toBase58()));
+  for (let i = 0; i < N; i++) {
+    const kind = i % 4;
+    const tx =
+      kind === 0
+        ? h.legacyTransfer()
+        : kind === 1
+          ? h.v0WithLookup({ tableAddresses: [h.randomAddress(), h.randomAddress()] })
+          : kind === 2
+            ? h.v1Transfer({ config: { priorityFeeLamports: 5000n, computeUnitLimit: 200_000 } })
+            : h.tipTransfer(tipKeys[i % 8]!, 10_000 + i, { version: i % 8 === 3 ? 'legacy' : 'v1' });
+    raw.push(tx.bytes);
+  }
+  decoded = raw.map((bytes) => ({ bytes, view: decodeSolanaTransaction(bytes, maxSizeFor(bytes, false)) }));
+  // Same transactions inside one shared slab, as the verify workers see them.
+  const slab = new Uint8Array(new SharedArrayBuffer(raw.reduce((n, b) => n + b.length, 0)));
+  let at = 0;
+  sharedDecoded = raw.map((b) => {
+    slab.set(b, at);
+    const bytes = slab.subarray(at, at + b.length);
+    at += b.length;
+    return { bytes, view: decodeSolanaTransaction(bytes, maxSizeFor(bytes, false)) };
+  });
+  for (let i = 0; i < N; i += 4) bundles.push(decoded.slice(i, i + 4));
+  for (const d of decoded) {
+    if (!verifyWith('sodium-native', d.bytes, d.view) || !verifyWith('tweetnacl', d.bytes, d.view)) throw new Error('bench fixture does not verify');
+  }
+}
+
+export const benches: MicroBench[] = [
+  {
+    name: 'solana decode (legacy/v0/v1 mix)',
+    items: N,
+    setup,
+    fn: () => {
+      for (let i = 0; i < N; i++) {
+        const b = raw[i]!;
+        sink += decodeSolanaTransaction(b, maxSizeFor(b, false)).numInstructions;
+      }
+    },
+  },
+  {
+    name: 'solana verify sodium-native',
+    items: N,
+    setup,
+    fn: () => {
+      for (let i = 0; i < N; i++) {
+        const d = decoded[i]!;
+        if (verifyWith('sodium-native', d.bytes, d.view)) sink++;
+      }
+    },
+  },
+  {
+    name: 'solana verify sodium-native, bytes in SharedArrayBuffer (copied)',
+    items: N,
+    setup,
+    fn: () => {
+      for (let i = 0; i < N; i++) {
+        const d = sharedDecoded[i]!;
+        if (verifyWith('sodium-native', d.bytes, d.view)) sink++;
+      }
+    },
+  },
+  {
+    name: 'solana verify tweetnacl',
+    items: N_SLOW,
+    setup,
+    fn: () => {
+      for (let i = 0; i < N_SLOW; i++) {
+        const d = decoded[i]!;
+        if (verifyWith('tweetnacl', d.bytes, d.view)) sink++;
+      }
+    },
+  },
+  {
+    name: 'solana sumTips',
+    items: N,
+    setup,
+    fn: () => {
+      for (let i = 0; i < N; i++) {
+        const d = decoded[i]!;
+        if (sumTips(d.bytes, d.view, tips).found) sink++;
+      }
+    },
+  },
+  {
+    name: 'solana sumBundleTips (bundles of 4)',
+    items: N,
+    setup,
+    fn: () => {
+      for (let i = 0; i < bundles.length; i++) if (sumBundleTips(bundles[i]!, tips).found) sink++;
+    },
+  },
+];
+
+/** Keeps results observable so the JIT cannot drop the work. */
+export function benchSink(): number {
+  return sink;
+}

@@ -1,0 +1,138 @@
+/**
+ * The forwarding layer: the four lanes of DECISIONS 8, built from config, with
+ * one place for start-up warnings, statistics and graceful shutdown.
+ */
+import type { Clock } from '../shared/clock.js';
+import type { BreakerOptions } from './breaker.js';
+import { LANE_NAMES, Lane, QUEUE_CAPACITY, type LaneName, type LaneStats } from './lane.js';
+import type { LogSink } from './upstream.js';
+
+/** Default drain budget: two upstream time-outs (2 s each) plus margin, well inside a service manager's stop timeout. */
+export const DRAIN_TIMEOUT_MS = 5_000;
+
+export interface ForwarderOptions {
+  /** Upstream URLs per lane; a missing or empty list runs that lane dry. */
+  lanes: Partial<Record<LaneName, readonly string[]>>;
+  /** `limits.queue_capacity`, per lane. */
+  queueCapacity?: number;
+  log?: LogSink;
+  /** Clock for breakers and log throttling. */
+  now?: Clock;
+  /** Per-lane override of opportunistic batching (on by default for single lanes; bundles never batch). */
+  batching?: Partial<Record<LaneName, boolean>>;
+  breaker?: BreakerOptions;
+  /** Per-request time-out, ms. */
+  timeoutMs?: number;
+  /** Connections (= in-flight requests) per upstream. */
+  connections?: number;
+}
+
+export interface DrainResult {
+  /** Items that reached a final outcome at every upstream during the drain. */
+  sent: number;
+  /** Items acknowledged to clients but still waiting or in flight when time ran out. */
+  abandoned: number;
+}
+
+export interface ForwarderStats {
+  draining: boolean;
+  lanes: Record<LaneName, LaneStats>;
+}
+
+type Lanes = { readonly [K in LaneName]: Lane<K> };
+
+export class Forwarder {
+  private readonly lanes: Lanes;
+  private readonly all: readonly Lane[];
+  private drainingFlag = false;
+
+  constructor(opts: ForwarderOptions) {
+    const make = <K extends LaneName>(name: K): Lane<K> =>
+      new Lane(name, {
+        upstreams: opts.lanes[name] ?? [],
+        capacity: opts.queueCapacity ?? QUEUE_CAPACITY,
+        batching: opts.batching?.[name],
+        log: opts.log,
+        now: opts.now,
+        breaker: opts.breaker,
+        timeoutMs: opts.timeoutMs,
+        connections: opts.connections,
+      });
+    const built: Lane[] = [];
+    try {
+      for (const name of LANE_NAMES) built.push(make(name));
+    } catch (err) {
+      // A bad URL in a later lane must not leave the earlier lanes' pools open.
+      for (const l of built) void l.close();
+      throw err;
+    }
+    const [evmPaid, evmFree, solanaSingle, solanaBundle] = built as [Lane<'evm-paid'>, Lane<'evm-free'>, Lane<'solana-single'>, Lane<'solana-bundle'>];
+    this.lanes = { 'evm-paid': evmPaid, 'evm-free': evmFree, 'solana-single': solanaSingle, 'solana-bundle': solanaBundle };
+    this.all = built;
+    for (const l of built) {
+      if (l.dry && opts.log) {
+        try {
+          opts.log('warn', `lane ${l.name} has no upstream configured: admitted transactions are counted and dropped`, { lane: l.name });
+        } catch {
+          // A broken log sink must not stop start-up.
+        }
+      }
+    }
+  }
+
+  lane<N extends LaneName>(name: N): Lane<N> {
+    return this.lanes[name] as Lane<N>;
+  }
+
+  /** True from the start of `drain`: the node answers DRAINING, not capacity. */
+  get draining(): boolean {
+    return this.drainingFlag;
+  }
+
+  /** Plain numbers for the metrics module; one call is one consistent snapshot per lane. */
+  stats(): ForwarderStats {
+    return {
+      draining: this.drainingFlag,
+      lanes: {
+        'evm-paid': this.lanes['evm-paid'].stats(),
+        'evm-free': this.lanes['evm-free'].stats(),
+        'solana-single': this.lanes['solana-single'].stats(),
+        'solana-bundle': this.lanes['solana-bundle'].stats(),
+      },
+    };
+  }
+
+  /**
+   * Graceful shutdown: stops admitting (offer returns false), waits until
+   * every queue is empty and every request answered, or `timeoutMs`, then
+   * closes the connections (aborting what is still in flight).
+   */
+  async drain(timeoutMs = DRAIN_TIMEOUT_MS): Promise<DrainResult> {
+    this.drainingFlag = true;
+    for (const l of this.all) l.stop();
+    const before = this.outstanding();
+    if (before > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
+      });
+      await Promise.race([Promise.all(this.all.map((l) => l.whenIdle())), deadline]);
+      clearTimeout(timer);
+    }
+    const abandoned = this.outstanding();
+    await Promise.all(this.all.map((l) => l.close()));
+    return { sent: before - abandoned, abandoned };
+  }
+
+  /** Immediate shutdown: nothing more is sent, in-flight requests are aborted. */
+  async close(): Promise<void> {
+    this.drainingFlag = true;
+    await Promise.all(this.all.map((l) => l.close()));
+  }
+
+  private outstanding(): number {
+    let n = 0;
+    for (const l of this.all) n += l.outstanding;
+    return n;
+  }
+}
