@@ -1,0 +1,197 @@
+#!/usr/bin/env node
+/**
+ * The `txrelay` command: `serve` runs the relay; `accounts` manages accounts
+ * through the running node's admin API (so changes are live at once).
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import { readFileSync, existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { request } from 'undici';
+import { loadConfig, ConfigError, describeKeys } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { Relay } from '../relay.js';
+import { createLogger } from '../obs/log.js';
+
+const program = new Command();
+program.name('txrelay').description('Transaction submission relay for EVM and Solana').version('0.1.0');
+
+function intArg(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a non-negative integer');
+  return n;
+}
+
+function config(file?: string): Config {
+  try {
+    return loadConfig({ file });
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`txrelay: ${e.message}\n`);
+      process.exit(2);
+    }
+    throw e;
+  }
+}
+
+program
+  .command('serve')
+  .description('run the relay (HTTP, UDP and admin listeners) on the given configuration or embedded defaults')
+  .option('-c, --config <file>', 'TOML or JSON configuration file')
+  .addHelpText('after', '\nConfiguration keys (env override in brackets):\n' + describeKeys().map((k) => `  ${k.key} = ${JSON.stringify(k.default)}  [${k.env}]`).join('\n'))
+  .action(async (opts: { config?: string }) => {
+    const cfg = config(opts.config);
+    const log = createLogger(cfg.log.level);
+    let relay: Relay;
+    try {
+      relay = await Relay.start({ config: cfg, logger: log });
+    } catch (e) {
+      log.fatal({ err: (e as Error).message }, 'start-up failed');
+      process.exit(1);
+    }
+    if (!cfg.admin.token) log.info({ file: join(resolve(cfg.storage.data_dir), 'admin.token') }, 'admin token file');
+    let stopping = false;
+    const stop = (sig: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal: sig }, 'draining and stopping');
+      relay.stop().then(
+        () => process.exit(0),
+        (e) => {
+          log.error({ err: (e as Error).message }, 'stop failed');
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
+  });
+
+// ---- accounts: a thin client of the admin API ---------------------------------
+
+interface AdminTarget {
+  base: string;
+  token: string;
+}
+
+function adminTarget(file?: string): AdminTarget {
+  const cfg = config(file);
+  let token = cfg.admin.token;
+  if (!token) {
+    const f = join(resolve(cfg.storage.data_dir), 'admin.token');
+    if (!existsSync(f)) {
+      process.stderr.write(`txrelay: no admin.token in ${cfg.storage.data_dir}; start the relay once (txrelay serve) or set admin.token\n`);
+      process.exit(2);
+    }
+    token = readFileSync(f, 'utf8').trim();
+  }
+  const host = cfg.admin.host.includes(':') ? `[${cfg.admin.host}]` : cfg.admin.host;
+  return { base: `http://${host}:${cfg.admin.port}`, token };
+}
+
+async function admin(t: AdminTarget, method: string, path: string, body?: unknown): Promise<any> {
+  let res;
+  try {
+    res = await request(t.base + path, {
+      method: method as any,
+      headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (e) {
+    process.stderr.write(`txrelay: admin API at ${t.base} not reachable (${(e as Error).message}); is the relay running?\n`);
+    process.exit(1);
+  }
+  const text = await res.body.text();
+  const json = text ? JSON.parse(text) : null;
+  if (res.statusCode >= 300) {
+    process.stderr.write(`txrelay: ${json?.error?.message ?? `admin API answered ${res.statusCode}`}\n`);
+    process.exit(1);
+  }
+  return json;
+}
+
+interface AccountFlags {
+  config?: string;
+  plan?: string;
+  evmTps?: number;
+  evmBurst?: number;
+  evmEnabled?: boolean;
+  solanaTps?: number;
+  solanaBurst?: number;
+  solanaEnabled?: boolean;
+  minTip?: number;
+  json?: boolean;
+}
+
+function accountBody(o: AccountFlags): Record<string, unknown> {
+  const body: Record<string, any> = {};
+  if (o.plan) body.plan = o.plan;
+  const evm: Record<string, unknown> = {};
+  if (o.evmTps !== undefined) evm.tps = o.evmTps;
+  if (o.evmBurst !== undefined) evm.burst = o.evmBurst;
+  if (o.evmEnabled !== undefined) evm.enabled = o.evmEnabled;
+  if (Object.keys(evm).length) body.evm = evm;
+  const sol: Record<string, unknown> = {};
+  if (o.solanaTps !== undefined) sol.tps = o.solanaTps;
+  if (o.solanaBurst !== undefined) sol.burst = o.solanaBurst;
+  if (o.solanaEnabled !== undefined) sol.enabled = o.solanaEnabled;
+  if (o.minTip !== undefined) sol.min_tip_lamports = o.minTip;
+  if (Object.keys(sol).length) body.solana = sol;
+  return body;
+}
+
+function withAccountFlags(c: Command): Command {
+  return c
+    .option('-c, --config <file>', 'configuration file (to find the admin API and token)')
+    .option('--plan <plan>', 'free or paid')
+    .option('--evm-tps <n>', 'family A transactions per second', intArg)
+    .option('--evm-burst <n>', 'family A burst (default: the TPS)', intArg)
+    .option('--solana-tps <n>', 'family B transactions per second', intArg)
+    .option('--solana-burst <n>', 'family B burst (default: the TPS)', intArg)
+    .option('--min-tip <lamports>', 'minimum bundle tip in lamports', intArg)
+    .option('--json', 'print the whole record as JSON');
+}
+
+const accounts = program.command('accounts').description('manage accounts through the running relay\'s admin API');
+
+withAccountFlags(accounts.command('create').description('register an account; prints its UUID (the record with --json)')).action(async (o: AccountFlags) => {
+  const rec = await admin(adminTarget(o.config), 'POST', '/admin/accounts', accountBody(o));
+  process.stdout.write(o.json ? JSON.stringify(rec, null, 2) + '\n' : rec.uuid + '\n');
+});
+
+accounts
+  .command('list')
+  .description('list every account as JSON')
+  .option('-c, --config <file>', 'configuration file')
+  .action(async (o: { config?: string }) => {
+    process.stdout.write(JSON.stringify(await admin(adminTarget(o.config), 'GET', '/admin/accounts'), null, 2) + '\n');
+  });
+
+accounts
+  .command('show <uuid>')
+  .description('print one account as JSON')
+  .option('-c, --config <file>', 'configuration file')
+  .action(async (uuid: string, o: { config?: string }) => {
+    process.stdout.write(JSON.stringify(await admin(adminTarget(o.config), 'GET', `/admin/accounts/${encodeURIComponent(uuid)}`), null, 2) + '\n');
+  });
+
+withAccountFlags(accounts.command('update <uuid>').description('change plan, limits or minimum tip; live at once'))
+  .option('--evm-enabled <bool>', 'enable family A (true/false)', (v) => v === 'true')
+  .option('--solana-enabled <bool>', 'enable family B (true/false)', (v) => v === 'true')
+  .action(async (uuid: string, o: AccountFlags) => {
+    const rec = await admin(adminTarget(o.config), 'PATCH', `/admin/accounts/${encodeURIComponent(uuid)}`, accountBody(o));
+    process.stdout.write(JSON.stringify(rec, null, 2) + '\n');
+  });
+
+accounts
+  .command('revoke <uuid>')
+  .description('revoke an account; its requests are refused at once')
+  .option('-c, --config <file>', 'configuration file')
+  .action(async (uuid: string, o: { config?: string }) => {
+    const rec = await admin(adminTarget(o.config), 'DELETE', `/admin/accounts/${encodeURIComponent(uuid)}`);
+    process.stdout.write(JSON.stringify(rec, null, 2) + '\n');
+  });
+
+program.parseAsync(process.argv).catch((e) => {
+  process.stderr.write(`txrelay: ${(e as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,108 @@
+/**
+ * The configuration schema (DECISIONS 2). One JSON Schema is the single source
+ * of keys, types, ranges and defaults: the loader validates with it, env
+ * overrides are derived from it, and the README table mirrors it.
+ */
+
+const port = { type: 'integer', minimum: 0, maximum: 65535 } as const;
+const host = { type: 'string', minLength: 1 } as const;
+const url = { type: 'string', pattern: '^https?://' } as const;
+const urls = { type: 'array', items: url, default: [] as string[] } as const;
+// TPS up to 1M and burst up to 2M keep milli-token fixed point inside an i32.
+const tps = { type: 'integer', minimum: 0, maximum: 1_000_000 } as const;
+const lamports = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
+
+function section(properties: Record<string, object>): object {
+  const defaults: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(properties)) {
+    if ('default' in v) defaults[k] = (v as { default: unknown }).default;
+    else if ((v as { type?: string }).type === 'object') defaults[k] = {};
+  }
+  return { type: 'object', additionalProperties: false, properties, default: defaults };
+}
+
+const plan = (evmTps: number) =>
+  section({
+    evm_tps: { ...tps, default: evmTps },
+    solana_tps: { ...tps, default: 2 }, // SPEC 1.5: registration enables family B at 2 TPS
+    min_tip_lamports: { ...lamports, default: 1000 },
+  });
+
+export const configSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    http: section({
+      host: { ...host, default: '127.0.0.1' },
+      port: { ...port, default: 8080 },
+      // 128 KiB: geth's txMaxSize for one non-blob transaction, hex-encoded it needs ~2x; raise it for blob txs.
+      max_body_bytes: { type: 'integer', minimum: 1024, maximum: 64 * 1024 * 1024, default: 131072 },
+      trust_proxy: { type: 'boolean', default: false },
+    }),
+    udp: section({
+      enabled: { type: 'boolean', default: true },
+      host: { ...host, default: '127.0.0.1' },
+      port: { ...port, default: 16888 }, // SPEC 4.8
+    }),
+    admin: section({
+      host: { ...host, default: '127.0.0.1' },
+      port: { ...port, default: 8081 },
+      token: { type: 'string', default: '' }, // empty: generated once into data_dir/admin.token
+    }),
+    storage: section({
+      data_dir: { type: 'string', minLength: 1, default: './data' },
+    }),
+    database: section({
+      url: { type: 'string', default: '' },
+    }),
+    limits: section({
+      ip_rps: { ...tps, default: 1000 },
+      ip_burst: { type: 'integer', minimum: 1, maximum: 2_000_000, default: 2000 },
+      queue_capacity: { type: 'integer', minimum: 1, maximum: 10_000_000, default: 10000 },
+    }),
+    dedup: section({
+      window_s: { type: 'integer', minimum: 1, maximum: 86400, default: 120 },
+    }),
+    evm: section({
+      enabled: { type: 'boolean', default: true },
+      chain_id: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, default: 1 },
+      upstreams: section({ paid: urls, free: urls }),
+      max_batch: { type: 'integer', minimum: 1, maximum: 10000, default: 64 },
+    }),
+    solana: section({
+      enabled: { type: 'boolean', default: true },
+      rpc_upstreams: urls,
+      bundle_upstreams: urls,
+      tip_accounts: { type: 'array', items: { type: 'string', pattern: '^[1-9A-HJ-NP-Za-km-z]{32,44}$' }, default: [] },
+    }),
+    plans: section({ free: plan(5), paid: plan(50) }),
+    workers: section({
+      // 0: one verification thread per core beyond the main thread (at least one).
+      threads: { type: 'integer', minimum: 0, maximum: 256, default: 0 },
+    }),
+    log: section({
+      level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+    }),
+  },
+} as const;
+
+export interface PlanConfig {
+  evm_tps: number;
+  solana_tps: number;
+  min_tip_lamports: number;
+}
+
+export interface Config {
+  http: { host: string; port: number; max_body_bytes: number; trust_proxy: boolean };
+  udp: { enabled: boolean; host: string; port: number };
+  admin: { host: string; port: number; token: string };
+  storage: { data_dir: string };
+  database: { url: string };
+  limits: { ip_rps: number; ip_burst: number; queue_capacity: number };
+  dedup: { window_s: number };
+  evm: { enabled: boolean; chain_id: number; upstreams: { paid: string[]; free: string[] }; max_batch: number };
+  solana: { enabled: boolean; rpc_upstreams: string[]; bundle_upstreams: string[]; tip_accounts: string[] };
+  plans: { free: PlanConfig; paid: PlanConfig };
+  workers: { threads: number };
+  log: { level: string };
+}

@@ -1,0 +1,304 @@
+/**
+ * The composition root: builds every part from the configuration, starts the
+ * listeners, and stops them in the order that loses nothing acknowledged.
+ */
+import { mkdirSync, readFileSync, writeFileSync, existsSync, chmodSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { Config } from './config/schema.js';
+import { systemClock, type Clock } from './shared/clock.js';
+import { initKeyedHash } from './shared/keyed-hash.js';
+import { TokenBucketTable } from './shared/token-bucket.js';
+import { IpLimiter } from './shared/ip-limiter.js';
+import { DedupFilter } from './shared/dedup.js';
+import { Slab } from './shared/slab.js';
+import { Store } from './store/db.js';
+import { AccountStore } from './store/accounts.js';
+import { BatchStore } from './store/batches.js';
+import { Uploader } from './store/uploader.js';
+import { nextBatchId } from './store/ids.js';
+import { VerifyPool } from './workers/pool.js';
+import { Forwarder } from './forward/forwarder.js';
+import { Admission } from './pipeline/admission.js';
+import { AccountRegistry, BUCKET_SLOTS } from './pipeline/accounts.js';
+import { TipAccounts } from './chains/solana/tip.js';
+import { initKeccak } from './chains/evm/hash.js';
+import { loadUws, type TemplatedApp, type us_listen_socket } from './server/uws.js';
+import { clientIp } from './server/http.js';
+import { RpcDispatcher } from './server/doors/jsonrpc.js';
+import { registerSolanaDoors } from './server/doors/solana.js';
+import { registerEvmDoors, type BatchRecorder } from './server/doors/evm.js';
+import { batchStatus } from './pipeline/admission.js';
+import { UdpIngress } from './server/udp.js';
+import { createAdminApp } from './server/admin.js';
+import { Metrics, labelled } from './obs/metrics.js';
+import { silentLogger, scrub, type Logger } from './obs/log.js';
+import { base58Backend } from './native/base58.js';
+
+/**
+ * Bytes of transactions in flight (received, not yet verified and encoded for
+ * forwarding). 32 MiB holds ~27k maximum-size Solana transactions; when it is
+ * full new work is refused with 503 at once.
+ */
+const SLAB_BYTES = 32 * 1024 * 1024;
+/** Graceful shutdown: how long in-flight verification and forwarding may take. */
+const DRAIN_MS = 5000;
+
+export interface RelayOptions {
+  config: Config;
+  logger?: Logger;
+  clock?: Clock;
+}
+
+export interface RelayPorts {
+  http: number;
+  udp: number | null;
+  admin: number;
+}
+
+export class Relay {
+  private stopped: Promise<void> | null = null;
+
+  private constructor(
+    readonly config: Config,
+    readonly ports: RelayPorts,
+    readonly adminToken: string,
+    readonly admission: Admission,
+    readonly metrics: Metrics,
+    private readonly parts: {
+      log: Logger;
+      db: Store;
+      batches: BatchStore;
+      uploader: Uploader | null;
+      pool: VerifyPool;
+      forwarder: Forwarder;
+      udp: UdpIngress | null;
+      listen: us_listen_socket[];
+      apps: TemplatedApp[];
+      uwsClose: (s: us_listen_socket) => void;
+    },
+  ) {}
+
+  static async start(opts: RelayOptions): Promise<Relay> {
+    const cfg = opts.config;
+    const log = opts.logger ?? silentLogger;
+    const clock = opts.clock ?? systemClock;
+    const { uws, name: uwsName } = loadUws();
+    log.info({ uws: uwsName, base58: base58Backend }, 'loaded uWebSockets.js');
+
+    const dataDir = resolve(cfg.storage.data_dir);
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    const adminToken = cfg.admin.token || adminTokenFile(dataDir);
+
+    await Promise.all([initKeyedHash(), initKeccak()]);
+    const storeLog = {
+      info: (m: string) => log.info({ component: 'store' }, scrub(m)),
+      warn: (m: string) => log.warn({ component: 'store' }, scrub(m)),
+      error: (m: string) => log.error({ component: 'store' }, scrub(m)),
+    };
+    const db = Store.open(dataDir, { log: storeLog });
+    const accounts = AccountStore.open(db);
+    const batches = new BatchStore(db);
+
+    const t0 = clock();
+    const buckets = TokenBucketTable.create({ slots: BUCKET_SLOTS, nowMs: t0 });
+    const ipLimiter = IpLimiter.create({ nowMs: t0, rate: cfg.limits.ip_rps, burst: cfg.limits.ip_burst });
+    const dedup = DedupFilter.create({ windowMs: cfg.dedup.window_s * 1000 });
+    const slab = Slab.create({ capacity: SLAB_BYTES });
+    const pool = new VerifyPool({ threads: cfg.workers.threads, slabHandle: slab.handle() });
+
+    const fwdLog = (level: 'info' | 'warn' | 'error' | 'debug', msg: string, fields?: Record<string, unknown>) =>
+      log[level]({ ...fields, component: 'forward' }, scrub(msg));
+    const forwarder = new Forwarder({
+      lanes: {
+        'evm-paid': cfg.evm.upstreams.paid,
+        'evm-free': cfg.evm.upstreams.free,
+        'solana-single': cfg.solana.rpc_upstreams,
+        'solana-bundle': cfg.solana.bundle_upstreams,
+      },
+      queueCapacity: cfg.limits.queue_capacity,
+      log: fwdLog,
+    });
+
+    let tips: TipAccounts | null = null;
+    if (cfg.solana.tip_accounts.length > 0) tips = new TipAccounts(cfg.solana.tip_accounts);
+    else if (cfg.solana.enabled) log.warn('solana.tip_accounts is empty: the bundle tip rule is disabled');
+
+    const registry = new AccountRegistry(accounts, buckets, clock);
+    const admission = new Admission({
+      clock,
+      accounts: registry,
+      buckets,
+      ipLimiter,
+      ipRps: cfg.limits.ip_rps,
+      dedup,
+      slab,
+      verifier: pool,
+      forwarder,
+      tips,
+      evmChainId: BigInt(cfg.evm.chain_id),
+      enabled: { evm: cfg.evm.enabled, solana: cfg.solana.enabled },
+    });
+
+    const recorder: BatchRecorder = {
+      newId: () => nextBatchId(),
+      // Items without bytes (not even hex) have no hash: recorded as null.
+      persist: (rec) => batches.persist({ ...rec, tx_hashes: rec.tx_hashes as string[] }),
+      updateOutcome: (id, items) =>
+        void batches.updateOutcome(
+          id,
+          items.map((x) => ({ status: x.status, duplicate: x.duplicate, ...(x.error ? { error_code: x.error.code } : {}) })),
+        ),
+    };
+
+    const app = uws.App();
+    const ip = (res: Parameters<typeof clientIp>[0], req: Parameters<typeof clientIp>[1]) => clientIp(res, req, cfg.http.trust_proxy);
+    const rpc = new RpcDispatcher(cfg.http.max_body_bytes);
+    rpc.arrayStatus = (statuses) =>
+      batchStatus(statuses.map((s) => ({ status: s < 300 ? 'queued' : 'not-sent', error: s < 300 ? undefined : { code: rpcOfStatus(s) } }) as any));
+    const ctx = { app, admission, rpc, config: cfg, ip, batches: recorder };
+    if (cfg.solana.enabled) registerSolanaDoors(ctx);
+    else app.get('/ping', (res) => void res.cork(() => res.writeStatus('200 OK').end('pong')));
+    if (cfg.evm.enabled) registerEvmDoors(ctx);
+    rpc.mount(app, ip);
+    app.any('/*', (res) => {
+      res.cork(() => res.writeStatus('404 Not Found').writeHeader('content-type', 'text/plain; charset=utf-8').end('Not Found'));
+    });
+
+    let uploader: Uploader | null = null;
+    if (cfg.database.url) {
+      uploader = new Uploader(batches, {
+        url: cfg.database.url,
+        log: {
+          info: (m: string) => log.info({ component: 'uploader' }, scrub(m)),
+          warn: (m: string) => log.warn({ component: 'uploader' }, scrub(m)),
+          error: (m: string) => log.error({ component: 'uploader' }, scrub(m)),
+        },
+      });
+      uploader.start();
+    }
+
+    const metrics = new Metrics();
+    const udp = cfg.solana.enabled && cfg.udp.enabled ? new UdpIngress(admission) : null;
+    registerMetrics(metrics, { admission, pool, forwarder, dedup, slab, udp, batches, uploader });
+
+    const listen: us_listen_socket[] = [];
+    const httpPort = await listenOn(uws, app, cfg.http.host, cfg.http.port, listen, 'http');
+    const adminApp = createAdminApp({
+      uws,
+      config: cfg,
+      token: adminToken,
+      accounts,
+      batches,
+      metrics,
+      health: () => ({ ok: !admission.draining, draining: admission.draining, verify_queue_ms: pool.queueMs() }),
+    });
+    const adminPort = await listenOn(uws, adminApp, cfg.admin.host, cfg.admin.port, listen, 'admin');
+    const udpPort = udp ? await udp.listen(cfg.udp.host, cfg.udp.port) : null;
+
+    log.info({ http: `${cfg.http.host}:${httpPort}`, admin: `${cfg.admin.host}:${adminPort}`, udp: udpPort, threads: pool.threads }, 'txrelay listening');
+    return new Relay(cfg, { http: httpPort, udp: udpPort, admin: adminPort }, adminToken, admission, metrics, {
+      log,
+      db,
+      batches,
+      uploader,
+      pool,
+      forwarder,
+      udp,
+      listen,
+      apps: [app, adminApp],
+      uwsClose: (s) => uws.us_listen_socket_close(s),
+    });
+  }
+
+  /**
+   * Graceful stop: refuse new work (503 retry_safe), stop listening, let
+   * in-flight verification finish and the lanes drain, flush batch outcomes,
+   * give the uploader a last try, then close the store.
+   */
+  stop(): Promise<void> {
+    this.stopped ??= this.doStop();
+    return this.stopped;
+  }
+
+  private async doStop(): Promise<void> {
+    const p = this.parts;
+    this.admission.draining = true;
+    for (const s of p.listen) p.uwsClose(s);
+    await p.udp?.close();
+    const deadline = Date.now() + DRAIN_MS;
+    while (p.pool.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    const drained = await p.forwarder.drain(Math.max(0, deadline - Date.now()));
+    if (drained.abandoned > 0) p.log.warn({ abandoned: drained.abandoned }, 'shutdown: forwarding queue not fully drained');
+    await p.batches.flush();
+    await p.uploader?.stop();
+    await p.pool.close();
+    for (const app of p.apps) (app as unknown as { close?: () => void }).close?.();
+    await p.db.close();
+    p.log.info('txrelay stopped');
+  }
+}
+
+function rpcOfStatus(status: number): number {
+  if (status === 400) return -32602;
+  if (status === 503) return -32006;
+  return -32005;
+}
+
+function listenOn(uws: ReturnType<typeof loadUws>['uws'], app: TemplatedApp, host: string, port: number, sockets: us_listen_socket[], what: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    app.listen(host, port, (s) => {
+      if (!s) return reject(new Error(`${what}: cannot listen on ${host}:${port} (in use or not permitted)`));
+      sockets.push(s);
+      resolve(uws.us_socket_local_port(s as any));
+    });
+  });
+}
+
+/** The admin token: generated once into data_dir/admin.token (mode 0600), then reused. */
+function adminTokenFile(dataDir: string): string {
+  const file = join(dataDir, 'admin.token');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const token = randomBytes(24).toString('base64url');
+  writeFileSync(file, token + '\n', { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return token;
+}
+
+function registerMetrics(
+  m: Metrics,
+  p: {
+    admission: Admission;
+    pool: VerifyPool;
+    forwarder: Forwarder;
+    dedup: DedupFilter;
+    slab: Slab;
+    udp: UdpIngress | null;
+    batches: BatchStore;
+    uploader: Uploader | null;
+  },
+): void {
+  m.counter('txrelay_admitted_total', 'Transactions admitted and queued for forwarding, by lane.', ['lane'], () => labelled(p.admission.admitted, 'lane'));
+  m.counter('txrelay_duplicates_total', 'Submissions recognised as duplicates on this node, by lane.', ['lane'], () => labelled(p.admission.duplicates, 'lane'));
+  m.counter('txrelay_rejected_total', 'Submissions rejected, by error code.', ['code'], () => labelled(p.admission.rejected, 'code'));
+  m.counter('txrelay_udp_datagrams_total', 'UDP datagrams by outcome (everything but admitted/duplicate was dropped).', ['outcome'], () =>
+    p.udp ? labelled(p.udp.outcomes, 'outcome') : [],
+  );
+  m.counter('txrelay_verify_tasks_total', 'Verification micro-batches sent to workers.', [], () => [[{}, p.pool.stats.tasks]]);
+  m.counter('txrelay_verify_jobs_total', 'Transactions sent to workers for signature verification.', [], () => [[{}, p.pool.stats.jobs]]);
+  m.gauge('txrelay_verify_queue_ms', 'Estimated verification queue time in milliseconds.', [], () => [[{}, p.pool.queueMs()]]);
+  m.gauge('txrelay_slab_bytes_used', 'Bytes of in-flight transactions in the shared slab.', [], () => [[{}, p.slab.used]]);
+  m.gauge('txrelay_batch_upload_backlog', 'Batch records not yet uploaded to PostgreSQL.', [], () => [[{}, p.batches.backlog()]]);
+  m.counter('txrelay_dedup_fresh_evictions_total', 'Dedup entries evicted while still inside the window (table overflow).', [], () => [
+    [{}, p.dedup.freshEvictions],
+  ]);
+  m.gauge('txrelay_lane_depth', 'Transactions waiting in each forwarding lane.', ['lane'], () =>
+    Object.entries(p.forwarder.stats().lanes).map(([lane, s]) => [{ lane }, (s as { depth: number }).depth]),
+  );
+  m.counter('txrelay_lane_forwarded_total', 'Transactions forwarded, by lane.', ['lane'], () =>
+    Object.entries(p.forwarder.stats().lanes).map(([lane, s]) => [{ lane }, (s as { forwarded: number }).forwarded]),
+  );
+  m.counter('txrelay_lane_discarded_total', 'Admitted transactions dropped because the lane has no upstream (dry run).', ['lane'], () =>
+    Object.entries(p.forwarder.stats().lanes).map(([lane, s]) => [{ lane }, (s as { discarded: number }).discarded]),
+  );
+}

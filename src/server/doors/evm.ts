@@ -1,0 +1,213 @@
+/**
+ * Family A doors (SPEC 4.1-4.3, DECISIONS 3-4): JSON-RPC
+ * `eth_sendRawTransaction` (also inside standard JSON-RPC arrays), the
+ * plain-text `POST /v2/svc_send_raw_transaction` with its URL-auth and CORS
+ * rules, and the `svc_sendRawTransactionBatch` batch with its durable record.
+ */
+import { E, RelayError } from '../../errors.js';
+import { parseHexTransaction } from '../../chains/evm/hex.js';
+import type { Admission, BatchInput, BatchItem, EvmOutcome, LaneName } from '../../pipeline/admission.js';
+import { FORWARDED_MESSAGE } from '../../pipeline/admission.js';
+import type { AccountRecord } from '../../store/accounts.js';
+import { guard, readBody, retryHeaders, send, type Headers, type Res } from '../http.js';
+import type { HttpRequest, HttpResponse } from '../uws.js';
+import type { DoorContext } from './context.js';
+import { rpcErrorBody, type Reply } from './jsonrpc.js';
+
+const JSON_CT = 'application/json';
+const QUEUED: Headers = [['x-svc-submission-state', 'queued']];
+const QUEUED_DUP: Headers = [
+  ['x-svc-submission-state', 'queued'],
+  ['x-svc-duplicate', 'true'],
+];
+
+/** SPEC 4.1: browsers may read these response headers. */
+const CORS: Headers = [
+  ['access-control-allow-origin', '*'],
+  ['access-control-expose-headers', 'x-svc-submission-state, x-svc-duplicate, retry-after, x-ratelimit-retry-after-ms'],
+];
+const PREFLIGHT: Headers = [
+  ...CORS,
+  ['access-control-allow-methods', 'POST, OPTIONS'],
+  ['access-control-allow-headers', 'authorization, content-type'],
+  ['access-control-max-age', '86400'],
+];
+
+/** The durable batch receive record (DECISIONS 7), implemented by the store. */
+export interface BatchRecorder {
+  newId(): string;
+  persist(rec: { batch_id: string; received_at: string; account_id: number; client_ip: string; tx_hashes: (string | null)[] }): Promise<void>;
+  updateOutcome(batchId: string, items: BatchItem[]): void;
+}
+
+/** `Authorization: Bearer <uuid>` → the UUID; '' when the header is present but not a Bearer credential. */
+function bearer(authorization: string | null): string | null {
+  if (authorization === null) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  return m ? m[1]! : '';
+}
+
+function okBody(hash: string, id: string): string {
+  return `{"jsonrpc":"2.0","id":${id},"result":"${hash}","message":"${FORWARDED_MESSAGE}"}`;
+}
+
+function errorReply(reply: Reply, err: RelayError, id: string, extra?: Headers): void {
+  const h = retryHeaders(err);
+  reply(err.spec.http, JSON_CT, rpcErrorBody(err, id), extra ? [...h, ...extra] : h);
+}
+
+/**
+ * SPEC 5 rules for the plain-text door's query: either empty, or exactly one
+ * `auth` parameter and nothing else, percent-encoding well formed.
+ * Returns the UUID, null when absent, or a RelayError.
+ */
+export function parseAuthQuery(query: string): string | null | RelayError {
+  if (query === '') return null;
+  const bad = (m: string) => new RelayError(E.INVALID_REQUEST, m);
+  const parts = query.split('&');
+  let auth: string | null = null;
+  for (const p of parts) {
+    const eq = p.indexOf('=');
+    const rawKey = eq < 0 ? p : p.slice(0, eq);
+    let key: string;
+    let value: string;
+    try {
+      key = decodeURIComponent(rawKey.replace(/\+/g, ' '));
+      value = eq < 0 ? '' : decodeURIComponent(p.slice(eq + 1).replace(/\+/g, ' '));
+    } catch {
+      return bad('malformed percent-encoding in the query string');
+    }
+    if (key !== 'auth') return bad('only the auth query parameter is allowed');
+    if (auth !== null) return bad('duplicate auth parameter');
+    auth = value;
+  }
+  return auth;
+}
+
+export function registerEvmDoors(ctx: DoorContext): void {
+  const { app, admission } = ctx;
+
+  const submit = (reply: Reply, rec: AccountRecord, hex: string, id: string, cors: Headers | undefined): void => {
+    let bytes: Uint8Array;
+    try {
+      bytes = parseHexTransaction(hex);
+    } catch (e) {
+      return errorReply(reply, new RelayError(E.TX_INVALID, (e as Error).message), id, cors);
+    }
+    const block = admission.copyIn(bytes);
+    if (block === null) return errorReply(reply, admission.capacityError('slab full'), id, cors);
+    const lane: LaneName = admission.laneFor('evm', rec);
+    admission.evmSingle(block, hex, lane, (o: EvmOutcome) => {
+      if (!o.ok) return errorReply(reply, o.error, id, cors);
+      const h = o.duplicate ? QUEUED_DUP : QUEUED;
+      reply(202, JSON_CT, okBody(o.hash, id), cors ? [...h, ...cors] : h);
+    });
+  };
+
+  // JSON-RPC single (SPEC 4.2): Bearer only; `?auth=` authenticates nothing here (DECISIONS 4).
+  ctx.rpc.register('eth_sendRawTransaction', (reply, info, call) => {
+    let rec: AccountRecord;
+    try {
+      rec = admission.gate('evm', bearer(info.authorization), info.ip, 1);
+    } catch (e) {
+      return errorReply(reply, e as RelayError, call.id);
+    }
+    const p = call.params;
+    if (!Array.isArray(p) || p.length !== 1 || typeof p[0] !== 'string') {
+      return errorReply(reply, new RelayError(E.INVALID_PARAMS, 'params must be ["0x…"]'), call.id);
+    }
+    submit(reply, rec, p[0], call.id, undefined);
+  });
+
+  // Plain text (SPEC 4.1).
+  app.options('/v2/svc_send_raw_transaction', (res) => {
+    res.cork(() => {
+      res.writeStatus('204 No Content');
+      for (const [k, v] of PREFLIGHT) res.writeHeader(k, v);
+      res.end();
+    });
+  });
+
+  app.post('/v2/svc_send_raw_transaction', (r: HttpResponse, req: HttpRequest) => {
+    const res = guard(r);
+    const reply: Reply = (status, ct, body, headers) => send(res, status, ct, body, headers);
+    const fail = (err: RelayError) => errorReply(reply, err, 'null', CORS);
+    const ip = ctx.ip(res, req);
+    const ctype = req.getHeader('content-type');
+    if (!/^text\/plain\s*(;|$)/i.test(ctype)) return fail(new RelayError(E.UNSUPPORTED_MEDIA, 'use text/plain'));
+    const fromQuery = parseAuthQuery(req.getQuery() ?? '');
+    if (fromQuery instanceof RelayError) return fail(fromQuery);
+    const fromHeader = bearer(req.getHeader('authorization') || null);
+    if (fromQuery !== null && fromHeader !== null) return fail(new RelayError(E.INVALID_REQUEST, 'use exactly one authentication method'));
+    let rec: AccountRecord;
+    try {
+      rec = admission.gate('evm', fromQuery ?? fromHeader, ip, 1);
+    } catch (e) {
+      return fail(e as RelayError);
+    }
+    readBody(
+      res,
+      req,
+      ctx.config.http.max_body_bytes,
+      (body) => {
+        // SPEC 4.1: leading and trailing ASCII whitespace is allowed.
+        const text = Buffer.from(body.buffer, body.byteOffset, body.length).toString('latin1').trim();
+        submit(reply, rec, text, 'null', CORS);
+      },
+      (n) => fail(new RelayError(E.TOO_LARGE, `body of ${n} bytes exceeds http.max_body_bytes (${ctx.config.http.max_body_bytes})`)),
+    );
+  });
+
+  // Batch (SPEC 4.3, DECISIONS 6): record first, then rate checks and admission per item.
+  ctx.rpc.register('svc_sendRawTransactionBatch', (reply, info, call) => {
+    let rec: AccountRecord;
+    try {
+      rec = admission.authenticate('evm', bearer(info.authorization));
+    } catch (e) {
+      return errorReply(reply, e as RelayError, call.id);
+    }
+    const p = call.params;
+    const max = ctx.config.evm.max_batch;
+    if (!Array.isArray(p) || p.length < 1 || p.length > max || !p.every((x) => typeof x === 'string')) {
+      return errorReply(reply, new RelayError(E.INVALID_PARAMS, `params must be 1 to ${max} "0x…" strings`), call.id);
+    }
+    const batches = ctx.batches;
+    if (!batches) return errorReply(reply, new RelayError(E.BATCH_RECORD), call.id);
+    const inputs: BatchInput[] = (p as string[]).map((hex) => {
+      let bytes: Uint8Array;
+      try {
+        bytes = parseHexTransaction(hex);
+      } catch (e) {
+        return admission.evmPrepare(null, hex, new RelayError(E.TX_INVALID, (e as Error).message));
+      }
+      const block = admission.copyIn(bytes);
+      if (block === null) return { block: null, hex, hash: null, error: admission.capacityError('slab full') };
+      return admission.evmPrepare(block, hex, null);
+    });
+    const batchId = batches.newId();
+    const releaseAll = () => inputs.forEach((x) => x.block && admission.release(x.block));
+    batches
+      .persist({
+        batch_id: batchId,
+        received_at: new Date().toISOString(),
+        account_id: rec.id,
+        client_ip: info.ip,
+        tx_hashes: inputs.map((x) => x.hash),
+      })
+      .then(
+        () => {
+          admission.evmBatch(rec, inputs, info.ip, (items, status) => {
+            batches.updateOutcome(batchId, items);
+            const body = `{"jsonrpc":"2.0","id":${call.id},"result":${JSON.stringify({ batch_id: batchId, transactions: items })}}`;
+            const headers: Headers = [['x-svc-batch-id', batchId]];
+            const rateErr = status === 429 ? items.find((x) => x.error)?.error : undefined;
+            reply(status, JSON_CT, body, rateErr ? [...headers, ['retry-after', '1']] : headers);
+          });
+        },
+        () => {
+          releaseAll();
+          errorReply(reply, new RelayError(E.BATCH_RECORD), call.id);
+        },
+      );
+  });
+}

@@ -1,0 +1,164 @@
+/**
+ * uWebSockets.js plumbing shared by every door. The rules this file exists to
+ * keep in one place (uWS aborts the process or corrupts memory otherwise):
+ * - `onAborted` is registered before any asynchronous step;
+ * - a response written after an await is corked;
+ * - `onData` chunks are copied before the callback returns (they are neutered after);
+ * - body bytes are counted while streaming, and an oversized body is answered
+ *   from its Content-Length before a byte of it is buffered.
+ */
+import type { HttpRequest, HttpResponse } from './uws.js';
+import { RelayError } from '../errors.js';
+
+/** Per-request state hung on the uWS response object. */
+export interface Res extends HttpResponse {
+  aborted?: boolean;
+  done?: boolean;
+}
+
+const REASONS: Record<number, string> = {
+  200: '200 OK',
+  201: '201 Created',
+  202: '202 Accepted',
+  204: '204 No Content',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  403: '403 Forbidden',
+  404: '404 Not Found',
+  405: '405 Method Not Allowed',
+  409: '409 Conflict',
+  413: '413 Payload Too Large',
+  415: '415 Unsupported Media Type',
+  429: '429 Too Many Requests',
+  500: '500 Internal Server Error',
+  503: '503 Service Unavailable',
+  // SPEC 7.2: family B batch uses these non-standard statuses as its error codes.
+  605: '605 Batch Decode Error',
+  606: '606 Tip Instruction Not Found',
+  607: '607 Tip Too Low',
+};
+
+export function statusLine(code: number): string {
+  return REASONS[code] ?? `${code} Status`;
+}
+
+export type Headers = readonly (readonly [string, string])[];
+
+/** Registers the abort handler; must be the first thing a handler does before going async. */
+export function guard(res: HttpResponse): Res {
+  const r = res as Res;
+  r.aborted = false;
+  r.done = false;
+  r.onAborted(() => {
+    r.aborted = true;
+  });
+  return r;
+}
+
+/** Writes a whole response; corked, so it is safe after an await. No-op once aborted or answered. */
+export function send(res: Res, status: number, contentType: string | null, body: string | Uint8Array, headers?: Headers): void {
+  if (res.aborted || res.done) return;
+  res.done = true;
+  res.cork(() => {
+    res.writeStatus(statusLine(status));
+    if (contentType) res.writeHeader('content-type', contentType);
+    if (headers) for (let i = 0; i < headers.length; i++) res.writeHeader(headers[i]![0], headers[i]![1]);
+    res.end(body);
+  });
+}
+
+export function sendJson(res: Res, status: number, body: string, headers?: Headers): void {
+  send(res, status, 'application/json', body, headers);
+}
+
+export function sendText(res: Res, status: number, body: string, headers?: Headers): void {
+  send(res, status, 'text/plain; charset=utf-8', body, headers);
+}
+
+/** Retry headers for a 429 (DECISIONS 6): whole seconds rounded up, and milliseconds. */
+export function retryHeaders(err: RelayError): Headers {
+  if (err.spec.http !== 429) return [];
+  const ms = Math.max(1, Math.ceil(err.retryAfterMs));
+  return [
+    ['retry-after', String(Math.ceil(ms / 1000))],
+    ['x-ratelimit-retry-after-ms', String(ms)],
+  ];
+}
+
+/**
+ * Streams the request body into one buffer. `into(len)` supplies the
+ * destination once the declared length is known (a slab block, so the bytes
+ * are copied exactly once); it may answer the request itself and return null
+ * to stop reading. `onTooLarge` fires, before anything is buffered when
+ * Content-Length says so, once the body exceeds `max`; the caller answers.
+ */
+export function readBody(
+  res: Res,
+  req: HttpRequest,
+  max: number,
+  onBody: (body: Uint8Array) => void,
+  onTooLarge: (declared: number) => void,
+  into?: (len: number) => Uint8Array | null,
+): void {
+  const declared = req.getHeader('content-length');
+  let expected = -1;
+  if (declared !== '') {
+    expected = Number(declared);
+    if (!Number.isSafeInteger(expected) || expected < 0) expected = -1;
+    else if (expected > max) {
+      onTooLarge(expected);
+      return;
+    }
+  }
+  let buf: Uint8Array | null = null;
+  let len = 0;
+  res.onData((chunk, isLast) => {
+    if (res.aborted || res.done) return;
+    const c = new Uint8Array(chunk);
+    if (buf === null) {
+      // Fast path: the whole body in one chunk and no slab wanted.
+      if (isLast && !into && (expected < 0 || c.length === expected)) {
+        if (c.length > max) return onTooLarge(c.length);
+        onBody(Buffer.from(c));
+        return;
+      }
+      if (into && expected >= 0) {
+        buf = into(expected);
+        // The door answered (e.g. 503 when the slab is full): stop reading.
+        if (buf === null && res.done) return;
+      }
+      // Chunked bodies (no Content-Length) are assembled here first; the door copies them on.
+      buf ??= Buffer.allocUnsafe(expected >= 0 ? expected : Math.min(max, Math.max(c.length * 2, 4096)));
+    }
+    if (len + c.length > max) {
+      buf = null;
+      onTooLarge(len + c.length);
+      return;
+    }
+    if (len + c.length > buf.length) {
+      // Chunked or lying Content-Length: grow (bounded by max).
+      const grown = Buffer.allocUnsafe(Math.min(max, Math.max(buf.length * 2, len + c.length)));
+      grown.set(buf.subarray(0, len));
+      buf = grown;
+    }
+    buf.set(c, len);
+    len += c.length;
+    if (isLast) {
+      const body = buf.subarray(0, len);
+      buf = null;
+      onBody(body);
+    }
+  });
+}
+
+/** The client's IP: the socket peer, or the first X-Forwarded-For hop when `trust_proxy` is on. */
+export function clientIp(res: HttpResponse, req: HttpRequest, trustProxy: boolean): string {
+  if (trustProxy) {
+    const xff = req.getHeader('x-forwarded-for');
+    if (xff) {
+      const first = xff.split(',')[0]!.trim();
+      if (first) return first;
+    }
+  }
+  return Buffer.from(res.getRemoteAddressAsText()).toString();
+}

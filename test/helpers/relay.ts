@@ -1,0 +1,97 @@
+/**
+ * Starts a real relay in-process for tests: every listener on an ephemeral
+ * port, a fresh data directory, embedded defaults plus the overrides given.
+ * Talks to it over real sockets only.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config/load.js';
+import { Relay } from '../../src/relay.js';
+import type { AccountRecord } from '../../src/store/accounts.js';
+
+export const ADMIN_TOKEN = 'test-admin-token';
+
+export interface TestRelay {
+  relay: Relay;
+  base: string;
+  admin: string;
+  udpPort: number;
+  dataDir: string;
+  createAccount(body?: Record<string, unknown>): Promise<AccountRecord>;
+  adminCall(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }>;
+  metric(name: string, labels?: Record<string, string>): Promise<number>;
+  stop(opts?: { keepData?: boolean }): Promise<void>;
+}
+
+export async function startTestRelay(overrides: Record<string, any> = {}, dataDir?: string): Promise<TestRelay> {
+  const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'txrelay-test-'));
+  const base = {
+    http: { port: 0 },
+    udp: { port: 0 },
+    admin: { port: 0, token: ADMIN_TOKEN },
+    storage: { data_dir: dir },
+    log: { level: 'silent' },
+    workers: { threads: 1 },
+  };
+  const config = loadConfig({ env: {}, overrides: deepMerge(base, overrides) });
+  const relay = await Relay.start({ config });
+  const httpBase = `http://127.0.0.1:${relay.ports.http}`;
+  const adminBase = `http://127.0.0.1:${relay.ports.admin}`;
+  const adminCall = async (method: string, path: string, body?: unknown) => {
+    const r = await fetch(adminBase + path, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    return { status: r.status, json: text ? JSON.parse(text) : null };
+  };
+  return {
+    relay,
+    base: httpBase,
+    admin: adminBase,
+    udpPort: relay.ports.udp ?? 0,
+    dataDir: dir,
+    adminCall,
+    async createAccount(body = {}) {
+      const r = await adminCall('POST', '/admin/accounts', body);
+      if (r.status !== 201) throw new Error(`create account: ${r.status} ${JSON.stringify(r.json)}`);
+      return r.json as AccountRecord;
+    },
+    async metric(name, labels = {}) {
+      const text = await (await fetch(adminBase + '/metrics')).text();
+      const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+      let sum = 0;
+      for (const line of text.split('\n')) {
+        if (!line.startsWith(name)) continue;
+        const rest = line.slice(name.length);
+        if (rest[0] !== ' ' && rest[0] !== '{') continue;
+        if (want.every((w) => rest.includes(w))) sum += Number(line.split(' ').pop());
+      }
+      return sum;
+    },
+    async stop(opts = {}) {
+      await relay.stop();
+      if (!opts.keepData && !dataDir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function deepMerge(a: any, b: any): any {
+  const out = { ...a };
+  for (const [k, v] of Object.entries(b ?? {})) {
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && typeof a[k] === 'object' ? deepMerge(a[k], v) : v;
+  }
+  return out;
+}
+
+/** Polls `cond` until true or `ms` elapse; for waiting on asynchronous forwarding. */
+export async function eventually(cond: () => boolean | Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
