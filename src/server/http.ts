@@ -78,7 +78,8 @@ export function sendText(res: Res, status: number, body: string, headers?: Heade
 /** Retry headers for a 429 (DECISIONS 6): whole seconds rounded up, and milliseconds. */
 export function retryHeaders(err: RelayError): Headers {
   if (err.spec.http !== 429) return [];
-  const ms = Math.max(1, Math.ceil(err.retryAfterMs));
+  // A request that can never fit (n > burst, or a 0 TPS account) gets a minute: retrying sooner cannot succeed.
+  const ms = Number.isFinite(err.retryAfterMs) ? Math.max(1, Math.ceil(err.retryAfterMs)) : 60_000;
   return [
     ['retry-after', String(Math.ceil(ms / 1000))],
     ['x-ratelimit-retry-after-ms', String(ms)],
@@ -160,5 +161,7 @@ export function clientIp(res: HttpResponse, req: HttpRequest, trustProxy: boolea
       if (first) return first;
     }
   }
-  return Buffer.from(res.getRemoteAddressAsText()).toString();
+  const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
+  // One IPv4 client is one key whether the socket is v4 or dual-stack v6.
+  return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip;
 }

@@ -1,0 +1,168 @@
+/**
+ * Keyed 32-bit hashes for the shared tables: XXH32 (xxHash specification,
+ * 32-bit variant) run with secret per-process seeds, several independent
+ * words per key.
+ *
+ * Why seeded: bucket positions must not be predictable, or a client could
+ * pick inputs that all land in one bucket of the IP limiter or the dedup
+ * filter and evict other clients' entries. Seeds come from
+ * `crypto.getRandomValues` in the thread that creates a table and travel to
+ * workers inside the table's handle, so every thread hashes alike.
+ *
+ * XXH32 is not a cryptographic PRF. That is enough here: dedup keys are
+ * transaction hashes and signatures, which nobody can shape bit by bit, and
+ * an IP limiter collision only merges two IPs' limits (stricter, not looser).
+ *
+ * Two implementations give identical words (tested): a plain-JS XXH32, which
+ * the tables use, and xxhash-wasm's h32Raw, loaded by `initKeyedHash()`. For
+ * the 16..64-byte inputs hashed here the JS one is faster, because each wasm
+ * call copies the input into wasm memory and crosses the JS/wasm boundary
+ * (bench/shared.bench.ts, Node 20, EPYC: 0.082 µs vs 0.186 µs for the four
+ * words of a 32-byte key). So `initKeyedHash()` is not required before using
+ * a table; the wasm path stays as the reference the JS one is tested against.
+ */
+import xxhash from 'xxhash-wasm';
+import type { XXHashAPI } from 'xxhash-wasm';
+
+/** Seeds are plain u32 words; a Uint32Array survives structured cloning into handles. */
+export type HashSeeds = Uint32Array;
+
+/** Words per key: three for keyedHash96, four for keyedHash128. */
+export const SEED_WORDS = 4;
+
+/** Fresh random seeds for a new table (one set per table, per process start). */
+export function randomSeeds(): HashSeeds {
+  return crypto.getRandomValues(new Uint32Array(SEED_WORDS));
+}
+
+/** Validates seeds arriving in a handle from another thread. */
+export function checkSeeds(seeds: unknown): HashSeeds {
+  if (!(seeds instanceof Uint32Array) || seeds.length < SEED_WORDS) {
+    throw new TypeError(`hash seeds must be a Uint32Array of ${SEED_WORDS} words`);
+  }
+  return seeds;
+}
+
+let api: XXHashAPI | null = null;
+let loading: Promise<void> | null = null;
+
+/** Loads xxhash-wasm once per thread (the reference path). Safe to call repeatedly and concurrently; optional for the tables. */
+export function initKeyedHash(): Promise<void> {
+  if (loading === null) {
+    loading = xxhash().then((a) => {
+      api = a;
+    });
+  }
+  return loading;
+}
+
+/** True once `initKeyedHash()` has resolved in this thread. */
+export function wasmHashReady(): boolean {
+  return api !== null;
+}
+
+const P1 = 0x9e3779b1 | 0;
+const P2 = 0x85ebca77 | 0;
+const P3 = 0xc2b2ae3d | 0;
+const P4 = 0x27d4eb2f | 0;
+const P5 = 0x165667b1 | 0;
+
+function rotl(x: number, r: number): number {
+  return (x << r) | (x >>> (32 - r));
+}
+
+function round(acc: number, lane: number): number {
+  return Math.imul(rotl((acc + Math.imul(lane, P2)) | 0, 13), P1);
+}
+
+function word(b: Uint8Array, i: number): number {
+  return b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24);
+}
+
+/** XXH32 of b[0..len) with the given seed, as an unsigned 32-bit number. */
+export function xxh32(b: Uint8Array, len: number, seed: number): number {
+  let i = 0;
+  let h: number;
+  if (len >= 16) {
+    let v1 = (seed + P1 + P2) | 0;
+    let v2 = (seed + P2) | 0;
+    let v3 = seed | 0;
+    let v4 = (seed - P1) | 0;
+    const limit = len - 16;
+    while (i <= limit) {
+      v1 = round(v1, word(b, i));
+      v2 = round(v2, word(b, i + 4));
+      v3 = round(v3, word(b, i + 8));
+      v4 = round(v4, word(b, i + 12));
+      i += 16;
+    }
+    h = (rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18)) | 0;
+  } else {
+    h = (seed + P5) | 0;
+  }
+  h = (h + len) | 0;
+  while (i + 4 <= len) {
+    h = Math.imul(rotl((h + Math.imul(word(b, i), P3)) | 0, 17), P4);
+    i += 4;
+  }
+  while (i < len) {
+    h = Math.imul(rotl((h + Math.imul(b[i]!, P5)) | 0, 11), P1);
+    i++;
+  }
+  h ^= h >>> 15;
+  h = Math.imul(h, P2);
+  h ^= h >>> 13;
+  h = Math.imul(h, P3);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+function hashWords(bytes: Uint8Array, len: number, seeds: HashSeeds, out: Uint32Array, words: number): void {
+  for (let k = 0; k < words; k++) out[k] = xxh32(bytes, len, seeds[k]!);
+}
+
+/** Writes three independent keyed 32-bit hashes of `bytes` into out[0..2]. */
+export function keyedHash96(bytes: Uint8Array, seeds: HashSeeds, out: Uint32Array): void {
+  hashWords(bytes, bytes.length, seeds, out, 3);
+}
+
+/** Writes four independent keyed 32-bit hashes of `bytes` into out[0..3]. */
+export function keyedHash128(bytes: Uint8Array, seeds: HashSeeds, out: Uint32Array): void {
+  hashWords(bytes, bytes.length, seeds, out, 4);
+}
+
+/** Longest text hashed without allocation; IPv6 text with a zone id fits. */
+const MAX_SCRATCH_TEXT = 256;
+const textScratch = new Uint8Array(MAX_SCRATCH_TEXT * 3);
+const encoder = new TextEncoder();
+
+/**
+ * keyedHash96 of the UTF-8 bytes of `text` (IP addresses). ASCII is copied
+ * byte by byte into a module scratch buffer, so the hot path allocates nothing.
+ */
+export function keyedHashString96(text: string, seeds: HashSeeds, out: Uint32Array): void {
+  const n = text.length;
+  let ascii = n <= MAX_SCRATCH_TEXT;
+  if (ascii) {
+    for (let i = 0; i < n; i++) {
+      const c = text.charCodeAt(i);
+      if (c > 0x7f) {
+        ascii = false;
+        break;
+      }
+      textScratch[i] = c;
+    }
+  }
+  if (ascii) {
+    hashWords(textScratch, n, seeds, out, 3);
+    return;
+  }
+  const bytes = encoder.encode(text);
+  hashWords(bytes, bytes.length, seeds, out, 3);
+}
+
+/** keyedHash128 through xxhash-wasm, for the equivalence test and the benchmark. */
+export function keyedHash128Wasm(bytes: Uint8Array, seeds: HashSeeds, out: Uint32Array): void {
+  if (api === null) throw new Error('initKeyedHash() has not resolved in this thread');
+  for (let k = 0; k < 4; k++) out[k] = api.h32Raw(bytes, seeds[k]!);
+}
