@@ -1,0 +1,309 @@
+/**
+ * Decoder for signed Ethereum transactions as accepted by
+ * `eth_sendRawTransaction`:
+ *
+ *   type 0  legacy            rlp([nonce, gasPrice, gas, to, value, data, v, r, s]), EIP-155 v
+ *   type 1  EIP-2930          0x01 || rlp([chainId, nonce, gasPrice, gas, to, value, data, accessList, yParity, r, s])
+ *   type 2  EIP-1559          0x02 || rlp([chainId, nonce, maxPriorityFeePerGas, maxFeePerGas, gas, to, value, data,
+ *                                          accessList, yParity, r, s])
+ *   type 3  EIP-4844          0x03 || rlp([chainId, nonce, maxPriorityFeePerGas, maxFeePerGas, gas, to, value, data,
+ *                                          accessList, maxFeePerBlobGas, blobVersionedHashes, yParity, r, s])
+ *           network form      0x03 || rlp([tx_payload_body, blobs, commitments, proofs])
+ *           EIP-7594 form     0x03 || rlp([tx_payload_body, wrapper_version = 1, blobs, commitments, cell_proofs])
+ *   type 4  EIP-7702          0x04 || rlp([chainId, nonce, maxPriorityFeePerGas, maxFeePerGas, gas, destination, value,
+ *                                          data, accessList, authorizationList, yParity, r, s])
+ *
+ * Field widths follow go-ethereum's types (uint64 nonce and gas, uint256
+ * amounts, 20-byte addresses, 32-byte hashes, fixed-size blobs, commitments
+ * and proofs), so what decodes here decodes there. Integers wider than 256
+ * bits are refused even in legacy transactions, where go-ethereum decodes them
+ * and refuses them one step later (ErrFeeCapVeryHigh). Conversely an empty
+ * `to` in types 3 and 4, a decode error in go-ethereum, decodes to null here
+ * so that validate.ts can name the rule.
+ *
+ * The result keeps offsets into the input instead of copies: `data`, `to`,
+ * hashes and commitments are subarrays, and the byte ranges that the
+ * transaction hash and the signing hash cover are recorded so `txHash` and
+ * `signingHash` (hash.ts, re-exported here) need no re-encoding.
+ */
+
+import { DecodeError } from '../../errors.js';
+import { RlpReader } from './rlp.js';
+
+// The two hashes over a decoded transaction live with the other hashing code.
+export { signingHash, txHash } from './hash.js';
+
+export const TX_LEGACY = 0;
+export const TX_ACCESS_LIST = 1; // EIP-2930
+export const TX_DYNAMIC_FEE = 2; // EIP-1559
+export const TX_BLOB = 3; // EIP-4844
+export const TX_SET_CODE = 4; // EIP-7702
+
+/** EIP-4844: 4096 field elements of 32 bytes. */
+export const BYTES_PER_BLOB = 131072;
+/** EIP-4844: a KZG commitment and a KZG proof are compressed BLS12-381 G1 points. */
+export const BYTES_PER_COMMITMENT = 48;
+export const BYTES_PER_PROOF = 48;
+/** EIP-7594 network wrapper version that carries cell proofs. */
+export const SIDECAR_VERSION_CELL_PROOFS = 1;
+
+const ADDRESS_BYTES = 20;
+const HASH_BYTES = 32;
+/** uint64 fields (nonce, gas) in go-ethereum's types. */
+const U64_BYTES = 8;
+/** uint256 fields (chain id, fees, value, signature values). */
+const U256_BYTES = 32;
+/** EIP-7702 authorization y_parity is a uint8 in go-ethereum. */
+const U8_BYTES = 1;
+
+const EMPTY = new Uint8Array(0);
+const NO_HASHES: readonly Uint8Array[] = Object.freeze([]);
+
+/**
+ * A decoded transaction. A class with every field initialised in the same
+ * order keeps V8's hidden class monomorphic across all five types.
+ */
+export class EvmTx {
+  type = 0;
+  /** Typed: the chainId field. Legacy: derived from EIP-155 v, or null when unprotected. */
+  chainId: bigint | null = null;
+  nonce = 0n;
+  gasLimit = 0n;
+  /** Legacy and EIP-2930 gasPrice; for later types go-ethereum's GasPrice(), i.e. maxFeePerGas. */
+  gasPrice = 0n;
+  /** Fee cap; equals gasPrice for legacy and EIP-2930. */
+  maxFeePerGas = 0n;
+  /** Tip cap; equals gasPrice for legacy and EIP-2930. */
+  maxPriorityFeePerGas = 0n;
+  /** EIP-4844 only. */
+  maxFeePerBlobGas: bigint | null = null;
+  /** 20-byte view, or null for contract creation. */
+  to: Uint8Array | null = null;
+  value = 0n;
+  data: Uint8Array = EMPTY;
+  accessListAddresses = 0;
+  accessListStorageKeys = 0;
+  blobVersionedHashes: readonly Uint8Array[] = NO_HASHES;
+  /** -1: no sidecar (canonical form); 0: EIP-4844 network form; 1: EIP-7594 cell-proof form. */
+  sidecarVersion = -1;
+  sidecarBlobs = 0;
+  sidecarCommitments: readonly Uint8Array[] = NO_HASHES;
+  sidecarProofs = 0;
+  authorizationCount = 0;
+  /** The raw v value (legacy) or the yParity field (typed). */
+  v = 0n;
+  /** Recovery id 0 or 1; -1 when v / yParity is not a valid value. */
+  yParity = -1;
+  r = 0n;
+  s = 0n;
+  /** Minimal big-endian bytes of r and s as they appear in the input. */
+  rBytes: Uint8Array = EMPTY;
+  sBytes: Uint8Array = EMPTY;
+  /** Length of the whole input, sidecar included. */
+  size = 0;
+  /** The canonical RLP list: the transaction hash is keccak(type byte, if typed || input[bodyStart, bodyEnd)). */
+  bodyStart = 0;
+  bodyEnd = 0;
+  /** The signed fields (everything before v / yParity), re-wrapped for the signing hash. */
+  unsignedStart = 0;
+  unsignedEnd = 0;
+}
+
+/** One reader per thread: decoding is synchronous, so it is never shared by two calls at once. */
+const reader = new RlpReader();
+
+/** Decodes one signed transaction; throws DecodeError naming the offending field. */
+export function decodeEvmTransaction(raw: Uint8Array): EvmTx {
+  const n = raw.length;
+  if (n === 0) throw new DecodeError('empty transaction');
+  const first = raw[0]!;
+  const tx = new EvmTx();
+  tx.size = n;
+  if (first >= 0xc0) {
+    decodeLegacy(raw, tx);
+  } else if (first >= TX_ACCESS_LIST && first <= TX_SET_CODE) {
+    decodeTyped(raw, tx, first);
+  } else if (first >= 0x80) {
+    throw new DecodeError('malformed transaction: expected a list or a transaction type byte');
+  } else {
+    throw new DecodeError(`unsupported transaction type 0x${first.toString(16).padStart(2, '0')}`);
+  }
+  return tx;
+}
+
+function decodeLegacy(raw: Uint8Array, tx: EvmTx): void {
+  const r = reader.reset(raw, 0);
+  const end = r.list(raw.length, 'transaction');
+  if (end !== raw.length) throw new DecodeError('trailing bytes after transaction');
+  tx.type = TX_LEGACY;
+  tx.bodyStart = 0;
+  tx.bodyEnd = end;
+  tx.unsignedStart = r.pos;
+  tx.nonce = r.uint(end, U64_BYTES, 'nonce');
+  tx.gasPrice = r.uint(end, U256_BYTES, 'gasPrice');
+  tx.maxFeePerGas = tx.gasPrice;
+  tx.maxPriorityFeePerGas = tx.gasPrice;
+  tx.gasLimit = r.uint(end, U64_BYTES, 'gas');
+  tx.to = readTo(r, end, raw);
+  tx.value = r.uint(end, U256_BYTES, 'value');
+  r.string(end, 'data');
+  tx.data = raw.subarray(r.start, r.pos);
+  tx.unsignedEnd = r.pos;
+  readSignature(r, end, raw, tx, 'v');
+  r.finish(end, 'transaction');
+
+  // EIP-155: v = chainId * 2 + 35 + yParity; 27 / 28 are pre-EIP-155 (no chain id).
+  const v = tx.v;
+  if (v === 27n || v === 28n) {
+    tx.yParity = Number(v - 27n);
+  } else if (v >= 35n) {
+    tx.chainId = (v - 35n) >> 1n;
+    tx.yParity = Number((v - 35n) & 1n);
+  } else {
+    tx.yParity = -1;
+  }
+}
+
+function decodeTyped(raw: Uint8Array, tx: EvmTx, type: number): void {
+  const r = reader.reset(raw, 1);
+  const outerEnd = r.list(raw.length, 'transaction');
+  if (outerEnd !== raw.length) throw new DecodeError('trailing bytes after transaction');
+  tx.type = type;
+  let end = outerEnd;
+  const network = type === TX_BLOB && r.nextIsList(outerEnd, 'transaction');
+  if (network) {
+    tx.bodyStart = r.pos;
+    end = r.list(outerEnd, 'tx_payload_body');
+    tx.bodyEnd = end;
+  } else {
+    tx.bodyStart = 1;
+    tx.bodyEnd = outerEnd;
+  }
+
+  tx.unsignedStart = r.pos;
+  tx.chainId = r.uint(end, U256_BYTES, 'chainId');
+  tx.nonce = r.uint(end, U64_BYTES, 'nonce');
+  if (type === TX_ACCESS_LIST) {
+    tx.gasPrice = r.uint(end, U256_BYTES, 'gasPrice');
+    tx.maxFeePerGas = tx.gasPrice;
+    tx.maxPriorityFeePerGas = tx.gasPrice;
+  } else {
+    tx.maxPriorityFeePerGas = r.uint(end, U256_BYTES, 'maxPriorityFeePerGas');
+    tx.maxFeePerGas = r.uint(end, U256_BYTES, 'maxFeePerGas');
+    tx.gasPrice = tx.maxFeePerGas;
+  }
+  tx.gasLimit = r.uint(end, U64_BYTES, 'gas');
+  tx.to = readTo(r, end, raw);
+  tx.value = r.uint(end, U256_BYTES, 'value');
+  r.string(end, 'data');
+  tx.data = raw.subarray(r.start, r.pos);
+  readAccessList(r, end, tx);
+  if (type === TX_BLOB) {
+    tx.maxFeePerBlobGas = r.uint(end, U256_BYTES, 'maxFeePerBlobGas');
+    tx.blobVersionedHashes = readFixedList(r, end, raw, HASH_BYTES, 'blobVersionedHashes');
+  } else if (type === TX_SET_CODE) {
+    tx.authorizationCount = readAuthorizationList(r, end);
+  }
+  tx.unsignedEnd = r.pos;
+  readSignature(r, end, raw, tx, 'yParity');
+  r.finish(end, 'transaction');
+  tx.yParity = tx.v === 0n ? 0 : tx.v === 1n ? 1 : -1;
+
+  if (network) readSidecar(r, outerEnd, raw, tx);
+}
+
+function readTo(r: RlpReader, end: number, raw: Uint8Array): Uint8Array | null {
+  const len = r.string(end, 'to');
+  if (len === 0) return null;
+  if (len !== ADDRESS_BYTES) throw new DecodeError('to: must be 20 bytes or empty');
+  return raw.subarray(r.start, r.pos);
+}
+
+function readSignature(r: RlpReader, end: number, raw: Uint8Array, tx: EvmTx, vName: string): void {
+  tx.v = r.uint(end, U256_BYTES, vName);
+  tx.r = r.uint(end, U256_BYTES, 'r');
+  tx.rBytes = raw.subarray(r.start, r.pos);
+  tx.s = r.uint(end, U256_BYTES, 's');
+  tx.sBytes = raw.subarray(r.start, r.pos);
+}
+
+/** EIP-2930 access list: [[address, [storageKey, ...]], ...]; only the counts matter here (intrinsic gas). */
+function readAccessList(r: RlpReader, end: number, tx: EvmTx): void {
+  const listEnd = r.list(end, 'accessList');
+  let addresses = 0;
+  let keys = 0;
+  while (r.pos < listEnd) {
+    const tupleEnd = r.list(listEnd, 'accessList entry');
+    r.fixed(tupleEnd, ADDRESS_BYTES, 'accessList address');
+    const keysEnd = r.list(tupleEnd, 'accessList storageKeys');
+    while (r.pos < keysEnd) {
+      r.fixed(keysEnd, HASH_BYTES, 'accessList storageKey');
+      keys++;
+    }
+    r.finish(tupleEnd, 'accessList entry');
+    addresses++;
+  }
+  tx.accessListAddresses = addresses;
+  tx.accessListStorageKeys = keys;
+}
+
+/** EIP-7702 authorization list: [[chainId, address, nonce, yParity, r, s], ...]; returns its length. */
+function readAuthorizationList(r: RlpReader, end: number): number {
+  const listEnd = r.list(end, 'authorizationList');
+  let count = 0;
+  while (r.pos < listEnd) {
+    const tupleEnd = r.list(listEnd, 'authorization');
+    r.skipUint(tupleEnd, U256_BYTES, 'authorization chainId');
+    r.fixed(tupleEnd, ADDRESS_BYTES, 'authorization address');
+    r.skipUint(tupleEnd, U64_BYTES, 'authorization nonce');
+    r.skipUint(tupleEnd, U8_BYTES, 'authorization yParity');
+    r.skipUint(tupleEnd, U256_BYTES, 'authorization r');
+    r.skipUint(tupleEnd, U256_BYTES, 'authorization s');
+    r.finish(tupleEnd, 'authorization');
+    count++;
+  }
+  return count;
+}
+
+/** A list of fixed-size strings, returned as views (blob versioned hashes, commitments). */
+function readFixedList(r: RlpReader, end: number, raw: Uint8Array, size: number, what: string): Uint8Array[] {
+  const listEnd = r.list(end, what);
+  const out: Uint8Array[] = [];
+  while (r.pos < listEnd) {
+    const at = r.fixed(listEnd, size, what);
+    out.push(raw.subarray(at, at + size));
+  }
+  return out;
+}
+
+/** Counts a list of fixed-size strings without keeping them (blobs, proofs). */
+function countFixedList(r: RlpReader, end: number, size: number, what: string): number {
+  const listEnd = r.list(end, what);
+  let count = 0;
+  while (r.pos < listEnd) {
+    r.fixed(listEnd, size, what);
+    count++;
+  }
+  return count;
+}
+
+/**
+ * The network wrapper after tx_payload_body: go-ethereum tells the two forms
+ * apart by the kind of the second element, a list of blobs (version 0) or the
+ * version byte (EIP-7594).
+ */
+function readSidecar(r: RlpReader, end: number, raw: Uint8Array, tx: EvmTx): void {
+  if (r.nextIsList(end, 'blob sidecar')) {
+    tx.sidecarVersion = 0;
+  } else {
+    const version = r.uint(end, U8_BYTES, 'sidecar version');
+    if (version !== BigInt(SIDECAR_VERSION_CELL_PROOFS)) {
+      throw new DecodeError(`unsupported blob sidecar version ${version}`);
+    }
+    tx.sidecarVersion = SIDECAR_VERSION_CELL_PROOFS;
+  }
+  tx.sidecarBlobs = countFixedList(r, end, BYTES_PER_BLOB, 'blob');
+  tx.sidecarCommitments = readFixedList(r, end, raw, BYTES_PER_COMMITMENT, 'commitment');
+  tx.sidecarProofs = countFixedList(r, end, BYTES_PER_PROOF, 'proof');
+  r.finish(end, 'blob transaction wrapper');
+}

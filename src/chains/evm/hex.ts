@@ -1,0 +1,55 @@
+/**
+ * `0x`-hex text <-> bytes for family A (SPEC 4.1: "Only one `0x` prefix is
+ * allowed"). Both directions sit on the hot path of every EVM submission.
+ * Parsing goes through a 256-entry nibble table rather than a regular
+ * expression or parseInt per pair (0.8 µs for a 150-byte transaction; a
+ * 64 Ki-entry pair table and Buffer#write measured the same, and Buffer#write
+ * silently stops at the first bad digit).
+ */
+
+import { DecodeError } from '../../errors.js';
+
+/** Nibble value per char code below 256; -1 marks a non-hex character. */
+const NIBBLE = new Int8Array(256).fill(-1);
+for (let i = 0; i < 10; i++) NIBBLE[0x30 + i] = i;
+for (let i = 0; i < 6; i++) {
+  NIBBLE[0x41 + i] = 10 + i; // A-F
+  NIBBLE[0x61 + i] = 10 + i; // a-f
+}
+
+/**
+ * Parses a signed transaction written as `0x` followed by an even, non-zero
+ * number of hex digits in either case. The caller trims surrounding whitespace
+ * (SPEC 4.1 allows it around the plain-text body); anything else is rejected.
+ */
+export function parseHexTransaction(text: string): Uint8Array {
+  const n = text.length;
+  if (n < 2 || text.charCodeAt(0) !== 0x30 || (text.charCodeAt(1) | 0x20) !== 0x78) {
+    throw new DecodeError('transaction must start with 0x');
+  }
+  if (n === 2) throw new DecodeError('empty transaction');
+  if (n >= 4 && text.charCodeAt(2) === 0x30 && (text.charCodeAt(3) | 0x20) === 0x78) {
+    throw new DecodeError('only one 0x prefix is allowed');
+  }
+  if ((n & 1) !== 0) throw new DecodeError('odd number of hex digits');
+  const out = new Uint8Array((n - 2) >>> 1);
+  for (let i = 2, j = 0; i < n; i += 2, j++) {
+    const a = text.charCodeAt(i);
+    const b = text.charCodeAt(i + 1);
+    // Char codes >= 256 fall outside the table and are never hex.
+    const hi = a < 256 ? NIBBLE[a]! : -1;
+    const lo = b < 256 ? NIBBLE[b]! : -1;
+    if ((hi | lo) < 0) throw new DecodeError(`invalid hex character at position ${hi < 0 ? i : i + 1}`);
+    out[j] = (hi << 4) | lo;
+  }
+  return out;
+}
+
+/**
+ * Lowercase `0x`-prefixed hex of `bytes`. Buffer's native encoder, even for a
+ * 32-byte hash: 0.35 µs against 0.52 µs for a two-char table, whose rope
+ * string V8 must flatten on first use (e.g. as a Map key).
+ */
+export function toHex(bytes: Uint8Array): string {
+  return '0x' + Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('hex');
+}
