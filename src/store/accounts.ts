@@ -1,0 +1,301 @@
+/**
+ * Accounts (DECISIONS 5): durable in lmdb, served from memory. Every account
+ * is loaded at open so the admission hot path authenticates synchronously,
+ * from UUID text (HTTP doors) or from the 16 raw bytes of a UDP packet
+ * (SPEC 2.7) without building a string.
+ *
+ * Mutations of one account are serialised, written durably, then applied to
+ * memory and announced through onChange before their promise resolves, so a
+ * change is in effect on this node by the time the admin API answers.
+ */
+import { randomUUID } from 'node:crypto';
+import { Ajv, type ErrorObject } from 'ajv';
+import type { PlanConfig } from '../config/schema.js';
+import type { Store } from './db.js';
+import { uuidByteWords, uuidTextWords, type UuidWords } from './ids.js';
+
+export type Plan = 'free' | 'paid';
+export type Plans = Readonly<Record<Plan, PlanConfig>>;
+
+export interface RateSettings {
+  readonly enabled: boolean;
+  readonly tps: number;
+  readonly burst: number;
+}
+
+export interface SolanaSettings extends RateSettings {
+  readonly min_tip_lamports: number;
+}
+
+export interface AccountRecord {
+  /** The credential: UUID v4, lowercase canonical text. Never logged. */
+  readonly uuid: string;
+  /** Internal reference used in batch records and rate-limit table slots; sequential from 1, never reused. */
+  readonly id: number;
+  readonly plan: Plan;
+  readonly evm: RateSettings;
+  readonly solana: SolanaSettings;
+  readonly revoked: boolean;
+  readonly created_at: string;
+}
+
+/** Body of POST and PATCH /admin/accounts (DECISIONS 5); every field optional. */
+export interface AccountInput {
+  plan?: Plan;
+  evm?: { enabled?: boolean; tps?: number; burst?: number };
+  solana?: { enabled?: boolean; tps?: number; burst?: number; min_tip_lamports?: number };
+}
+
+export type AccountErrorCode = 'TXR_ACCOUNT_INVALID' | 'TXR_ACCOUNT_NOT_FOUND';
+
+export class AccountError extends Error {
+  readonly code: AccountErrorCode;
+  /** Dotted path of the offending field (invalid input only). */
+  readonly field: string | undefined;
+  constructor(code: AccountErrorCode, message: string, field?: string) {
+    super(message);
+    this.name = 'AccountError';
+    this.code = code;
+    this.field = field;
+  }
+}
+
+// Token buckets keep milli-tokens in an i32 (2^31 / 1000 = 2.1M): TPS up to 1M, burst up to 2M.
+const tps = { type: 'integer', minimum: 0, maximum: 1_000_000 } as const;
+// At least one token, or the bucket could never admit anything (use `enabled: false` for that).
+const burst = { type: 'integer', minimum: 1, maximum: 2_000_000 } as const;
+// Lamports are u64 on chain; beyond 2^53 a JSON number is no longer exact.
+const lamports = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
+const rate = { enabled: { type: 'boolean' }, tps, burst } as const;
+
+const inputSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    plan: { enum: ['free', 'paid'] },
+    evm: { type: 'object', additionalProperties: false, properties: rate },
+    solana: { type: 'object', additionalProperties: false, properties: { ...rate, min_tip_lamports: lamports } },
+  },
+} as const;
+
+const validateInput = new Ajv({ strict: true, allErrors: false }).compile<AccountInput>(inputSchema);
+
+function checkInput(input: unknown): AccountInput {
+  if (validateInput(input)) return input;
+  const e = validateInput.errors![0]!;
+  const field = fieldOf(e);
+  const what = e.keyword === 'additionalProperties' ? 'unknown field' : e.message ?? 'invalid';
+  throw new AccountError('TXR_ACCOUNT_INVALID', `invalid account field ${field}: ${what}`, field);
+}
+
+function fieldOf(e: ErrorObject): string {
+  const path = e.instancePath.split('/').slice(1);
+  if (e.keyword === 'additionalProperties') path.push(String(e.params['additionalProperty']));
+  return path.length ? path.join('.') : 'body';
+}
+
+const notFound = () => new AccountError('TXR_ACCOUNT_NOT_FOUND', 'account not found');
+
+const defaultBurst = (t: number): number => Math.max(1, t);
+
+function mergeRate(cur: RateSettings, patch: AccountInput['evm']): RateSettings {
+  const t = patch?.tps ?? cur.tps;
+  // "Burst defaults to TPS": a burst never set apart from the TPS follows it; an explicit one stays.
+  const b = patch?.burst ?? (cur.burst === defaultBurst(cur.tps) ? defaultBurst(t) : cur.burst);
+  return { enabled: patch?.enabled ?? cur.enabled, tps: t, burst: b };
+}
+
+function freeze(rec: AccountRecord): AccountRecord {
+  Object.freeze(rec.evm);
+  Object.freeze(rec.solana);
+  return Object.freeze(rec);
+}
+
+/**
+ * Open-hashing index from UUID words to records. Keyed by 30 bits of the
+ * first word (a V8 small integer, so the Map hashes without boxing; v4 UUIDs
+ * are random there), colliding entries chained and told apart by all 128 bits.
+ * Measured (Node 20, 1k to 100k accounts): 16-34 ns per lookup from packet
+ * bytes, against 330-430 ns for hex-formatting the bytes into a string and
+ * probing a string-keyed Map.
+ */
+interface Slot {
+  readonly w0: number;
+  readonly w1: number;
+  readonly w2: number;
+  readonly w3: number;
+  readonly rec: AccountRecord;
+  next: Slot | undefined;
+}
+
+export class UuidIndex {
+  private readonly slots = new Map<number, Slot>();
+
+  find(w: UuidWords): AccountRecord | undefined {
+    const w0 = w[0]!, w1 = w[1]!, w2 = w[2]!, w3 = w[3]!;
+    for (let s = this.slots.get(w0 >>> 2); s !== undefined; s = s.next) {
+      if (s.w0 === w0 && s.w1 === w1 && s.w2 === w2 && s.w3 === w3) return s.rec;
+    }
+    return undefined;
+  }
+
+  set(w: UuidWords, rec: AccountRecord): void {
+    this.delete(w);
+    const key = w[0]! >>> 2;
+    this.slots.set(key, { w0: w[0]!, w1: w[1]!, w2: w[2]!, w3: w[3]!, rec, next: this.slots.get(key) });
+  }
+
+  delete(w: UuidWords): void {
+    const key = w[0]! >>> 2;
+    let prev: Slot | undefined;
+    for (let s = this.slots.get(key); s !== undefined; prev = s, s = s.next) {
+      if (s.w0 === w[0] && s.w1 === w[1] && s.w2 === w[2] && s.w3 === w[3]) {
+        if (prev) prev.next = s.next;
+        else if (s.next) this.slots.set(key, s.next);
+        else this.slots.delete(key);
+        return;
+      }
+    }
+  }
+}
+
+/** Scratch for the hot lookups; single-threaded, so one is enough. */
+const scratch: UuidWords = new Int32Array(4);
+
+export class AccountStore {
+  private readonly byUuid = new Map<string, AccountRecord>();
+  /** Active (not revoked) accounts only: what authentication may find. */
+  private readonly active = new UuidIndex();
+  private readonly listeners = new Set<(rec: AccountRecord) => void>();
+  private lastId = 0;
+  /** Tail of each account's mutation queue: one mutation per account at a time keeps read-modify-write safe. */
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  private constructor(private readonly store: Store) {}
+
+  /** Loads every account of `store` into memory. */
+  static open(store: Store): AccountStore {
+    const s = new AccountStore(store);
+    for (const { value } of store.accounts.getRange()) {
+      const rec = freeze(value as AccountRecord);
+      s.apply(rec);
+      if (rec.id > s.lastId) s.lastId = rec.id;
+    }
+    return s;
+  }
+
+  /** Registers an account; missing fields come from `plans[plan]` (plan defaults to free). */
+  async create(input: unknown, plans: Plans): Promise<AccountRecord> {
+    const body = checkInput(input ?? {});
+    const plan = body.plan ?? 'free';
+    const p = plans[plan];
+    const evmTps = body.evm?.tps ?? p.evm_tps;
+    const solTps = body.solana?.tps ?? p.solana_tps;
+    let uuid = randomUUID();
+    while (this.byUuid.has(uuid) || this.tails.has(uuid)) uuid = randomUUID();
+    return this.serial(uuid, async () => {
+      const rec = freeze({
+        uuid,
+        id: ++this.lastId,
+        plan,
+        evm: { enabled: body.evm?.enabled ?? true, tps: evmTps, burst: body.evm?.burst ?? defaultBurst(evmTps) },
+        solana: {
+          // SPEC 1.5: registration enables family B (at the plan's solana_tps, 2 by default).
+          enabled: body.solana?.enabled ?? true,
+          tps: solTps,
+          burst: body.solana?.burst ?? defaultBurst(solTps),
+          min_tip_lamports: body.solana?.min_tip_lamports ?? p.min_tip_lamports,
+        },
+        revoked: false,
+        created_at: new Date().toISOString(),
+      });
+      await this.persist(rec);
+      return rec;
+    });
+  }
+
+  /** The record, revoked or not; undefined for an unknown or malformed UUID. */
+  get(uuid: string): AccountRecord | undefined {
+    return typeof uuid === 'string' ? this.byUuid.get(uuid.toLowerCase()) : undefined;
+  }
+
+  /** Every account, revoked included, in creation order. */
+  list(): AccountRecord[] {
+    return [...this.byUuid.values()].sort((a, b) => a.id - b.id);
+  }
+
+  /** Applies a partial body of the create shape. A plan change relabels only: TPS values stay as they are. */
+  async update(uuid: string, patch: unknown): Promise<AccountRecord> {
+    const body = checkInput(patch ?? {});
+    return this.serial(uuid, async () => {
+      const cur = this.get(uuid);
+      if (!cur) throw notFound();
+      const solana = mergeRate(cur.solana, body.solana);
+      const rec = freeze({
+        ...cur,
+        plan: body.plan ?? cur.plan,
+        evm: mergeRate(cur.evm, body.evm),
+        solana: { ...solana, min_tip_lamports: body.solana?.min_tip_lamports ?? cur.solana.min_tip_lamports },
+      });
+      await this.persist(rec);
+      return rec;
+    });
+  }
+
+  /** Revokes for good (idempotent); the UUID no longer authenticates. */
+  revoke(uuid: string): Promise<AccountRecord> {
+    return this.serial(uuid, async () => {
+      const cur = this.get(uuid);
+      if (!cur) throw notFound();
+      if (cur.revoked) return cur;
+      const rec = freeze({ ...cur, revoked: true });
+      await this.persist(rec);
+      return rec;
+    });
+  }
+
+  /** Hot path: the active account for canonical UUID text in either case; undefined if unknown, revoked or malformed. */
+  lookup(uuid: string): AccountRecord | undefined {
+    if (typeof uuid !== 'string' || !uuidTextWords(uuid, scratch)) return undefined;
+    return this.active.find(scratch);
+  }
+
+  /** Hot path: the active account for 16 raw UUID bytes at `offset` (SPEC 2.7); undefined if unknown, revoked or out of bounds. */
+  lookupBytes(b: Uint8Array, offset: number): AccountRecord | undefined {
+    if (!uuidByteWords(b, offset, scratch)) return undefined;
+    return this.active.find(scratch);
+  }
+
+  /** Called with the new record after every create, update and revoke, before that call resolves. Returns an unsubscribe. */
+  onChange(cb: (rec: AccountRecord) => void): () => void {
+    this.listeners.add(cb);
+    return () => this.listeners.delete(cb);
+  }
+
+  get size(): number {
+    return this.byUuid.size;
+  }
+
+  private async persist(rec: AccountRecord): Promise<void> {
+    await this.store.write(() => void this.store.accounts.put(rec.uuid, rec));
+    this.apply(rec);
+    for (const cb of this.listeners) cb(rec);
+  }
+
+  private apply(rec: AccountRecord): void {
+    this.byUuid.set(rec.uuid, rec);
+    const words = new Int32Array(4);
+    uuidTextWords(rec.uuid, words);
+    if (rec.revoked) this.active.delete(words);
+    else this.active.set(words, rec);
+  }
+
+  private serial<T>(uuid: string, fn: () => Promise<T>): Promise<T> {
+    const key = typeof uuid === 'string' ? uuid.toLowerCase() : '';
+    const run = (this.tails.get(key) ?? Promise.resolve()).then(fn, fn);
+    const tail = run.catch(() => undefined);
+    this.tails.set(key, tail);
+    void tail.then(() => this.tails.get(key) === tail && this.tails.delete(key));
+    return run;
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * Identifiers of the embedded store.
+ *
+ * Batch ids (DECISIONS 7) follow the ULID layout: 48 bits of Unix milliseconds
+ * then 80 random bits, written as 26 Crockford base32 characters. The alphabet
+ * is in ASCII order, so string order is time order, and lmdb's key order is
+ * upload order. Within one millisecond (or when the clock steps back) the
+ * random part is incremented instead of redrawn, so ids from one process are
+ * strictly increasing.
+ *
+ * Account UUIDs (SPEC 2.1, 2.7) are handled as four 32-bit words so the hot
+ * lookups parse text or packet bytes without allocating a string.
+ */
+import { randomFillSync } from 'node:crypto';
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+/** 2^40: the 80-bit random part is kept as two 40-bit halves, each exact in a double and 8 base32 characters long. */
+const HALF = 2 ** 40;
+/** 2^48 ms is the year 10889; the time field is 10 characters, its top 2 bits always zero. */
+const MAX_TIME = 2 ** 48 - 1;
+/** Random bytes drawn per syscall; 10 bytes per id, so one fill serves ~400 ids. */
+const POOL_BYTES = 4096;
+
+export const BATCH_ID_PATTERN = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
+
+function encode(value: number, chars: number): string {
+  let out = '';
+  for (let i = 0; i < chars; i++) {
+    const digit = value % 32;
+    out = CROCKFORD[digit] + out;
+    value = (value - digit) / 32;
+  }
+  return out;
+}
+
+/** Generator state; one per process is enough (see `nextBatchId`), tests make their own with a fake clock. */
+export class BatchIdGenerator {
+  private lastTime = -1;
+  private hi = 0;
+  private lo = 0;
+  private readonly pool = new Uint8Array(POOL_BYTES);
+  private poolPos = POOL_BYTES;
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  next(): string {
+    let time = Math.floor(this.now());
+    if (!(time >= 0 && time <= MAX_TIME)) throw new RangeError('batch id clock out of range');
+    if (time <= this.lastTime) {
+      // Same millisecond or the wall clock stepped back: stay on the last time and count up.
+      time = this.lastTime;
+      if (++this.lo === HALF) {
+        this.lo = 0;
+        if (++this.hi === HALF) {
+          // 2^80 ids in one millisecond cannot happen; borrow the next millisecond rather than break order.
+          this.hi = 0;
+          time = ++this.lastTime;
+        }
+      }
+    } else {
+      this.lastTime = time;
+      this.draw();
+    }
+    return encode(time, 10) + encode(this.hi, 8) + encode(this.lo, 8);
+  }
+
+  private draw(): void {
+    if (this.poolPos + 10 > POOL_BYTES) {
+      randomFillSync(this.pool);
+      this.poolPos = 0;
+    }
+    const p = this.pool;
+    let i = this.poolPos;
+    this.hi = p[i++]! * 2 ** 32 + (((p[i++]! << 24) | (p[i++]! << 16) | (p[i++]! << 8) | p[i++]!) >>> 0);
+    this.lo = p[i++]! * 2 ** 32 + (((p[i++]! << 24) | (p[i++]! << 16) | (p[i++]! << 8) | p[i++]!) >>> 0);
+    this.poolPos = i;
+  }
+}
+
+const processIds = new BatchIdGenerator();
+
+/** A fresh batch id from the process-wide generator. */
+export function nextBatchId(): string {
+  return processIds.next();
+}
+
+/** The smallest batch id whose time is `ms`: every id created before `ms` sorts below it. */
+export function batchIdFloor(ms: number): string {
+  return encode(Math.max(0, Math.min(MAX_TIME, Math.floor(ms))), 10) + '0'.repeat(16);
+}
+
+/** Milliseconds encoded in a batch id. */
+export function batchIdTime(id: string): number {
+  let t = 0;
+  for (let i = 0; i < 10; i++) t = t * 32 + CROCKFORD.indexOf(id[i]!);
+  return t;
+}
+
+// ---- Account UUIDs -------------------------------------------------------
+
+/** Nibble value per char code; 16 marks "not a hex digit" so a parse can OR the values and test one bit. */
+const HEX = new Uint8Array(128).fill(16);
+for (let i = 0; i < 10; i++) HEX[48 + i] = i;
+for (let i = 0; i < 6; i++) HEX[65 + i] = HEX[97 + i] = 10 + i;
+
+/** Four big-endian 32-bit words of a UUID (an Int32Array of length 4, reused by callers as scratch). */
+export type UuidWords = Int32Array;
+
+/**
+ * Parses canonical UUID text (8-4-4-4-12 hex digits, either case) into `out`.
+ * Returns false on anything else. No allocation.
+ */
+export function uuidTextWords(s: string, out: UuidWords): boolean {
+  if (s.length !== 36) return false;
+  if (s.charCodeAt(8) !== 45 || s.charCodeAt(13) !== 45 || s.charCodeAt(18) !== 45 || s.charCodeAt(23) !== 45) {
+    return false;
+  }
+  let bad = 0;
+  let w = 0;
+  let k = 0;
+  for (let i = 0; i < 36; i++) {
+    if (i === 8 || i === 13 || i === 18 || i === 23) continue;
+    const c = s.charCodeAt(i);
+    const v = c < 128 ? HEX[c]! : 16;
+    bad |= v;
+    w = (w << 4) | (v & 15);
+    if ((++k & 7) === 0) out[(k >> 3) - 1] = w;
+  }
+  return (bad & 16) === 0;
+}
+
+/** Reads 16 raw UUID bytes (canonical byte order, SPEC 2.7) at `offset` into `out`; false if out of bounds. */
+export function uuidByteWords(b: Uint8Array, offset: number, out: UuidWords): boolean {
+  if (!(offset >= 0 && offset + 16 <= b.length)) return false;
+  for (let j = 0; j < 4; j++) {
+    const o = offset + 4 * j;
+    out[j] = (b[o]! << 24) | (b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!;
+  }
+  return true;
+}
+
+/** 16 raw bytes of a canonical UUID text, or undefined if malformed (for clients and tests; not the hot path). */
+export function uuidToBytes(s: string): Uint8Array | undefined {
+  const w: UuidWords = new Int32Array(4);
+  if (!uuidTextWords(s, w)) return undefined;
+  const out = new Uint8Array(16);
+  const view = new DataView(out.buffer);
+  for (let j = 0; j < 4; j++) view.setInt32(4 * j, w[j]!);
+  return out;
+}
