@@ -41,6 +41,8 @@ import { base58Backend } from './native/base58.js';
  * full new work is refused with 503 at once.
  */
 const SLAB_BYTES = 32 * 1024 * 1024;
+/** Batch records older than the store's retention (7 days) are pruned hourly when no database takes them. */
+const PRUNE_INTERVAL_MS = 3600_000;
 /** Graceful shutdown: how long in-flight verification and forwarding may take. */
 const DRAIN_MS = 5000;
 
@@ -70,6 +72,7 @@ export class Relay {
       db: Store;
       batches: BatchStore;
       uploader: Uploader | null;
+      pruneTimer: NodeJS.Timeout | null;
       pool: VerifyPool;
       forwarder: Forwarder;
       udp: UdpIngress | null;
@@ -166,7 +169,12 @@ export class Relay {
     });
 
     let uploader: Uploader | null = null;
-    if (cfg.database.url) {
+    let pruneTimer: NodeJS.Timeout | null = null;
+    if (!cfg.database.url) {
+      // Without a database nothing uploads, and so nothing would ever prune: keep the store bounded by retention.
+      pruneTimer = setInterval(() => void batches.prune({ includeNotUploaded: true }).catch(() => {}), PRUNE_INTERVAL_MS);
+      pruneTimer.unref();
+    } else {
       uploader = new Uploader(batches, {
         url: cfg.database.url,
         log: {
@@ -202,6 +210,7 @@ export class Relay {
       db,
       batches,
       uploader,
+      pruneTimer,
       pool,
       forwarder,
       udp,
@@ -230,6 +239,7 @@ export class Relay {
     while (p.pool.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     const drained = await p.forwarder.drain(Math.max(0, deadline - Date.now()));
     if (drained.abandoned > 0) p.log.warn({ abandoned: drained.abandoned }, 'shutdown: forwarding queue not fully drained');
+    if (p.pruneTimer) clearInterval(p.pruneTimer);
     await p.batches.flush();
     await p.uploader?.stop();
     await p.pool.close();

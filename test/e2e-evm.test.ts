@@ -266,6 +266,8 @@ test('batch items over the account limit are not-sent retry_safe -32005; all ove
   const again = await batch([(await signed1559({ nonce: 963 })).hex], rec.uuid);
   assert.equal(again.status, 429);
   assert.equal(again.json.result.transactions[0].status, 'not-sent');
+  assert.ok(Number(again.headers.get('retry-after')) >= 1);
+  assert.ok(Number(again.headers.get('x-ratelimit-retry-after-ms')) > 0);
 });
 
 test('a batch of only invalid items is HTTP 400 with per-item statuses (DECISIONS 6)', async () => {

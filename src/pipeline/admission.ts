@@ -336,17 +336,22 @@ export class Admission {
    * account credit (invalid and duplicate items included), dedup, capacity,
    * verification, enqueue. `done` gets every item's outcome and the HTTP status.
    */
-  evmBatch(rec: AccountRecord, items: BatchInput[], ip: string, done: (items: BatchItem[], status: number) => void): void {
+  evmBatch(rec: AccountRecord, items: BatchInput[], ip: string, done: (items: BatchItem[], status: number, retryAfterMs: number) => void): void {
     const out: BatchItem[] = new Array(items.length);
-    const notSent = (i: number, err: RelayError): BatchItem => ({
+    // The longest rate-limit wait among not-sent items, for Retry-After on an all-limited batch.
+    let retryAfterMs = 0;
+    const notSent = (i: number, err: RelayError): BatchItem => {
+      if (err.retryAfterMs > retryAfterMs) retryAfterMs = err.retryAfterMs;
+      return {
       tx_index: i,
       tx_hash: items[i]!.hash,
       status: 'not-sent',
       duplicate: false,
       retry: err.spec.retry === 'retry_safe' ? 'retry_safe' : 'do_not_retry_automatically',
       error: { code: err.spec.rpc, message: err.message },
-    });
-    const finish = () => done(out, batchStatus(out));
+      };
+    };
+    const finish = () => done(out, batchStatus(out), retryAfterMs);
     try {
       this.limitIp(ip, 1);
     } catch (e) {

@@ -196,12 +196,12 @@ export function registerEvmDoors(ctx: DoorContext): void {
       })
       .then(
         () => {
-          admission.evmBatch(rec, inputs, info.ip, (items, status) => {
+          admission.evmBatch(rec, inputs, info.ip, (items, status, retryAfterMs) => {
             batches.updateOutcome(batchId, items);
             const body = `{"jsonrpc":"2.0","id":${call.id},"result":${JSON.stringify({ batch_id: batchId, transactions: items })}}`;
             const headers: Headers = [['x-svc-batch-id', batchId]];
-            const rateErr = status === 429 ? items.find((x) => x.error)?.error : undefined;
-            reply(status, JSON_CT, body, rateErr ? [...headers, ['retry-after', '1']] : headers);
+            const retry = status === 429 ? retryHeaders(new RelayError(E.RATE_ACCOUNT, '', retryAfterMs)) : [];
+            reply(status, JSON_CT, body, [...headers, ...retry]);
           });
         },
         () => {
