@@ -6,6 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
+import net from 'node:net';
 import { Keypair } from '@solana/web3.js';
 import { startTestRelay, eventually, type TestRelay } from './helpers/relay.js';
 import { startUpstream } from './helpers/upstream.js';
@@ -310,6 +311,67 @@ test('a badly signed transaction does not poison the dedup filter for the real o
   const r = await post('/v2', real.bytes);
   assert.equal(r.status, 200);
   assert.equal(r.headers.get('x-svc-duplicate'), null);
+});
+
+/**
+ * Sends each body as POST /v2 on its own pre-connected socket, all written in
+ * the same tick, so they reach the relay in one poll of the sockets, in order
+ * (as far as the kernel keeps it). uWS does not support pipelining requests
+ * whose answers are asynchronous on one connection, hence one socket each.
+ */
+async function sameTick(bodies: Uint8Array[]): Promise<{ status: number; duplicate: boolean }[]> {
+  const url = new URL(relay.base);
+  const socks = await Promise.all(
+    bodies.map(() => new Promise<net.Socket>((res, rej) => {
+      const s = net.connect(Number(url.port), url.hostname, () => res(s));
+      s.once('error', rej);
+    })),
+  );
+  const answers = socks.map(
+    (s) =>
+      new Promise<string>((resolve, reject) => {
+        let text = '';
+        s.setEncoding('latin1');
+        s.on('data', (d) => {
+          text += d;
+          const end = text.indexOf('\r\n\r\n');
+          const len = /content-length: (\d+)/i.exec(text.slice(0, end));
+          if (end >= 0 && len && text.length >= end + 4 + Number(len[1])) resolve(text);
+        });
+        s.on('error', reject);
+        setTimeout(() => reject(new Error('no answer: ' + text)), 5000);
+      }),
+  );
+  bodies.forEach((b, i) =>
+    socks[i]!.write(Buffer.concat([Buffer.from(`POST /v2 HTTP/1.1\r\nhost: x\r\napi-key: ${key}\r\ncontent-length: ${b.length}\r\n\r\n`), b])),
+  );
+  const texts = await Promise.all(answers);
+  socks.forEach((s) => s.destroy());
+  return texts.map((t) => ({ status: Number(t.slice(9, 12)), duplicate: /x-svc-duplicate: true/i.test(t) }));
+}
+
+test('a forged copy carrying a real signature, arriving together with the genuine one, never makes it a duplicate', async () => {
+  for (let round = 0; round < 8; round++) {
+    const real = legacyTransfer();
+    const forged = Uint8Array.from(real.bytes);
+    forged[forged.length - 1]! ^= 1; // same first signature, different message
+    const [f, r] = await sameTick([forged, real.bytes]);
+    assert.equal(r!.status, 200);
+    assert.equal(r!.duplicate, false, `round ${round}: the genuine transaction was answered as a duplicate`);
+    // The forged copy fails verification, or, if the genuine one was verified first, it is its duplicate.
+    assert.ok(f!.status === 400 || (f!.status === 200 && f!.duplicate), `forged: ${f!.status}`);
+    await eventually(() => receivedSingles().includes(b64(real.bytes)), 5000, 'genuine transaction forwarded');
+  }
+});
+
+test('concurrent identical submissions: exactly one is admitted, the rest are duplicates', async () => {
+  const tx = legacyTransfer();
+  const rs = await Promise.all(Array.from({ length: 6 }, () => post('/v2', tx.bytes)));
+  assert.deepEqual(rs.map((r) => r.status), [200, 200, 200, 200, 200, 200]);
+  assert.equal(rs.filter((r) => r.headers.get('x-svc-duplicate') === null).length, 1);
+  await new Promise((r) => setTimeout(r, 100));
+  await eventually(() => receivedSingles().includes(b64(tx.bytes)), 5000, 'forwarded once');
+  assert.equal(receivedSingles().filter((x) => x === b64(tx.bytes)).length, 1);
 });
 
 test('UDP: malformed, unknown-key, oversize and over-limit datagrams are dropped silently and counted (SPEC 7.3)', async () => {

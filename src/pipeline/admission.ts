@@ -80,6 +80,8 @@ export class Admission {
   readonly rejected = new CounterSet<string>();
   readonly admitted = new CounterSet<LaneName>();
   readonly duplicates = new CounterSet<LaneName>();
+  /** Solana dedup keys claimed but not yet verified, with the submissions waiting on each (main thread only). */
+  private readonly pending = new Map<string, (() => void)[]>();
 
   constructor(private readonly d: AdmissionDeps) {}
 
@@ -244,7 +246,17 @@ export class Admission {
       key.set(this.d.slab.bytes.subarray(off, off + 64), 1 + 64 * i);
     }
     const now = this.d.clock();
+    // A Solana key is only a signature, not a hash of the whole transaction:
+    // a forged copy can carry a real signature. While a claim is unverified,
+    // a second submission of the same key waits for it instead of being
+    // answered "duplicate", and is admitted on its own if the first fails.
+    const pendingKey = Buffer.from(key.buffer, key.byteOffset, key.length).toString('latin1');
     if (!this.d.dedup.claim(key, now)) {
+      const waiters = this.pending.get(pendingKey);
+      if (waiters) {
+        waiters.push(() => this.admitSolana(blocks, views, sigs, bundle, done));
+        return;
+      }
       this.releaseAll(blocks);
       this.duplicates.inc(lane);
       return done({ ok: true, signatures: sigs, duplicate: true });
@@ -255,25 +267,34 @@ export class Admission {
       this.releaseAll(blocks);
       return done({ ok: false, error: this.reject(E.CAPACITY, 'verification or forwarding queue full') });
     }
+    this.pending.set(pendingKey, []);
+    /** Ends the claim's pending phase; `keep` false withdraws it. Waiters then run the dedup step again. */
+    const settle = (keep: boolean): void => {
+      if (!keep) this.d.dedup.release(key, this.d.clock());
+      const waiters = this.pending.get(pendingKey)!;
+      this.pending.delete(pendingKey);
+      for (const w of waiters) w();
+    };
     let remaining = blocks.length;
     let badIndex = -1;
     const finish = (): void => {
       if (badIndex >= 0) {
-        this.d.dedup.release(key, this.d.clock());
         this.releaseAll(blocks);
         const error = bundle
           ? this.reject(E.BATCH_DECODE, `transaction ${badIndex}: signature verification failed`)
           : this.reject(E.SOL_DECODE, 'signature verification failed');
-        return done({ ok: false, error });
+        done({ ok: false, error });
+        return settle(false);
       }
       const payload = blocks.map((b) => Buffer.from(this.d.slab.bytes.buffer, this.d.slab.bytes.byteOffset + b.offset, b.length).toString('base64'));
       this.releaseAll(blocks);
       if (!fwd.offer(bundle ? payload : payload[0]!)) {
-        this.d.dedup.release(key, this.d.clock());
-        return done({ ok: false, error: this.reject(E.CAPACITY, 'forwarding queue full') });
+        done({ ok: false, error: this.reject(E.CAPACITY, 'forwarding queue full') });
+        return settle(false);
       }
       this.admitted.inc(lane);
       done({ ok: true, signatures: sigs, duplicate: false });
+      settle(true);
     };
     for (let i = 0; i < blocks.length; i++) {
       const idx = i;
