@@ -1,0 +1,42 @@
+/** Outcome types shared by the txrelay clients (SPEC 7.1, 7.2, 9.3). */
+
+export type RetryInstruction = 'retry_safe' | 'do_not_retry_automatically';
+
+/** Family A outcome of one transaction. Only `not-sent` + `retry_safe` may be resent. */
+export type TxOutcome =
+  | { kind: 'queued'; hash: string }
+  | { kind: 'duplicate'; hash: string }
+  | { kind: 'not-sent'; hash?: string; retry: RetryInstruction; code: number; message: string; retryAfterMs?: number }
+  | { kind: 'uncertain'; hash?: string; reason: string }
+  | { kind: 'rejected'; code: number; message: string; status: number };
+
+export interface BatchOutcome {
+  /** Id of the first batch receive record (the one holding every item). */
+  batchId?: string;
+  /** Ids of every batch sent, the first included (retries are new batches). */
+  batchIds: string[];
+  items: TxOutcome[];
+}
+
+export interface RetryBudget {
+  maxRetries: number;
+  /** Total time spent waiting between attempts, at most. */
+  maxWaitMs: number;
+}
+
+/** Family B outcomes. */
+export type SolanaOutcome =
+  | { kind: 'accepted'; signature: string; duplicate: boolean }
+  | { kind: 'rejected'; status: number; message: string }
+  | { kind: 'uncertain'; signature?: string; reason: string };
+
+export type BundleOutcome =
+  | { kind: 'accepted'; signatures: string[]; duplicate: boolean }
+  | { kind: 'rejected'; status: number; message: string }
+  | { kind: 'uncertain'; signatures?: string[]; reason: string };
+
+export const DEFAULT_RETRY_WAIT_MS = 250;
+
+export function isRetrySafe(o: TxOutcome): o is Extract<TxOutcome, { kind: 'not-sent' }> {
+  return o.kind === 'not-sent' && o.retry === 'retry_safe';
+}

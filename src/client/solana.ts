@@ -1,0 +1,183 @@
+/**
+ * Family B client: JSON-RPC `sendTransaction`, raw `/v2`, bundles on
+ * `/v2/batch` (body checked before sending), and a UDP sender that resolves
+ * its host once (SPEC 4.8).
+ */
+import dgram from 'node:dgram';
+import { lookup } from 'node:dns/promises';
+import bs58 from 'bs58';
+import { HttpTransport, header, safeJson, errorText, type HttpResponse } from './http.js';
+import type { BundleOutcome, SolanaOutcome } from './outcome.js';
+
+export interface SolanaClientOptions {
+  url: string;
+  apiKey: string;
+  heartbeatMs?: number;
+}
+
+export const MAX_TX_BYTES = 1232;
+export const MAX_V1_TX_BYTES = 4096;
+
+export class SolanaClient {
+  private readonly http: HttpTransport;
+  private readonly apiKey: string;
+  private nextId = 1;
+
+  constructor(o: SolanaClientOptions) {
+    this.http = new HttpTransport(o.url, o.heartbeatMs ?? 4000);
+    this.apiKey = o.apiKey;
+  }
+
+  /** JSON-RPC `sendTransaction` with a base64 transaction (SPEC 2.4). */
+  async sendTransaction(bytes: Uint8Array): Promise<SolanaOutcome> {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: this.nextId++, method: 'sendTransaction', params: [Buffer.from(bytes).toString('base64'), { encoding: 'base64' }] });
+    return this.single(bytes, { method: 'POST', path: '/', headers: { 'content-type': 'application/json', 'api-key': this.apiKey }, body });
+  }
+
+  /** Raw binary submit on `/v2` (SPEC 4.5). */
+  async sendRaw(bytes: Uint8Array): Promise<SolanaOutcome> {
+    return this.single(bytes, { method: 'POST', path: '/v2', headers: { 'content-type': 'application/octet-stream', 'api-key': this.apiKey }, body: bytes });
+  }
+
+  /** Bundle of 1-4 transactions on `/v2/batch`; throws TypeError before sending when the body would be invalid. */
+  async sendBundle(txs: Uint8Array[]): Promise<BundleOutcome> {
+    const body = bundleBody(txs);
+    let res: HttpResponse;
+    try {
+      res = await this.http.request({ method: 'POST', path: '/v2/batch', headers: { 'content-type': 'application/octet-stream', 'api-key': this.apiKey }, body });
+    } catch (e) {
+      return { kind: 'uncertain', signatures: txs.map(firstSignature).filter((s): s is string => s !== undefined), reason: `connection failed: ${errorText(e)}` };
+    }
+    const j = res.status === 200 ? safeJson(res.text) : undefined;
+    if (j && Array.isArray(j.result) && j.result.every((s: unknown) => typeof s === 'string')) {
+      return { kind: 'accepted', signatures: j.result, duplicate: header(res.headers, 'x-svc-duplicate') === 'true' };
+    }
+    const bad = failure(res);
+    return bad.kind === 'rejected' ? bad : { kind: 'uncertain', signatures: txs.map(firstSignature).filter((s): s is string => s !== undefined), reason: bad.reason };
+  }
+
+  private async single(bytes: Uint8Array, req: Parameters<HttpTransport['request']>[0]): Promise<SolanaOutcome> {
+    let res: HttpResponse;
+    try {
+      res = await this.http.request(req);
+    } catch (e) {
+      return { kind: 'uncertain', signature: firstSignature(bytes), reason: `connection failed: ${errorText(e)}` };
+    }
+    const j = res.status === 200 ? safeJson(res.text) : undefined;
+    if (j && typeof j.result === 'string') return { kind: 'accepted', signature: j.result, duplicate: header(res.headers, 'x-svc-duplicate') === 'true' };
+    const bad = failure(res);
+    return bad.kind === 'rejected' ? bad : { kind: 'uncertain', signature: firstSignature(bytes), reason: bad.reason };
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+}
+
+/**
+ * Plain-text (SPEC 7.2) or JSON-RPC errors are final rejections; a 5xx other
+ * than the relay's explicit "not sent" 503, or a 200 we cannot read, may have
+ * been forwarded and is uncertain.
+ */
+function failure(res: HttpResponse): { kind: 'rejected'; status: number; message: string } | { kind: 'uncertain'; reason: string } {
+  const j = safeJson(res.text);
+  const message = typeof j?.error?.message === 'string' ? j.error.message : res.text.trim().slice(0, 300);
+  if (res.status === 503 || res.status < 200 || res.status >= 600 || (res.status >= 400 && res.status < 500)) {
+    return { kind: 'rejected', status: res.status, message };
+  }
+  return { kind: 'uncertain', reason: `HTTP ${res.status}: ${message}` };
+}
+
+/** SPEC 2.5 body; checks count and per-transaction size limits (SPEC 8, DECISIONS 6). */
+export function bundleBody(txs: Uint8Array[]): Uint8Array {
+  if (!Array.isArray(txs) || txs.length < 1 || txs.length > 4) {
+    throw new TypeError(`a bundle holds 1 to 4 transactions, got ${Array.isArray(txs) ? txs.length : 'none'}`);
+  }
+  txs.forEach((t, i) => {
+    const max = maxTxBytes(t);
+    if (t.length === 0 || t.length > max) throw new TypeError(`bundle transaction ${i} is ${t.length} bytes; allowed 1 to ${max}`);
+  });
+  const total = 1 + 2 * txs.length + txs.reduce((n, t) => n + t.length, 0);
+  const out = Buffer.alloc(total);
+  out[0] = txs.length;
+  txs.forEach((t, i) => out.writeUInt16LE(t.length, 1 + 2 * i));
+  let off = 1 + 2 * txs.length;
+  for (const t of txs) {
+    out.set(t, off);
+    off += t.length;
+  }
+  return out;
+}
+
+/** v1 transactions (first byte 0x81, per the brief) get 4096 bytes; others 1232. */
+function maxTxBytes(t: Uint8Array): number {
+  return t[0] === 0x81 ? MAX_V1_TX_BYTES : MAX_TX_BYTES;
+}
+
+/** Base58 of the first signature (after the compact-u16 count), for reconciliation. */
+export function firstSignature(tx: Uint8Array): string | undefined {
+  let n = 0;
+  let shift = 0;
+  let i = 0;
+  for (; i < 3 && i < tx.length; i++) {
+    n |= (tx[i]! & 0x7f) << shift;
+    shift += 7;
+    if ((tx[i]! & 0x80) === 0) break;
+  }
+  const start = i + 1;
+  if (n < 1 || tx.length < start + 64) return undefined;
+  return bs58.encode(tx.subarray(start, start + 64));
+}
+
+export interface UdpSenderOptions {
+  host: string;
+  port?: number;
+  apiKey: string;
+}
+
+/** Fire-and-forget UDP sender (SPEC 2.7, 4.8): one socket, host resolved once. */
+export class UdpSender {
+  private constructor(
+    private readonly socket: dgram.Socket,
+    private readonly address: string,
+    private readonly port: number,
+    private readonly key: Buffer,
+  ) {}
+
+  static async create(o: UdpSenderOptions): Promise<UdpSender> {
+    const key = uuidBytes(o.apiKey);
+    // Resolved once here so that no send pays for a DNS lookup.
+    const { address, family } = await lookup(o.host);
+    const socket = dgram.createSocket(family === 6 ? 'udp6' : 'udp4');
+    socket.unref();
+    return new UdpSender(socket, address, o.port ?? 16888, key);
+  }
+
+  /** The SPEC 2.7 datagram for `tx`; throws TypeError above 1232 bytes. */
+  packet(tx: Uint8Array): Buffer {
+    if (tx.length === 0 || tx.length > MAX_TX_BYTES) throw new TypeError(`UDP transaction is ${tx.length} bytes; allowed 1 to ${MAX_TX_BYTES}`);
+    const p = Buffer.alloc(23 + tx.length);
+    p.set([43, 6, 58, 10, 0]);
+    this.key.copy(p, 5);
+    p.writeUInt16LE(tx.length, 21);
+    p.set(tx, 23);
+    return p;
+  }
+
+  /** Resolves once the datagram is handed to the OS; there is never a response. */
+  send(tx: Uint8Array): Promise<void> {
+    const p = this.packet(tx);
+    return new Promise((resolve, reject) => this.socket.send(p, this.port, this.address, (e) => (e ? reject(e) : resolve())));
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.socket.close(() => resolve()));
+  }
+}
+
+function uuidBytes(uuid: string): Buffer {
+  if (!/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/.test(uuid)) {
+    throw new TypeError('apiKey must be an Account UUID in canonical text form');
+  }
+  return Buffer.from(uuid.replaceAll('-', ''), 'hex');
+}
