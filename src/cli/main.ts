@@ -11,6 +11,7 @@ import { loadConfig, ConfigError, describeKeys } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { Relay } from '../relay.js';
 import { createLogger } from '../obs/log.js';
+import { registerSendCommand } from './send.js';
 
 const program = new Command();
 program.name('txrelay').description('Transaction submission relay for EVM and Solana').version('0.1.0');
@@ -190,6 +191,8 @@ accounts
     const rec = await admin(adminTarget(o.config), 'DELETE', `/admin/accounts/${encodeURIComponent(uuid)}`);
     process.stdout.write(JSON.stringify(rec, null, 2) + '\n');
   });
+
+registerSendCommand(program);
 
 program.parseAsync(process.argv).catch((e) => {
   process.stderr.write(`txrelay: ${(e as Error).message}\n`);

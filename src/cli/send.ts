@@ -1,0 +1,106 @@
+/**
+ * `txrelay send`: submits one transaction (or a bundle / batch) to any door
+ * through the client library and prints the typed outcome as JSON. Exit code
+ * 0 when the relay acknowledged it (queued, duplicate, accepted), 1 otherwise.
+ */
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import bs58 from 'bs58';
+import { EvmClient, SolanaClient, UdpSender } from '../client/index.js';
+
+export const SEND_DOORS = ['evm-rpc', 'evm-text', 'evm-batch', 'solana-rpc', 'solana-v2', 'solana-bundle', 'solana-udp'] as const;
+export type SendDoor = (typeof SEND_DOORS)[number];
+
+/**
+ * A transaction argument: `@path` reads a file (raw bytes, or text holding
+ * hex / base64 / base58), `0x…` is hex, otherwise base64 or base58 text.
+ */
+export function readTx(arg: string, family: 'evm' | 'solana'): { bytes: Uint8Array; hex: string } {
+  let text: string | null = arg;
+  let bytes: Uint8Array | null = null;
+  if (arg.startsWith('@')) {
+    const raw = readFileSync(arg.slice(1));
+    const asText = raw.toString('latin1').trim();
+    if (/^(0x[0-9a-fA-F]*|[A-Za-z0-9+/=]+)$/.test(asText)) text = asText;
+    else {
+      bytes = raw;
+      text = null;
+    }
+  }
+  if (text !== null) {
+    if (/^0x/i.test(text)) bytes = Buffer.from(text.slice(2), 'hex');
+    else if (family === 'solana' && /^[1-9A-HJ-NP-Za-km-z]+$/.test(text) && !/[+/=]/.test(text) && text.length % 4 !== 0) bytes = bs58.decode(text);
+    else bytes = Buffer.from(text, 'base64');
+  }
+  if (!bytes || bytes.length === 0) throw new Error(`cannot read a transaction from ${arg.startsWith('@') ? arg : 'the argument'}`);
+  return { bytes, hex: '0x' + Buffer.from(bytes).toString('hex') };
+}
+
+interface SendFlags {
+  url: string;
+  key: string;
+  udpHost: string;
+  udpPort: number;
+  via?: string;
+}
+
+export async function send(door: SendDoor, txArgs: string[], o: SendFlags): Promise<{ ok: boolean; outcome: unknown }> {
+  const family = door.startsWith('evm') ? 'evm' : 'solana';
+  const txs = txArgs.map((a) => readTx(a, family));
+  if (txs.length === 0) throw new Error('give at least one transaction');
+  if (door !== 'evm-batch' && door !== 'solana-bundle' && txs.length > 1) throw new Error(`${door} takes one transaction`);
+  const acked = (k: string) => k === 'queued' || k === 'duplicate' || k === 'accepted';
+  if (family === 'evm') {
+    const c = new EvmClient({ url: o.url, uuid: o.key, heartbeatMs: 0 });
+    try {
+      if (door === 'evm-batch') {
+        const b = await c.sendBatch(txs.map((t) => t.hex));
+        return { ok: b.items.some((i) => acked(i.kind)), outcome: b };
+      }
+      const out = await c.sendRawTransaction(txs[0]!.hex, { via: door === 'evm-text' ? 'text' : 'jsonrpc' });
+      return { ok: acked(out.kind), outcome: out };
+    } finally {
+      await c.close();
+    }
+  }
+  if (door === 'solana-udp') {
+    const u = await UdpSender.create({ host: o.udpHost, port: o.udpPort, apiKey: o.key });
+    try {
+      await u.send(txs[0]!.bytes);
+      // UDP has no answer (SPEC 4.8): "sent" is all that can be said.
+      return { ok: true, outcome: { kind: 'sent', bytes: txs[0]!.bytes.length } };
+    } finally {
+      await u.close();
+    }
+  }
+  const c = new SolanaClient({ url: o.url, apiKey: o.key, heartbeatMs: 0 });
+  try {
+    const out =
+      door === 'solana-bundle'
+        ? await c.sendBundle(txs.map((t) => t.bytes))
+        : door === 'solana-rpc'
+          ? await c.sendTransaction(txs[0]!.bytes)
+          : await c.sendRaw(txs[0]!.bytes);
+    return { ok: acked(out.kind), outcome: out };
+  } finally {
+    await c.close();
+  }
+}
+
+export function registerSendCommand(program: Command): void {
+  program
+    .command('send <door> <tx...>')
+    .description(
+      `submit a transaction through a door (${SEND_DOORS.join(', ')}); tx is 0x-hex, base64, base58 or @file (raw bytes or text); several for evm-batch / solana-bundle`,
+    )
+    .requiredOption('-k, --key <uuid>', 'account UUID (api-key / Bearer / auth)')
+    .option('-u, --url <url>', 'relay HTTP address', 'http://127.0.0.1:8080')
+    .option('--udp-host <host>', 'relay UDP host (resolved once)', '127.0.0.1')
+    .option('--udp-port <port>', 'relay UDP port', (v) => Number(v), 16888)
+    .action(async (door: string, txArgs: string[], o: SendFlags) => {
+      if (!(SEND_DOORS as readonly string[]).includes(door)) throw new Error(`unknown door ${door}; one of ${SEND_DOORS.join(', ')}`);
+      const r = await send(door as SendDoor, txArgs, o);
+      process.stdout.write(JSON.stringify(r.outcome, null, 2) + '\n');
+      process.exitCode = r.ok ? 0 : 1;
+    });
+}
