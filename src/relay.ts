@@ -28,7 +28,6 @@ import { clientIp } from './server/http.js';
 import { RpcDispatcher } from './server/doors/jsonrpc.js';
 import { registerSolanaDoors } from './server/doors/solana.js';
 import { registerEvmDoors, type BatchRecorder } from './server/doors/evm.js';
-import { batchStatus } from './pipeline/admission.js';
 import { UdpIngress } from './server/udp.js';
 import { createAdminApp } from './server/admin.js';
 import { Metrics, labelled } from './obs/metrics.js';
@@ -157,8 +156,6 @@ export class Relay {
     const app = uws.App();
     const ip = (res: Parameters<typeof clientIp>[0], req: Parameters<typeof clientIp>[1]) => clientIp(res, req, cfg.http.trust_proxy);
     const rpc = new RpcDispatcher(cfg.http.max_body_bytes);
-    rpc.arrayStatus = (statuses) =>
-      batchStatus(statuses.map((s) => ({ status: s < 300 ? 'queued' : 'not-sent', error: s < 300 ? undefined : { code: rpcOfStatus(s) } }) as any));
     const ctx = { app, admission, rpc, config: cfg, ip, batches: recorder };
     if (cfg.solana.enabled) registerSolanaDoors(ctx);
     else app.get('/ping', (res) => void res.cork(() => res.writeStatus('200 OK').end('pong')));
@@ -247,12 +244,6 @@ export class Relay {
     await p.db.close();
     p.log.info('txrelay stopped');
   }
-}
-
-function rpcOfStatus(status: number): number {
-  if (status === 400) return -32602;
-  if (status === 503) return -32006;
-  return -32005;
 }
 
 function listenOn(uws: ReturnType<typeof loadUws>['uws'], app: TemplatedApp, host: string, port: number, sockets: us_listen_socket[], what: string): Promise<number> {

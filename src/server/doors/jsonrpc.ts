@@ -38,8 +38,6 @@ const ARRAY_METHODS = new Set(['eth_sendRawTransaction']);
 
 export class RpcDispatcher {
   private readonly handlers = new Map<string, RpcHandler>();
-  /** Decides the HTTP status of an array answer from its elements' statuses. */
-  arrayStatus: (statuses: number[]) => number = (s) => (s.some((x) => x < 300) ? 202 : s[0] ?? 400);
 
   constructor(private readonly maxBody: number) {}
 
@@ -93,7 +91,7 @@ export class RpcDispatcher {
       const reply: Reply = (status, _ct, text) => {
         bodies[i] = text;
         statuses[i] = status;
-        if (--pending === 0) send(res, this.arrayStatus(statuses), 'application/json', `[${bodies.join(',')}]`);
+        if (--pending === 0) send(res, arrayStatus(statuses), 'application/json', `[${bodies.join(',')}]`);
       };
       const method = (m as { method?: unknown })?.method;
       if (typeof method === 'string' && !ARRAY_METHODS.has(method) && this.handlers.has(method)) {
@@ -118,6 +116,17 @@ export class RpcDispatcher {
     if (!h) return err(new RelayError(E.METHOD_NOT_FOUND, o.method.slice(0, 64)));
     h(reply, info, { method: o.method, params: o.params, id });
   }
+}
+
+/**
+ * The HTTP status of a JSON-RPC array answer, by the batch rule of
+ * DECISIONS 6: 202 when anything was accepted, else 400 if any element was
+ * invalid, else 503 for capacity, else 429, else the first element's status.
+ */
+export function arrayStatus(statuses: number[]): number {
+  if (statuses.some((x) => x < 300)) return 202;
+  for (const s of [400, 503, 429]) if (statuses.includes(s)) return s;
+  return statuses[0] ?? 400;
 }
 
 function idOf(m: unknown): string {
