@@ -108,6 +108,7 @@ export class Relay {
     const dedup = DedupFilter.create({ windowMs: cfg.dedup.window_s * 1000 });
     const slab = Slab.create({ capacity: SLAB_BYTES });
     const pool = new VerifyPool({ threads: cfg.workers.threads, slabHandle: slab.handle() });
+    await pool.ready();
 
     const fwdLog = (level: 'info' | 'warn' | 'error' | 'debug', msg: string, fields?: Record<string, unknown>) =>
       log[level]({ ...fields, component: 'forward' }, scrub(msg));

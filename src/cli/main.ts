@@ -12,6 +12,7 @@ import type { Config } from '../config/schema.js';
 import { Relay } from '../relay.js';
 import { createLogger } from '../obs/log.js';
 import { registerSendCommand } from './send.js';
+import { registerBenchCommands } from '../bench/cli.js';
 
 const program = new Command();
 program.name('txrelay').description('Transaction submission relay for EVM and Solana').version('0.1.0');
@@ -193,6 +194,7 @@ accounts
   });
 
 registerSendCommand(program);
+registerBenchCommands(program);
 
 program.parseAsync(process.argv).catch((e) => {
   process.stderr.write(`txrelay: ${(e as Error).message}\n`);

@@ -23,6 +23,15 @@ const MAX_BATCH = 256;
 const MAX_QUEUE_MS = 3;
 /** Starting per-job estimate (sodium-native ed25519 ~42 µs measured here) until workers report. */
 const INITIAL_JOB_US = 50;
+/**
+ * Jobs per thread always admitted whatever the estimate says: ~1.6 ms of work
+ * at 50 µs, inside the budget anyway, so no latency risk; it keeps a transient
+ * spike in the estimate (JIT warm-up, a GC pause, a noisy neighbour) from
+ * refusing light traffic.
+ */
+const MIN_ADMIT_PER_THREAD = 32;
+/** One batch's per-job sample is clamped here so a single stall cannot dominate the average. */
+const MAX_SAMPLE_US = 2000;
 
 export type VerifyCallback = (result: JobResult) => void;
 
@@ -55,6 +64,15 @@ export class VerifyPool {
     });
   }
 
+  /**
+   * Resolves once the workers have loaded (crypto libraries, WebAssembly):
+   * the relay listens only after this, so the first requests do not queue
+   * behind worker start-up and get shed.
+   */
+  async ready(): Promise<void> {
+    await Promise.all(Array.from({ length: this.threads }, () => this.piscina.run({ jobs: new Int32Array(0) })));
+  }
+
   /** Estimated milliseconds before a job submitted now would be verified. */
   queueMs(): number {
     return (this.inflightJobs * this.jobUs) / this.threads / 1000;
@@ -63,7 +81,8 @@ export class VerifyPool {
   /** Whether `n` more jobs fit the queue-time budget; count a shed when not. */
   admit(n: number): boolean {
     if (this.closed) return false;
-    if (((this.inflightJobs + n) * this.jobUs) / this.threads / 1000 <= MAX_QUEUE_MS || this.inflightJobs === 0) return true;
+    const after = this.inflightJobs + n;
+    if (after <= MIN_ADMIT_PER_THREAD * this.threads || (after * this.jobUs) / this.threads / 1000 <= MAX_QUEUE_MS) return true;
     this.stats.shed++;
     return false;
   }
@@ -98,7 +117,7 @@ export class VerifyPool {
       (reply) => {
         this.inflightJobs -= n;
         // EWMA over batches: adapts to the mix of ed25519 and secp256k1 work.
-        if (reply.micros > 0) this.jobUs = this.jobUs * 0.8 + (reply.micros / n) * 0.2;
+        if (reply.micros > 0) this.jobUs = this.jobUs * 0.8 + Math.min(MAX_SAMPLE_US, reply.micros / n) * 0.2;
         for (let i = 0; i < n; i++) cbs[i]!(reply.results[i] as JobResult);
       },
       () => {

@@ -1,0 +1,185 @@
+/**
+ * `txrelay bench <door>` and `txrelay bench sink`. The lead wires
+ * `registerBenchCommands(program)` into src/cli/main.ts.
+ */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { DOORS, isDoor, type Door } from './targets.js';
+import { DEFAULT_TIP_LAMPORTS, runBench } from './generator.js';
+import { formatReport, writeJsonReport } from './report.js';
+import { startSink } from './sink.js';
+
+/** "10s", "500ms", "2m", or a bare number of seconds → milliseconds. */
+export function parseDuration(v: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(v.trim());
+  if (!m) throw new InvalidArgumentError('expected a duration such as 10s, 500ms or 2m');
+  const n = Number(m[1]);
+  return m[2] === 'ms' ? n : m[2] === 'm' ? n * 60_000 : n * 1000;
+}
+
+function positiveNumber(v: string): number {
+  const n = Number(v);
+  if (!(n > 0) || !Number.isFinite(n)) throw new InvalidArgumentError('expected a positive number');
+  return n;
+}
+
+function positiveInt(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('expected a positive integer');
+  return n;
+}
+
+function port(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('expected a port number');
+  return n;
+}
+
+interface BenchCliOptions {
+  url: string;
+  udpPort: number;
+  key?: string;
+  rate?: number;
+  connections?: number;
+  duration: number;
+  warmup: number;
+  count?: number;
+  chainId: number;
+  batch?: number;
+  tipAccount?: string;
+  tipLamports: number;
+  json?: string;
+  cacheDir: string;
+  cache: boolean;
+  fresh?: boolean;
+  adminUrl?: string;
+}
+
+export function registerBenchCommands(program: Command): void {
+  const bench = program
+    .command('bench')
+    .description('load generator: drive one door with pre-signed, never-seen transactions and report throughput and latency')
+    .argument('<door>', `one of ${DOORS.join(', ')}, or "sink" (a stand-in upstream)`)
+    .option('--url <url>', 'relay HTTP base (its host is also the UDP target)', 'http://127.0.0.1:8080')
+    .option('--udp-port <port>', 'relay UDP port (solana-udp)', port, 16888)
+    .option('--key <uuid>', 'account UUID (api-key / Bearer / auth, by door); env TXRELAY_BENCH_KEY')
+    .option('--rate <n>', 'open loop: requests per second at fixed intended start times (default: closed loop)', positiveNumber)
+    .option('--connections <n>', 'in-flight bound: open loop default 64; closed loop: workers, default 32', positiveInt)
+    .addOption(new Option('--duration <d>', 'measured time (10s, 500ms, 2m)').argParser(parseDuration).default(10_000, '10s'))
+    .addOption(new Option('--warmup <d>', 'time before measuring (requests sent, not counted)').argParser(parseDuration).default(2_000, '2s'))
+    .option('--count <n>', 'pre-signed distinct transactions (default: what the run needs; closed loop 10k requests/s)', positiveInt)
+    .option('--chain-id <n>', 'EVM chain id the transactions are signed for', positiveInt, 1)
+    .option('--batch <n>', 'transactions per request: solana-bundle (1-4) and evm-batch; default 4', positiveInt)
+    .option('--tip-account <base58>', "solana-bundle: one of the relay's solana.tip_accounts; transaction 0 of every bundle pays it")
+    .option('--tip-lamports <n>', 'solana-bundle: tip per bundle', positiveInt, DEFAULT_TIP_LAMPORTS)
+    .option('--json <file>', 'also write the result as JSON')
+    .option('--cache-dir <dir>', 'where signed transactions are cached (keyed by door, count, chain id)', 'bench/.cache')
+    .option('--no-cache', 'neither read nor write the transaction cache')
+    .option('--fresh', 'sign new transactions even if cached ones exist (a rerun inside dedup.window_s would send duplicates)')
+    .option('--admin-url <url>', "relay admin base; solana-udp reads txrelay_udp_datagrams_total before and after")
+    .addOption(new Option('--host <host>', 'sink: listen address').default('127.0.0.1'))
+    .addOption(new Option('--port <port>', 'sink: listen port').argParser(port).default(8899))
+    .addHelpText(
+      'after',
+      `
+Examples:
+  txrelay bench sink --port 8899
+  txrelay bench solana-v2 --key $UUID --rate 2000 --duration 10s
+  txrelay bench evm-batch --key $UUID --batch 16 --connections 8 --json out.json
+  txrelay bench solana-udp --key $UUID --rate 5000 --admin-url http://127.0.0.1:8081
+
+Open loop latency counts from each request's intended start t0 + i/rate (no
+coordinated omission): a request delayed by busy connections or a busy
+generator keeps its intended start and counts as "late" (> 2 ms behind);
+one that left within 2 ms (Node's timer jitter) counts from when it left.
+JSON keys: params, mode, measuredS, requests, txs, throughput, statuses,
+latencyUs {count,mean,p50,p90,p99,p999,max}, serviceTimeUs, schedule,
+exhausted, transactions, udp, warnings, generator, startedAt, finishedAt.`,
+    )
+    .action(async (door: string, o: BenchCliOptions & { host: string; port: number }) => {
+      if (door === 'sink') return runSink(o.host, o.port);
+      if (!isDoor(door)) {
+        process.stderr.write(`txrelay bench: unknown door "${door}"; one of ${DOORS.join(', ')}, sink\n`);
+        process.exit(2);
+      }
+      await runBenchCli(door, o);
+    });
+  void bench;
+}
+
+async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
+  const key = o.key ?? process.env.TXRELAY_BENCH_KEY;
+  if (!key) {
+    process.stderr.write('txrelay bench: --key <uuid> (or TXRELAY_BENCH_KEY) is required\n');
+    process.exit(2);
+  }
+  const tty = process.stderr.isTTY === true;
+  let lastLen = 0;
+  const progress = (line: string): void => {
+    if (tty) {
+      process.stderr.write('\r' + line.padEnd(lastLen));
+      lastLen = line.length;
+    } else process.stderr.write(line + '\n');
+  };
+  const endProgress = (): void => {
+    if (tty && lastLen > 0) process.stderr.write('\n');
+    lastLen = 0;
+  };
+  const abort = new AbortController();
+  const onSigint = (): void => {
+    if (abort.signal.aborted) process.exit(130);
+    abort.abort();
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const r = await runBench({
+      door,
+      url: o.url,
+      udpPort: o.udpPort,
+      key,
+      rate: o.rate,
+      connections: o.connections,
+      durationMs: o.duration,
+      warmupMs: o.warmup,
+      count: o.count,
+      chainId: o.chainId,
+      batch: o.batch,
+      tipAccount: o.tipAccount,
+      tipLamports: o.tipLamports,
+      cacheDir: o.cache ? o.cacheDir : null,
+      fresh: o.fresh,
+      adminUrl: o.adminUrl,
+      onProgress: progress,
+      onInfo: (l) => process.stderr.write(l + '\n'),
+      signal: abort.signal,
+    });
+    endProgress();
+    process.stdout.write(formatReport(r));
+    if (o.json) writeJsonReport(o.json, r);
+  } catch (e) {
+    endProgress();
+    process.stderr.write(`txrelay bench: ${(e as Error).message}\n`);
+    process.exitCode = 1;
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+}
+
+async function runSink(host: string, p: number): Promise<void> {
+  const sink = await startSink({ host, port: p });
+  process.stderr.write(`bench sink listening on ${sink.url} (JSON-RPC, answers every call with success)\n`);
+  let last = sink.counts();
+  const timer = setInterval(() => {
+    const c = sink.counts();
+    const methods = Object.entries(c.byMethod)
+      .map(([m, n]) => `${m} ${n - (last.byMethod[m] ?? 0)}/s`)
+      .join('  ');
+    process.stdout.write(`items ${c.items - last.items}/s  requests ${c.requests - last.requests}/s  total ${c.items}${methods ? '  ' + methods : ''}\n`);
+    last = c;
+  }, 1000);
+  const stop = (): void => {
+    clearInterval(timer);
+    void sink.close().then(() => process.exit(0));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}

@@ -1,0 +1,151 @@
+/**
+ * The seven doors the bench drives, and for each one the pre-built request
+ * bodies (Buffers made once before the run, so the hot loop never stringifies
+ * or encodes) and the fixed path and headers.
+ */
+import { randomBytes } from 'node:crypto';
+import bs58 from 'bs58';
+import { evmTransfers, solanaTransfers } from './txgen.js';
+
+export const DOORS = ['solana-rpc', 'solana-v2', 'solana-bundle', 'solana-udp', 'evm-rpc', 'evm-text', 'evm-batch'] as const;
+export type Door = (typeof DOORS)[number];
+
+export function isDoor(s: string): s is Door {
+  return (DOORS as readonly string[]).includes(s);
+}
+
+export const isEvm = (d: Door): boolean => d.startsWith('evm-');
+
+/** SPEC 2.5: 1-4 transactions per bundle. */
+export const MAX_BUNDLE = 4;
+
+/** Transactions carried by one request (datagram) of this door. */
+export function txsPerRequest(door: Door, batch: number): number {
+  return door === 'solana-bundle' || door === 'evm-batch' ? batch : 1;
+}
+
+export interface HttpTarget {
+  kind: 'http';
+  door: Door;
+  path: string;
+  headers: Record<string, string>;
+  bodies: Buffer[];
+  /** evm-batch: per-item outcomes live in the body, so it is read and scanned. */
+  readBody: boolean;
+}
+
+export interface UdpTarget {
+  kind: 'udp';
+  door: Door;
+  datagrams: Buffer[];
+}
+
+export type Target = HttpTarget | UdpTarget;
+
+export interface GenOptions {
+  chainId: number;
+  batch: number;
+  /** solana-bundle: base58 tip account; transaction 0 of every bundle pays it. */
+  tipAccount?: string;
+  tipLamports?: number;
+}
+
+/** Signs `count` fresh transactions shaped for `door` (raw bytes; EVM as typed-transaction bytes). */
+export async function generateTransactions(door: Door, count: number, o: GenOptions): Promise<Buffer[]> {
+  if (isEvm(door)) return evmTransfers(count, { chainId: o.chainId });
+  if (door !== 'solana-bundle') return solanaTransfers(count);
+  const tip = o.tipAccount ? bs58.decode(o.tipAccount) : null;
+  if (tip !== null && tip.length !== 32) throw new Error('--tip-account is not a 32-byte base58 address');
+  const tipLamports = BigInt(o.tipLamports ?? 0);
+  return solanaTransfers(count, {
+    to: (i) => (i % o.batch === 0 ? tip : null),
+    lamports: (i) => (i % o.batch === 0 ? tipLamports : 1000n + BigInt(i % 1000)),
+  });
+}
+
+/** A stand-in tip account when none is given: random, so only a relay with the tip rule off accepts it. */
+export function randomTipAccount(): string {
+  return bs58.encode(randomBytes(32));
+}
+
+function udpKeyBytes(uuid: string): Buffer {
+  const hex = uuid.replaceAll('-', '');
+  if (!/^[0-9a-fA-F]{32}$/.test(hex)) throw new Error('--key is not a UUID');
+  return Buffer.from(hex, 'hex');
+}
+
+const JSON_HEAD = '{"jsonrpc":"2.0","id":';
+
+/** Builds every request of the run from the transactions (grouped by `batch` where the door takes several). */
+export function buildTarget(door: Door, txs: Buffer[], key: string, batch: number): Target {
+  const per = txsPerRequest(door, batch);
+  const n = Math.floor(txs.length / per);
+  const bodies: Buffer[] = new Array(n);
+  const group = (i: number): Buffer[] => txs.slice(i * per, (i + 1) * per);
+  const hex = (t: Buffer): string => '0x' + t.toString('hex');
+  switch (door) {
+    case 'solana-udp': {
+      const k = udpKeyBytes(key);
+      for (let i = 0; i < n; i++) {
+        const tx = txs[i]!;
+        const d = Buffer.allocUnsafe(23 + tx.length);
+        d[0] = 43;
+        d[1] = 6;
+        d[2] = 58;
+        d[3] = 10;
+        d[4] = 0;
+        k.copy(d, 5);
+        d.writeUInt16LE(tx.length, 21);
+        tx.copy(d, 23);
+        bodies[i] = d;
+      }
+      return { kind: 'udp', door, datagrams: bodies };
+    }
+    case 'solana-rpc':
+      for (let i = 0; i < n; i++) {
+        bodies[i] = Buffer.from(`${JSON_HEAD}${i},"method":"sendTransaction","params":["${txs[i]!.toString('base64')}",{"encoding":"base64"}]}`);
+      }
+      return http(door, '/', { 'content-type': 'application/json', 'api-key': key }, bodies);
+    case 'solana-v2':
+      for (let i = 0; i < n; i++) bodies[i] = txs[i]!;
+      return http(door, '/v2', { 'content-type': 'application/octet-stream', 'api-key': key }, bodies);
+    case 'solana-bundle':
+      for (let i = 0; i < n; i++) {
+        const g = group(i);
+        const head = Buffer.allocUnsafe(1 + 2 * g.length);
+        head[0] = g.length;
+        g.forEach((t, j) => head.writeUInt16LE(t.length, 1 + 2 * j));
+        bodies[i] = Buffer.concat([head, ...g]);
+      }
+      return http(door, '/v2/batch', { 'content-type': 'application/octet-stream', 'api-key': key }, bodies);
+    case 'evm-rpc':
+      for (let i = 0; i < n; i++) {
+        bodies[i] = Buffer.from(`${JSON_HEAD}${i},"method":"eth_sendRawTransaction","params":["${hex(txs[i]!)}"]}`);
+      }
+      return http(door, '/', { 'content-type': 'application/json', authorization: `Bearer ${key}` }, bodies);
+    case 'evm-text':
+      for (let i = 0; i < n; i++) bodies[i] = Buffer.from(hex(txs[i]!));
+      return http(door, `/v2/svc_send_raw_transaction?auth=${encodeURIComponent(key)}`, { 'content-type': 'text/plain' }, bodies);
+    case 'evm-batch':
+      for (let i = 0; i < n; i++) {
+        const items = group(i).map((t) => `"${hex(t)}"`).join(',');
+        bodies[i] = Buffer.from(`${JSON_HEAD}${i},"method":"svc_sendRawTransactionBatch","params":[${items}]}`);
+      }
+      return { ...http(door, '/', { 'content-type': 'application/json', authorization: `Bearer ${key}` }, bodies), readBody: true };
+  }
+}
+
+function http(door: Door, path: string, headers: Record<string, string>, bodies: Buffer[]): HttpTarget {
+  return { kind: 'http', door, path, headers, bodies, readBody: false };
+}
+
+/** evm-batch answer: items the relay marked duplicate, and items not sent (any reason). Scans, no JSON.parse. */
+export function scanBatchItems(body: string): { duplicate: number; notSent: number } {
+  return { duplicate: countOf(body, '"duplicate":true'), notSent: countOf(body, '"status":"not-sent"') };
+}
+
+function countOf(s: string, needle: string): number {
+  let n = 0;
+  for (let i = s.indexOf(needle); i !== -1; i = s.indexOf(needle, i + needle.length)) n++;
+  return n;
+}
