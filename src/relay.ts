@@ -300,6 +300,32 @@ function registerMetrics(
   m.counter('txrelay_lane_forwarded_total', 'Transactions forwarded, by lane.', ['lane'], () =>
     Object.entries(p.forwarder.stats().lanes).map(([lane, s]) => [{ lane }, (s as { forwarded: number }).forwarded]),
   );
+  m.counter('txrelay_lane_dropped_total', 'Admitted transactions that every upstream failed, refused or skipped.', ['lane'], () =>
+    Object.values(p.forwarder.stats().lanes).map((s) => [{ lane: s.lane }, s.dropped]),
+  );
+  // Per upstream (labelled by origin only: a path or query may carry an API key), DECISIONS 8.
+  const upstreamItems = () =>
+    Object.values(p.forwarder.stats().lanes).flatMap((s) =>
+      s.upstreams.flatMap((u) =>
+        (
+          [
+            ['ok', u.ok],
+            ['rpc_error', u.rpcErrors],
+            ['http_error', u.httpErrors],
+            ['timeout', u.timeouts],
+            ['connection_error', u.connErrors],
+            ['skipped', u.skipped],
+            ['overrun', u.overrun],
+          ] as const
+        ).map(([outcome, v]) => [{ lane: s.lane, upstream: u.upstream, outcome }, v] as [Record<string, string>, number]),
+      ),
+    );
+  m.counter('txrelay_upstream_items_total', 'Forwarded items per upstream by outcome (skipped: breaker open; overrun: fell a whole queue behind).', ['lane', 'upstream', 'outcome'], upstreamItems);
+  m.gauge('txrelay_upstream_breaker_open', 'Whether an upstream\'s circuit breaker is open (1) or not (0).', ['lane', 'upstream'], () =>
+    Object.values(p.forwarder.stats().lanes).flatMap((s) =>
+      s.upstreams.map((u) => [{ lane: s.lane, upstream: u.upstream }, u.breaker === 'closed' ? 0 : 1] as [Record<string, string>, number]),
+    ),
+  );
   m.counter('txrelay_lane_discarded_total', 'Admitted transactions dropped because the lane has no upstream (dry run).', ['lane'], () =>
     Object.entries(p.forwarder.stats().lanes).map(([lane, s]) => [{ lane }, (s as { discarded: number }).discarded]),
   );

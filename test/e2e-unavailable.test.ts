@@ -42,6 +42,9 @@ test('every upstream failing: 503 Upstream Unavailable / -32001 retry_safe befor
     'the breaker to open',
   );
   assert.equal(await last!.text(), 'Upstream Unavailable');
+  // Upstream failures never reach the submitter; they are counted per upstream (DECISIONS 8).
+  assert.ok((await relay.metric('txrelay_upstream_items_total', { lane: 'solana-single', outcome: 'http_error' })) >= 5);
+  assert.equal(await relay.metric('txrelay_upstream_breaker_open', { lane: 'solana-single' }), 1);
 
   let nonce = 0;
   const evmSend = async () =>
