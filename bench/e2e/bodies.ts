@@ -1,0 +1,38 @@
+/**
+ * Request bodies on disk, shared by every load generator of a run (wrk's Lua
+ * script and the Node open-loop client): each record is a u16 little-endian
+ * length and the bytes. One file per phase, so no transaction is ever sent
+ * twice to the relay (a repeat would take its dedup fast path).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+
+export function encodeBodies(bodies: readonly Uint8Array[]): Buffer {
+  let total = 0;
+  for (const b of bodies) {
+    if (b.length > 0xffff) throw new Error(`body of ${b.length} bytes does not fit a u16 length`);
+    total += 2 + b.length;
+  }
+  const out = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (const b of bodies) {
+    out.writeUInt16LE(b.length, at);
+    out.set(b, at + 2);
+    at += 2 + b.length;
+  }
+  return out;
+}
+
+export function decodeBodies(buf: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  let at = 0;
+  while (at + 2 <= buf.length) {
+    const len = buf.readUInt16LE(at);
+    if (at + 2 + len > buf.length) throw new Error('truncated bodies file');
+    out.push(buf.subarray(at + 2, at + 2 + len));
+    at += 2 + len;
+  }
+  return out;
+}
+
+export const writeBodies = (file: string, bodies: readonly Uint8Array[]): void => writeFileSync(file, encodeBodies(bodies));
+export const readBodies = (file: string): Buffer[] => decodeBodies(readFileSync(file));
