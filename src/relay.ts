@@ -5,6 +5,7 @@
 import { mkdirSync, readFileSync, writeFileSync, existsSync, chmodSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import type { Config } from './config/schema.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { initKeyedHash } from './shared/keyed-hash.js';
@@ -107,7 +108,7 @@ export class Relay {
     const ipLimiter = IpLimiter.create({ nowMs: t0, rate: cfg.limits.ip_rps, burst: cfg.limits.ip_burst });
     const dedup = DedupFilter.create({ windowMs: cfg.dedup.window_s * 1000 });
     const slab = Slab.create({ capacity: SLAB_BYTES });
-    const pool = new VerifyPool({ threads: cfg.workers.threads, slabHandle: slab.handle() });
+    const pool = new VerifyPool({ threads: verifyThreads(cfg.workers.threads), slabHandle: slab.handle(), slabBytes: slab.bytes });
     await pool.ready();
 
     const fwdLog = (level: 'info' | 'warn' | 'error' | 'debug', msg: string, fields?: Record<string, unknown>) =>
@@ -245,6 +246,15 @@ export class Relay {
     await p.db.close();
     p.log.info('txrelay stopped');
   }
+}
+
+/**
+ * `workers.threads` 0 (auto): one verification thread per core beyond the
+ * main thread — none on a single core (or a one-CPU affinity mask, which
+ * availableParallelism honours), where the main thread verifies inline.
+ */
+export function verifyThreads(configured: number): number {
+  return configured > 0 ? configured : availableParallelism() - 1;
 }
 
 function listenOn(uws: ReturnType<typeof loadUws>['uws'], app: TemplatedApp, host: string, port: number, sockets: us_listen_socket[], what: string): Promise<number> {

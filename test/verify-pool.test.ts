@@ -13,7 +13,7 @@ import { signed1559 } from './helpers/evm.js';
 
 test('valid and forged transactions are told apart by the workers, reading the slab in place', async () => {
   const slab = Slab.create({ capacity: 1 << 20 });
-  const pool = new VerifyPool({ threads: 1, slabHandle: slab.handle() });
+  const pool = new VerifyPool({ threads: 1, slabHandle: slab.handle(), slabBytes: slab.bytes });
   try {
     const put = (b: Uint8Array) => {
       const off = slab.alloc(b.length);
@@ -41,7 +41,7 @@ test('valid and forged transactions are told apart by the workers, reading the s
 
 test('past its queue-time budget the pool refuses new work at once, and accepts again once it drains', async () => {
   const slab = Slab.create({ capacity: 8 << 20 });
-  const pool = new VerifyPool({ threads: 1, slabHandle: slab.handle() });
+  const pool = new VerifyPool({ threads: 1, slabHandle: slab.handle(), slabBytes: slab.bytes });
   try {
     const tx = legacyTransfer().bytes;
     const off = slab.alloc(tx.length);
@@ -61,6 +61,41 @@ test('past its queue-time budget the pool refuses new work at once, and accepts 
     assert.ok(results.every((r) => r === JobResult.Ok));
     assert.equal(pool.inflight, 0);
     assert.equal(pool.admit(1), true, 'accepts again once drained');
+  } finally {
+    await pool.close();
+  }
+});
+
+test('with no worker threads the same micro-batches are verified inline on the main thread, still bounded', async () => {
+  const slab = Slab.create({ capacity: 8 << 20 });
+  const pool = new VerifyPool({ threads: 0, slabHandle: slab.handle(), slabBytes: slab.bytes });
+  try {
+    await pool.ready();
+    const good = legacyTransfer().bytes;
+    const forged = Uint8Array.from(legacyTransfer().bytes);
+    forged[forged.length - 1]! ^= 1;
+    const put = (b: Uint8Array) => {
+      const off = slab.alloc(b.length);
+      slab.bytes.set(b, off);
+      return off;
+    };
+    let called = false;
+    const results = Promise.all(
+      [good, forged].map((b) => new Promise<JobResult>((res) => pool.submit(JobKind.Solana, put(b), b.length, (r) => ((called = true), res(r))))),
+    );
+    assert.equal(called, false, 'callbacks never run inside submit()');
+    assert.deepEqual(await results, [JobResult.Ok, JobResult.BadSignature]);
+    assert.equal(pool.stats.tasks, 1);
+    let admitted = 0;
+    const off = put(good);
+    const done: Promise<JobResult>[] = [];
+    while (pool.admit(1) && admitted < 100_000) {
+      done.push(new Promise((res) => pool.submit(JobKind.Solana, off, good.length, res)));
+      admitted++;
+    }
+    assert.ok(admitted > 0 && admitted < 1000, `admitted ${admitted} before refusing`);
+    assert.ok((await Promise.all(done)).every((r) => r === JobResult.Ok));
+    assert.equal(pool.admit(1), true);
   } finally {
     await pool.close();
   }

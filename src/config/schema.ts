@@ -77,7 +77,7 @@ export const configSchema = {
     }),
     plans: section({ free: plan(5), paid: plan(50) }),
     workers: section({
-      // 0: one verification thread per core beyond the main thread (at least one).
+      // 0: one verification thread per core beyond the main thread; none on one core (verified inline).
       threads: { type: 'integer', minimum: 0, maximum: 256, default: 0 },
     }),
     log: section({

@@ -32,7 +32,8 @@ export async function startTestRelay(overrides: Record<string, any> = {}, dataDi
     admin: { port: 0, token: ADMIN_TOKEN },
     storage: { data_dir: dir },
     log: { level: 'silent' },
-    workers: { threads: 1 },
+    // TXRELAY_TEST_WORKERS=0 runs the suite with inline (main-thread) verification.
+    workers: { threads: Number(process.env.TXRELAY_TEST_WORKERS ?? 1) },
   };
   const config = loadConfig({ env: {}, overrides: deepMerge(base, overrides) });
   const relay = await Relay.start({ config });
