@@ -48,6 +48,12 @@ const CRYPTO_SECONDS = 3;
 const DOOR_LIST = (process.env.E2E_DOORS ?? 'solana-v2,evm-text,solana-rpc,evm-rpc').split(',').map((s) => s.trim()) as DoorName[];
 const PROFILE = process.env.E2E_PROFILE ?? 'auto';
 const RELAY_CORE = '0';
+/**
+ * `workers.threads` for the relay: 0 (auto) on a one-core affinity mask
+ * verifies inline on the main thread; BENCH_VERIFY_THREADS=1 measures the
+ * worker hand-off on the same core instead.
+ */
+const VERIFY_THREADS = Number(process.env.BENCH_VERIFY_THREADS ?? 0);
 const LOAD_CORE = '1';
 const WRK_THREADS = 2;
 const WRK_CONNECTIONS = 64;
@@ -318,7 +324,7 @@ async function startRelay(sink: E2eSink, profileDir: string | null): Promise<Rel
     TXRELAY_STORAGE_DATA_DIR: dir,
     TXRELAY_LIMITS_IP_RPS: high,
     TXRELAY_LIMITS_IP_BURST: '2000000',
-    TXRELAY_WORKERS_THREADS: '1',
+    TXRELAY_WORKERS_THREADS: String(VERIFY_THREADS),
     TXRELAY_LOG_LEVEL: 'warn',
     TXRELAY_SOLANA_RPC_UPSTREAMS: sink.url,
     TXRELAY_SOLANA_BUNDLE_UPSTREAMS: sink.url,
@@ -549,7 +555,7 @@ async function main(): Promise<void> {
     date: started.toISOString(),
     durationS: (performance.now() - t0) / 1000,
     hardware: { loadAvg: `${loadBefore} at start, ${loadAvg()} at end`, cpu: cpuModel(), cores: Number(spawnSync('nproc', ['--all'], { encoding: 'utf8' }).stdout.trim()), node: process.version, os: osRelease() },
-    placement: { relayCore: RELAY_CORE, loadCore: LOAD_CORE, verifyThreads: 1 },
+    placement: { relayCore: RELAY_CORE, loadCore: LOAD_CORE, verifyThreads: VERIFY_THREADS },
     settings: { seconds: SECONDS, warmSeconds: WARM_SECONDS, wrkThreads: WRK_THREADS, wrkConnections: WRK_CONNECTIONS, relayWrkConnections: RELAY_WRK_CONNECTIONS, openConnections: OPEN_CONNECTIONS, overloadConnections: OVERLOAD_CONNECTIONS, sink: sink.impl },
     targets: TARGETS,
     doors: reports.map((d) => ({ ...d, evaluation: evaluate(d) })),

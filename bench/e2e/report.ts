@@ -71,7 +71,11 @@ export function renderMarkdown(r: Report): string {
     '',
   );
   L.push(
-    `**Placement.** txrelay (main thread + \`workers.threads = 1\` verify worker) is pinned to core ${r.placement.relayCore} with \`taskset\`, ` +
+    `**Placement.** txrelay (${
+      r.placement.verifyThreads === 0
+        ? '`workers.threads = 0`: on its one-core affinity mask it verifies inline on the main thread'
+        : `main thread + \`workers.threads = ${r.placement.verifyThreads}\` verify worker`
+    }) is pinned to core ${r.placement.relayCore} with \`taskset\`, ` +
       `and so are the two ceilings (bare uWS server, crypto loop); wrk, the Node open-loop generator, the sink (${r.settings.sink}) and the orchestrator run on core ${r.placement.loadCore}. ` +
       `One core carries all of the relay's work exactly as it carries all of each ceiling's, so CPU per transaction compares like with like, ` +
       `and no load generator steals cycles from the measured process. Capacity is therefore one core's worth.`,
