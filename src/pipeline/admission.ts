@@ -158,11 +158,8 @@ export class Admission {
   /** Reserves slab space for a body of `length` bytes; null when in-flight work is at its bound. */
   reserve(length: number): Block | null {
     const offset = this.d.slab.alloc(length);
-    if (offset < 0) {
-      this.rejected.inc(E.CAPACITY.code);
-      return null;
-    }
-    return { offset, length };
+    // The caller answers (and counts) the refusal through capacityError().
+    return offset < 0 ? null : { offset, length };
   }
 
   /** Copies `bytes` into the slab (doors whose payload is not a raw body: base64, hex, UDP). */
