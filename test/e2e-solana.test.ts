@@ -414,3 +414,11 @@ test('an account change is live without restart (DECISIONS 5)', async () => {
   await new Promise((r) => setTimeout(r, 30));
   assert.equal((await post('/v2', legacyTransfer().bytes, { 'api-key': rec.uuid })).status, 200);
 });
+
+test('accept latency is recorded per door in txrelay_accept_seconds', async () => {
+  const before = await relay.metric('txrelay_accept_seconds_count', { door: 'solana-v2' });
+  assert.equal((await post('/v2', legacyTransfer().bytes)).status, 200);
+  assert.equal(await relay.metric('txrelay_accept_seconds_count', { door: 'solana-v2' }), before + 1);
+  assert.ok((await relay.metric('txrelay_accept_seconds_count', { door: 'jsonrpc' })) > 0);
+  assert.ok((await relay.metric('txrelay_accept_seconds_count', { door: 'solana-batch' })) > 0);
+});

@@ -52,6 +52,11 @@ export class Metrics {
     });
   }
 
+  /** A histogram observed directly on the hot path (through pre-bound children: ~0.3 µs per observation). */
+  histogram(name: string, help: string, labelNames: string[], buckets: number[]): client.Histogram {
+    return new client.Histogram({ name, help, labelNames, buckets, registers: [this.registry] });
+  }
+
   async render(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }

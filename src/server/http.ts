@@ -10,10 +10,18 @@
 import type { HttpRequest, HttpResponse } from './uws.js';
 import { RelayError } from '../errors.js';
 
+/** Receives a door's accept latency in seconds (a pre-bound prom-client histogram child). */
+export interface LatencyTimer {
+  observe(seconds: number): void;
+}
+
 /** Per-request state hung on the uWS response object. */
 export interface Res extends HttpResponse {
   aborted?: boolean;
   done?: boolean;
+  /** performance.now() when the handler started, for the accept-latency histogram. */
+  t0?: number;
+  timer?: LatencyTimer | undefined;
 }
 
 const REASONS: Record<number, string> = {
@@ -44,11 +52,17 @@ export function statusLine(code: number): string {
 
 export type Headers = readonly (readonly [string, string])[];
 
-/** Registers the abort handler; must be the first thing a handler does before going async. */
-export function guard(res: HttpResponse): Res {
+/**
+ * Registers the abort handler; must be the first thing a handler does before
+ * going async. With a timer, the time until `send` is recorded (from the
+ * handler's start: kernel and uWS parsing time before it are not included).
+ */
+export function guard(res: HttpResponse, timer?: LatencyTimer): Res {
   const r = res as Res;
   r.aborted = false;
   r.done = false;
+  r.timer = timer;
+  if (timer) r.t0 = performance.now();
   r.onAborted(() => {
     r.aborted = true;
   });
@@ -65,6 +79,7 @@ export function send(res: Res, status: number, contentType: string | null, body:
     if (headers) for (let i = 0; i < headers.length; i++) res.writeHeader(headers[i]![0], headers[i]![1]);
     res.end(body);
   });
+  if (res.timer) res.timer.observe((performance.now() - res.t0!) / 1000);
 }
 
 export function sendJson(res: Res, status: number, body: string, headers?: Headers): void {

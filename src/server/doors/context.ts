@@ -2,6 +2,7 @@
 import type { Admission } from '../../pipeline/admission.js';
 import type { Config } from '../../config/schema.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '../uws.js';
+import type { LatencyTimer } from '../http.js';
 import type { RpcDispatcher } from './jsonrpc.js';
 import type { BatchRecorder } from './evm.js';
 
@@ -12,4 +13,6 @@ export interface DoorContext {
   config: Config;
   ip(res: HttpResponse, req: HttpRequest): string;
   batches: BatchRecorder | null;
+  /** Accept-latency histogram child for a door label. */
+  timer(door: string): LatencyTimer | undefined;
 }

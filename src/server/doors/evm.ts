@@ -128,8 +128,9 @@ export function registerEvmDoors(ctx: DoorContext): void {
     });
   });
 
+  const textTimer = ctx.timer('evm-text');
   app.post('/v2/svc_send_raw_transaction', (r: HttpResponse, req: HttpRequest) => {
-    const res = guard(r);
+    const res = guard(r, textTimer);
     const reply: Reply = (status, ct, body, headers) => send(res, status, ct, body, headers);
     const fail = (err: RelayError) => errorReply(reply, err, 'null', CORS);
     const ip = ctx.ip(res, req);

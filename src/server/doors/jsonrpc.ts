@@ -4,7 +4,7 @@
  * a single call and an element of a standard JSON-RPC array.
  */
 import { E, RelayError } from '../../errors.js';
-import { guard, readBody, send, type Headers, type Res } from '../http.js';
+import { guard, readBody, send, type Headers, type LatencyTimer, type Res } from '../http.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '../uws.js';
 
 export interface RpcCall {
@@ -45,9 +45,9 @@ export class RpcDispatcher {
     this.handlers.set(method, h);
   }
 
-  mount(app: TemplatedApp, ip: (res: HttpResponse, req: HttpRequest) => string): void {
+  mount(app: TemplatedApp, ip: (res: HttpResponse, req: HttpRequest) => string, timer?: LatencyTimer): void {
     app.post('/', (r, req) => {
-      const res = guard(r);
+      const res = guard(r, timer);
       const info: RequestInfo = {
         ip: ip(res, req),
         apiKey: req.getHeader('api-key') || null,

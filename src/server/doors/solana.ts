@@ -42,8 +42,10 @@ export function registerSolanaDoors(ctx: DoorContext): void {
   });
 
   // POST /v2: the raw bytes of one transaction (SPEC 4.5). Content-Type is ignored (DECISIONS 6).
+  const v2Timer = ctx.timer('solana-v2');
+  const batchTimer = ctx.timer('solana-batch');
   app.post('/v2', (r: HttpResponse, req: HttpRequest) => {
-    const res = guard(r);
+    const res = guard(r, v2Timer);
     const ip = ctx.ip(res, req);
     try {
       admission.gate('solana', req.getHeader('api-key') || null, ip, 1);
@@ -81,7 +83,7 @@ export function registerSolanaDoors(ctx: DoorContext): void {
 
   // POST /v2/batch: a bundle (SPEC 2.5, 4.6).
   app.post('/v2/batch', (r: HttpResponse, req: HttpRequest) => {
-    const res = guard(r);
+    const res = guard(r, batchTimer);
     const ip = ctx.ip(res, req);
     let rec;
     try {
