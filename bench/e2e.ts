@@ -19,6 +19,7 @@
  * Env: E2E_SECONDS (measured window, default 5), E2E_DOORS (comma list),
  * E2E_PROFILE=always|never|auto (CPU profile when a target is missed).
  */
+import { histogramQuantiles } from './e2e/histogram.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -367,18 +368,26 @@ async function stopRelay(r: Relay): Promise<void> {
 interface Counters {
   admitted: number;
   rejected: Record<string, number>;
+  /** txrelay_accept_seconds cumulative bucket counts by upper bound (all doors summed: one door runs at a time). */
+  accept: Map<number, number>;
 }
 
 async function counters(r: Relay): Promise<Counters> {
   const text = await (await fetch(`http://127.0.0.1:${r.adminPort}/metrics`)).text();
   let admitted = 0;
   const rejected: Record<string, number> = {};
+  const accept = new Map<number, number>();
   for (const line of text.split('\n')) {
     if (line.startsWith('txrelay_admitted_total')) admitted += Number(line.slice(line.lastIndexOf(' ') + 1));
+    const h = /^txrelay_accept_seconds_bucket\{.*le="([^"]+)".*\} (\S+)/.exec(line);
+    if (h) {
+      const le = h[1] === '+Inf' ? Infinity : Number(h[1]);
+      accept.set(le, (accept.get(le) ?? 0) + Number(h[2]));
+    }
     const m = /^txrelay_rejected_total\{code="([^"]+)"\} (\S+)/.exec(line);
     if (m) rejected[m[1]!] = Number(m[2]);
   }
-  return { admitted, rejected };
+  return { admitted, rejected, accept };
 }
 
 function diffRejected(a: Record<string, number>, b: Record<string, number>): Record<string, number> {
@@ -391,7 +400,16 @@ function diffRejected(a: Record<string, number>, b: Record<string, number>): Rec
 async function measured<T>(
   r: Relay,
   run: () => Promise<T>,
-): Promise<{ result: T; cpuUsPerAccepted: number; accepted: number; cpuSeconds: number; rssPeakKb: number; rejected: Record<string, number>; otherOnCorePct: number }> {
+): Promise<{
+  result: T;
+  cpuUsPerAccepted: number;
+  accepted: number;
+  cpuSeconds: number;
+  rssPeakKb: number;
+  rejected: Record<string, number>;
+  otherOnCorePct: number;
+  relaySide: ReturnType<typeof histogramQuantiles>;
+}> {
   const c0 = await counters(r);
   const cpu0 = cpuSeconds(r.pid);
   const core0 = coreBusySeconds(Number(RELAY_CORE));
@@ -403,7 +421,16 @@ async function measured<T>(
   const otherOnCorePct = (100 * (coreBusySeconds(Number(RELAY_CORE)) - core0 - (cpu1 - cpu0))) / ((performance.now() - t0) / 1000);
   const c1 = await counters(r);
   const accepted = c1.admitted - c0.admitted;
-  return { result, accepted, cpuSeconds: cpu1 - cpu0, cpuUsPerAccepted: ((cpu1 - cpu0) * 1e6) / Math.max(1, accepted), rssPeakKb, rejected: diffRejected(c0.rejected, c1.rejected), otherOnCorePct };
+  return {
+    result,
+    accepted,
+    cpuSeconds: cpu1 - cpu0,
+    cpuUsPerAccepted: ((cpu1 - cpu0) * 1e6) / Math.max(1, accepted),
+    rssPeakKb,
+    rejected: diffRejected(c0.rejected, c1.rejected),
+    otherOnCorePct,
+    relaySide: histogramQuantiles(c0.accept, c1.accept),
+  };
 }
 
 // ---- one door ------------------------------------------------------------------------------
@@ -460,6 +487,7 @@ async function runDoor(door: Door, txs: Buffer[], crypto: CryptoCeiling, sink: E
           rssPeakKb: m.rssPeakKb,
           rejected: m.rejected,
           otherOnCorePct: m.otherOnCorePct,
+          relaySide: m.relaySide,
           load: m.result,
         })),
       },

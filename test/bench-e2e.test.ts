@@ -60,3 +60,14 @@ test('summariseProfile sums self time per function and leaves idle out of the bu
   assert.equal(Math.round(s.top[0]!.pct), 75);
   assert.equal(s.top[1]!.fn, 'gate src/pipeline/admission.js:100');
 });
+
+test('relay-side quantiles come from the difference of two histogram scrapes, as bucket upper bounds', async () => {
+  const { histogramQuantiles } = await import('../bench/e2e/histogram.js');
+  const before = new Map([[0.001, 10], [0.002, 10], [0.005, 10], [Infinity, 10]]);
+  // 100 new answers: 90 within 1 ms, 9 more within 2 ms, the last within 5 ms.
+  const after = new Map([[0.001, 100], [0.002, 109], [0.005, 110], [Infinity, 110]]);
+  const q = histogramQuantiles(before, after);
+  assert.equal(q.count, 100);
+  assert.equal(q.p50UpperMs, 1);
+  assert.equal(q.p99UpperMs, 2);
+});
