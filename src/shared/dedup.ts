@@ -43,7 +43,7 @@
  * 6 fresh entries per million claims with `capacity` keys live, none with 80%.
  */
 import { checkSeeds, keyedHash128, randomSeeds, type HashSeeds } from './keyed-hash.js';
-import { lockWord, unlockWord } from './token-bucket.js';
+import { lockWord, unlockWord } from './lock.js';
 
 const HEADER_WORDS = 16;
 const H_EVICTIONS = 0;

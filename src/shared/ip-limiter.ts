@@ -42,7 +42,8 @@
  * bits: about 5 * 2^-63 per new IP, and then they share one limit (stricter).
  */
 import { keyedHashString96, randomSeeds, checkSeeds, type HashSeeds } from './keyed-hash.js';
-import { lockWord, MAX_BURST, MAX_RATE, MILLI, NEVER, refillTake, unlockWord } from './token-bucket.js';
+import { lockWord, unlockWord } from './lock.js';
+import { MAX_BURST, MAX_RATE, MILLI, NEVER, refillTake } from './token-bucket.js';
 
 const HEADER_WORDS = 16;
 const H_RATE = 0;

@@ -37,6 +37,8 @@
  * rate * elapsed stays exact below 2^53, so there is no wrap bound to explain.
  */
 
+import { lockWord, unlockWord } from './lock.js';
+
 /** Int32 words per slot (32 bytes). */
 const SLOT_WORDS = 8;
 const LOCK = 0;
@@ -84,47 +86,6 @@ export function refillTake(f: Float64Array, i: number, rate: number, burstMilli:
   f[i] = tokens;
   if (rate === 0) return NEVER;
   return Math.ceil((need - tokens) / rate - (e < 0 ? e : 0));
-}
-
-/** Spins this many CAS attempts before sleeping: a holder normally leaves within ~100 ns. */
-const SPIN_LIMIT = 200;
-/** Sleep slice while waiting, so a dead holder is noticed. */
-const WAIT_SLICE_MS = 10;
-/**
- * A worker terminated inside a critical section would wedge its slot for
- * every thread, main included. A live holder needs well under a microsecond
- * for a dozen straight-line operations; only a stop-the-world pause of a full
- * second could make taking over the lock wrong, and then one bucket's state
- * may be off once, which beats a wedged slot.
- */
-const STEAL_AFTER_MS = 1000;
-
-/**
- * Takes the lock word a[i]: 0 free, 1 held, 2 held and someone may sleep on
- * it (the classic futex mutex). Uncontended: one compareExchange.
- * The critical section that follows must not throw.
- */
-export function lockWord(a: Int32Array, i: number): void {
-  if (Atomics.compareExchange(a, i, 0, 1) === 0) return;
-  lockWordSlow(a, i);
-}
-
-function lockWordSlow(a: Int32Array, i: number): void {
-  for (let s = 0; s < SPIN_LIMIT; s++) {
-    if (Atomics.load(a, i) === 0 && Atomics.compareExchange(a, i, 0, 1) === 0) return;
-  }
-  // Sleep instead of burning a core the holder may need (CI has two cores).
-  const start = performance.now();
-  while (Atomics.exchange(a, i, 2) !== 0) {
-    if (Atomics.wait(a, i, 2, WAIT_SLICE_MS) === 'timed-out' && performance.now() - start > STEAL_AFTER_MS) {
-      return; // the word holds 2 and is now ours
-    }
-  }
-}
-
-/** Releases a[i]; wakes one sleeper if any thread went to sleep on it. */
-export function unlockWord(a: Int32Array, i: number): void {
-  if (Atomics.exchange(a, i, 0) === 2) Atomics.notify(a, i, 1);
 }
 
 export interface TokenBucketHandle {
