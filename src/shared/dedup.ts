@@ -93,6 +93,13 @@ export interface DedupOptions {
 /** Per-thread scratch: the key's four hash words, and per-bucket scan results. */
 const hashOut = new Uint32Array(4);
 const scan = new Int32Array(8);
+/** The located key between lockKey and unlockKey: its buckets and fingerprint words. */
+const at = new Int32Array(5);
+const L_B1 = 0;
+const L_B2 = 1;
+const L_FPA = 2;
+const L_FPB = 3;
+const L_HIGH = 4;
 const S_FRESH = 0;
 const S_FREE = 1;
 const S_OLDEST = 2;
@@ -159,21 +166,16 @@ export class DedupFilter {
    */
   claim(key: Uint8Array, nowMs: number): boolean {
     const a = this.a;
-    keyedHash128(key, this.seeds, hashOut);
-    const b1 = this.bucket1();
-    const b2 = this.bucket2(b1);
-    const fpA = hashOut[2] | 0;
-    const fpB = hashOut[3] | 0;
-    const high = (hashOut[0] & 15) << 28;
+    this.lockKey(key);
+    const b1 = at[L_B1]!;
+    const b2 = at[L_B2]!;
+    const fpA = at[L_FPA]!;
+    const fpB = at[L_FPB]!;
+    const high = at[L_HIGH]!;
     const now = secondsField(nowMs);
-    const lo = b1 < b2 ? b1 : b2;
-    const hi = b1 < b2 ? b2 : b1;
-    lockWord(a, lo);
-    lockWord(a, hi);
 
     if (this.scanBucket(b1, fpA, fpB, high, now, 0) >= 0 || this.scanBucket(b2, fpA, fpB, high, now, 4) >= 0) {
-      unlockWord(a, hi);
-      unlockWord(a, lo);
+      this.unlockKey();
       return false;
     }
     let slot: number;
@@ -190,8 +192,7 @@ export class DedupFilter {
     a[slot + FP_A] = fpA;
     a[slot + FP_B] = fpB;
     a[slot + STAMP] = high | now;
-    unlockWord(a, hi);
-    unlockWord(a, lo);
+    this.unlockKey();
     return true;
   }
 
@@ -209,19 +210,40 @@ export class DedupFilter {
     return this.find(key, nowMs, false);
   }
 
-  private find(key: Uint8Array, nowMs: number, remove: boolean): boolean {
-    const a = this.a;
+  /**
+   * Hashes `key` into its two buckets and fingerprint (left in `at`) and
+   * takes both bucket locks, lower index first so two threads never deadlock.
+   */
+  private lockKey(key: Uint8Array): void {
     keyedHash128(key, this.seeds, hashOut);
     const b1 = this.bucket1();
     const b2 = this.bucket2(b1);
-    const fpA = hashOut[2] | 0;
-    const fpB = hashOut[3] | 0;
-    const high = (hashOut[0] & 15) << 28;
+    at[L_B1] = b1;
+    at[L_B2] = b2;
+    at[L_FPA] = hashOut[2]! | 0;
+    at[L_FPB] = hashOut[3]! | 0;
+    at[L_HIGH] = (hashOut[0]! & 15) << 28;
+    lockWord(this.a, b1 < b2 ? b1 : b2);
+    lockWord(this.a, b1 < b2 ? b2 : b1);
+  }
+
+  /** Releases the locks `lockKey` took (reverse order). */
+  private unlockKey(): void {
+    const b1 = at[L_B1]!;
+    const b2 = at[L_B2]!;
+    unlockWord(this.a, b1 < b2 ? b2 : b1);
+    unlockWord(this.a, b1 < b2 ? b1 : b2);
+  }
+
+  private find(key: Uint8Array, nowMs: number, remove: boolean): boolean {
+    const a = this.a;
+    this.lockKey(key);
+    const b1 = at[L_B1]!;
+    const b2 = at[L_B2]!;
+    const fpA = at[L_FPA]!;
+    const fpB = at[L_FPB]!;
+    const high = at[L_HIGH]!;
     const now = secondsField(nowMs);
-    const lo = b1 < b2 ? b1 : b2;
-    const hi = b1 < b2 ? b2 : b1;
-    lockWord(a, lo);
-    lockWord(a, hi);
     let slot = this.scanBucket(b1, fpA, fpB, high, now, 0);
     if (slot < 0) slot = this.scanBucket(b2, fpA, fpB, high, now, 4);
     if (slot >= 0 && remove) {
@@ -229,8 +251,7 @@ export class DedupFilter {
       a[slot + FP_B] = 0;
       a[slot + STAMP] = 0;
     }
-    unlockWord(a, hi);
-    unlockWord(a, lo);
+    this.unlockKey();
     return slot >= 0;
   }
 
