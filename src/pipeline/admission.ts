@@ -30,9 +30,8 @@ import type { AccountRecord } from '../store/accounts.js';
 import { JobKind, JobResult, type VerifyPool } from '../workers/pool.js';
 import { AccountRegistry, slotOf, type Family } from './accounts.js';
 import { CounterSet } from '../obs/metrics.js';
-import { decodeSolanaTransaction, maxSizeFor, type SolanaTxView } from '../chains/solana/decode.js';
+import { decodeSolanaTransaction, firstSignatureBase58, maxSizeFor, type SolanaTxView } from '../chains/solana/decode.js';
 import { sumBundleTips, type TipAccounts } from '../chains/solana/tip.js';
-import { base58EncodeAt } from '../native/base58.js';
 import { decodeEvmTransaction } from '../chains/evm/decode.js';
 import { validateEvmTransaction } from '../chains/evm/validate.js';
 import { txHash, txHashOfRaw } from '../chains/evm/hash.js';
@@ -196,7 +195,7 @@ export class Admission {
       this.release(block);
       return done({ ok: false, error: this.reject(E.SOL_DECODE, msg(e)) });
     }
-    const sig = base58EncodeAt(bytes, view.signaturesOffset, 64);
+    const sig = firstSignatureBase58(bytes, view);
     this.admitSolana([block], [view], [sig], false, done);
   }
 
@@ -215,7 +214,7 @@ export class Admission {
         this.releaseAll(blocks);
         return done({ ok: false, error: this.reject(E.BATCH_DECODE, `transaction ${i}: ${msg(e)}`) });
       }
-      sigs.push(base58EncodeAt(bytes, views[i]!.signaturesOffset, 64));
+      sigs.push(firstSignatureBase58(bytes, views[i]!));
     }
     if (this.d.tips) {
       const tip = sumBundleTips(

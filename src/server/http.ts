@@ -92,12 +92,16 @@ export function sendText(res: Res, status: number, body: string, headers?: Heade
 
 /** Retry headers for a 429 (DECISIONS 6): whole seconds rounded up, and milliseconds. */
 export function retryHeaders(err: RelayError): Headers {
-  if (err.spec.http !== 429) return [];
+  return err.spec.http === 429 ? retryAfterHeaders(err.retryAfterMs) : [];
+}
+
+/** `Retry-After` and `x-ratelimit-retry-after-ms` for a wait of `ms`. */
+export function retryAfterHeaders(ms: number): Headers {
   // A request that can never fit (n > burst, or a 0 TPS account) gets a minute: retrying sooner cannot succeed.
-  const ms = Number.isFinite(err.retryAfterMs) ? Math.max(1, Math.ceil(err.retryAfterMs)) : 60_000;
+  const wait = Number.isFinite(ms) ? Math.max(1, Math.ceil(ms)) : 60_000;
   return [
-    ['retry-after', String(Math.ceil(ms / 1000))],
-    ['x-ratelimit-retry-after-ms', String(ms)],
+    ['retry-after', String(Math.ceil(wait / 1000))],
+    ['x-ratelimit-retry-after-ms', String(wait)],
   ];
 }
 

@@ -9,7 +9,7 @@ import { parseHexTransaction } from '../../chains/evm/hex.js';
 import type { Admission, BatchInput, BatchItem, EvmOutcome, LaneName } from '../../pipeline/admission.js';
 import { FORWARDED_MESSAGE } from '../../pipeline/admission.js';
 import type { AccountRecord } from '../../store/accounts.js';
-import { guard, readBody, retryHeaders, send, type Headers, type Res } from '../http.js';
+import { guard, readBody, retryAfterHeaders, retryHeaders, send, type Headers, type Res } from '../http.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import type { DoorContext } from './context.js';
 import { rpcErrorBody, type Reply } from './jsonrpc.js';
@@ -201,7 +201,7 @@ export function registerEvmDoors(ctx: DoorContext): void {
             batches.updateOutcome(batchId, items);
             const body = `{"jsonrpc":"2.0","id":${call.id},"result":${JSON.stringify({ batch_id: batchId, transactions: items })}}`;
             const headers: Headers = [['x-svc-batch-id', batchId]];
-            const retry = status === 429 ? retryHeaders(new RelayError(E.RATE_ACCOUNT, '', retryAfterMs)) : [];
+            const retry = status === 429 ? retryAfterHeaders(retryAfterMs) : [];
             reply(status, JSON_CT, body, [...headers, ...retry]);
           });
         },
