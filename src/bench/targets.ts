@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import bs58 from 'bs58';
 import { evmTransfers, solanaTransfers } from './txgen.js';
+import { bundleBody, udpPacket, uuidBytes } from '../client/solana.js';
 
 export const DOORS = ['solana-rpc', 'solana-v2', 'solana-bundle', 'solana-udp', 'evm-rpc', 'evm-text', 'evm-batch'] as const;
 export type Door = (typeof DOORS)[number];
@@ -68,12 +69,6 @@ export function randomTipAccount(): string {
   return bs58.encode(randomBytes(32));
 }
 
-function udpKeyBytes(uuid: string): Buffer {
-  const hex = uuid.replaceAll('-', '');
-  if (!/^[0-9a-fA-F]{32}$/.test(hex)) throw new Error('--key is not a UUID');
-  return Buffer.from(hex, 'hex');
-}
-
 const JSON_HEAD = '{"jsonrpc":"2.0","id":';
 
 /** Builds every request of the run from the transactions (grouped by `batch` where the door takes several). */
@@ -85,20 +80,13 @@ export function buildTarget(door: Door, txs: Buffer[], key: string, batch: numbe
   const hex = (t: Buffer): string => '0x' + t.toString('hex');
   switch (door) {
     case 'solana-udp': {
-      const k = udpKeyBytes(key);
-      for (let i = 0; i < n; i++) {
-        const tx = txs[i]!;
-        const d = Buffer.allocUnsafe(23 + tx.length);
-        d[0] = 43;
-        d[1] = 6;
-        d[2] = 58;
-        d[3] = 10;
-        d[4] = 0;
-        k.copy(d, 5);
-        d.writeUInt16LE(tx.length, 21);
-        tx.copy(d, 23);
-        bodies[i] = d;
+      let k: Uint8Array;
+      try {
+        k = uuidBytes(key);
+      } catch {
+        throw new Error('--key is not a UUID');
       }
+      for (let i = 0; i < n; i++) bodies[i] = udpPacket(k, txs[i]!);
       return { kind: 'udp', door, datagrams: bodies };
     }
     case 'solana-rpc':
@@ -110,13 +98,7 @@ export function buildTarget(door: Door, txs: Buffer[], key: string, batch: numbe
       for (let i = 0; i < n; i++) bodies[i] = txs[i]!;
       return http(door, '/v2', { 'content-type': 'application/octet-stream', 'api-key': key }, bodies);
     case 'solana-bundle':
-      for (let i = 0; i < n; i++) {
-        const g = group(i);
-        const head = Buffer.allocUnsafe(1 + 2 * g.length);
-        head[0] = g.length;
-        g.forEach((t, j) => head.writeUInt16LE(t.length, 1 + 2 * j));
-        bodies[i] = Buffer.concat([head, ...g]);
-      }
+      for (let i = 0; i < n; i++) bodies[i] = bundleBody(group(i));
       return http(door, '/v2/batch', { 'content-type': 'application/octet-stream', 'api-key': key }, bodies);
     case 'evm-rpc':
       for (let i = 0; i < n; i++) {

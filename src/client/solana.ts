@@ -6,6 +6,7 @@
 import dgram from 'node:dgram';
 import { lookup } from 'node:dns/promises';
 import bs58 from 'bs58';
+import { uuidToBytes } from '../store/ids.js';
 import { HttpTransport, header, safeJson, errorText, type HttpResponse } from './http.js';
 import type { BundleOutcome, SolanaOutcome } from './outcome.js';
 
@@ -89,7 +90,7 @@ function failure(res: HttpResponse): { kind: 'rejected'; status: number; message
 }
 
 /** SPEC 2.5 body; checks count and per-transaction size limits (SPEC 8, DECISIONS 6). */
-export function bundleBody(txs: Uint8Array[]): Uint8Array {
+export function bundleBody(txs: Uint8Array[]): Buffer {
   if (!Array.isArray(txs) || txs.length < 1 || txs.length > 4) {
     throw new TypeError(`a bundle holds 1 to 4 transactions, got ${Array.isArray(txs) ? txs.length : 'none'}`);
   }
@@ -129,6 +130,20 @@ export function firstSignature(tx: Uint8Array): string | undefined {
   return bs58.encode(tx.subarray(start, start + 64));
 }
 
+/**
+ * The SPEC 2.7 datagram: magic 43 6 58 10, method 0, the 16 raw UUID bytes,
+ * u16 LE length, the transaction. Throws TypeError above 1232 bytes.
+ */
+export function udpPacket(key: Uint8Array, tx: Uint8Array): Buffer {
+  if (tx.length === 0 || tx.length > MAX_TX_BYTES) throw new TypeError(`UDP transaction is ${tx.length} bytes; allowed 1 to ${MAX_TX_BYTES}`);
+  const p = Buffer.alloc(23 + tx.length);
+  p.set([43, 6, 58, 10, 0]);
+  p.set(key, 5);
+  p.writeUInt16LE(tx.length, 21);
+  p.set(tx, 23);
+  return p;
+}
+
 export interface UdpSenderOptions {
   host: string;
   port?: number;
@@ -141,7 +156,7 @@ export class UdpSender {
     private readonly socket: dgram.Socket,
     private readonly address: string,
     private readonly port: number,
-    private readonly key: Buffer,
+    private readonly key: Uint8Array,
   ) {}
 
   static async create(o: UdpSenderOptions): Promise<UdpSender> {
@@ -155,13 +170,7 @@ export class UdpSender {
 
   /** The SPEC 2.7 datagram for `tx`; throws TypeError above 1232 bytes. */
   packet(tx: Uint8Array): Buffer {
-    if (tx.length === 0 || tx.length > MAX_TX_BYTES) throw new TypeError(`UDP transaction is ${tx.length} bytes; allowed 1 to ${MAX_TX_BYTES}`);
-    const p = Buffer.alloc(23 + tx.length);
-    p.set([43, 6, 58, 10, 0]);
-    this.key.copy(p, 5);
-    p.writeUInt16LE(tx.length, 21);
-    p.set(tx, 23);
-    return p;
+    return udpPacket(this.key, tx);
   }
 
   /** Resolves once the datagram is handed to the OS; there is never a response. */
@@ -175,9 +184,9 @@ export class UdpSender {
   }
 }
 
-function uuidBytes(uuid: string): Buffer {
-  if (!/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/.test(uuid)) {
-    throw new TypeError('apiKey must be an Account UUID in canonical text form');
-  }
-  return Buffer.from(uuid.replaceAll('-', ''), 'hex');
+/** The 16 raw bytes of a canonical Account UUID (SPEC 2.7); the message never repeats the key. */
+export function uuidBytes(uuid: string): Uint8Array {
+  const b = uuidToBytes(uuid);
+  if (!b) throw new TypeError('apiKey must be an Account UUID in canonical text form');
+  return b;
 }
