@@ -1,0 +1,540 @@
+/**
+ * The fallback HTTP acceptor: node:http behind the part of the uWebSockets.js
+ * API that txrelay uses (the interfaces in ./uws.ts), for where no uWS build
+ * loads (issue 9: Node 24 on glibc < 2.38). Doors and the admin API run on it
+ * unchanged. It keeps uWS's rules where breaking them is a bug on uWS (a
+ * request object used after its handler returned, a response touched after
+ * it ended or was aborted, a handler that neither answers nor registers
+ * onAborted), so the test suite catches those on either acceptor.
+ *
+ * Where node:http differs from uWS:
+ * - idle keep-alive connections close after SPEC 8's 60 s (uWS: ~10 s, DECISIONS 10);
+ * - pipelined requests are answered in order (uWS closes the connection when a
+ *   request arrives before the previous answer, unless that was synchronous);
+ * - slow clients are bounded: the header block within 10 s, the whole request within 60 s;
+ * - a missing Host or a malformed request gets a 400 before the close (uWS
+ *   closes without one), and so does a repeated Content-Length (uWS accepts
+ *   equal ones);
+ * - body chunks are handed over as their own ArrayBuffers (still valid after the call).
+ */
+import http from 'node:http';
+import net, { isIPv4, type Socket } from 'node:net';
+import type { FilterSocket, HttpRequest, HttpResponse, RouteHandler, TemplatedApp, Uws, us_listen_socket } from './uws.js';
+
+/** SPEC 8: idle connection time-out (node:http adds one second of grace before closing). */
+export const IDLE_TIMEOUT_MS = 60_000;
+/** Slowloris: a request's header block must arrive within 10 s (uWS drops a connection after 10 s without progress). */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/** A whole request within 60 s: the largest body http.max_body_bytes allows (64 MiB) at ~1 MB/s. */
+export const REQUEST_TIMEOUT_MS = 60_000;
+/** How often node:http enforces the two time-outs above; its default (30 s) would let them run 30 s late. */
+const TIMEOUT_CHECK_MS = 1000;
+/** The header block: 4 KiB, uWS's default (UWS_HTTP_MAX_HEADERS_SIZE), so a 431 does not depend on the acceptor. */
+export const MAX_HEADER_BYTES = 4096;
+
+const EMPTY = new ArrayBuffer(0);
+const utf8 = new TextEncoder();
+
+// ---------------------------------------------------------------- routing
+
+const enum Seg {
+  Static = 0,
+  Param = 1,
+  Wildcard = 2,
+}
+
+interface Route {
+  /** Lower-case method, or '*' for any. */
+  method: string;
+  segments: string[];
+  kinds: Seg[];
+  handler: RouteHandler;
+  order: number;
+}
+
+function parsePattern(pattern: string): { segments: string[]; kinds: Seg[] } {
+  const segments = pattern.split('/').slice(1);
+  const kinds = segments.map((s) => (s === '*' ? Seg.Wildcard : s.startsWith(':') ? Seg.Param : Seg.Static));
+  const wild = kinds.indexOf(Seg.Wildcard);
+  if (wild >= 0 && wild !== kinds.length - 1) throw new Error(`route ${pattern}: '*' must be the last segment`);
+  return { segments, kinds };
+}
+
+/** uWS's priority: static segments before parameters before wildcards, then a method before `any`, then order. */
+function compareRoutes(a: Route, b: Route): number {
+  const n = Math.max(a.kinds.length, b.kinds.length);
+  for (let i = 0; i < n; i++) {
+    const ka = a.kinds[i] ?? -1;
+    const kb = b.kinds[i] ?? -1;
+    if (ka !== kb) return ka - kb;
+  }
+  if ((a.method === '*') !== (b.method === '*')) return a.method === '*' ? 1 : -1;
+  return a.order - b.order;
+}
+
+/** Matches a path's segments; fills `params`; a wildcard takes the rest (even nothing). */
+function matchRoute(r: Route, segs: string[], params: string[]): boolean {
+  params.length = 0;
+  for (let i = 0; i < r.kinds.length; i++) {
+    const k = r.kinds[i]!;
+    if (k === Seg.Wildcard) return true;
+    if (i >= segs.length) return false;
+    if (k === Seg.Param) params.push(segs[i]!);
+    else if (segs[i] !== r.segments[i]) return false;
+  }
+  return segs.length === r.kinds.length;
+}
+
+// ---------------------------------------------------------------- addresses
+
+/** The peer address as uWS gives it: 4 bytes on an IPv4 socket, 16 on an IPv6 one. */
+export function addressBytes(text: string): ArrayBuffer {
+  if (isIPv4(text)) return new Uint8Array(text.split('.').map(Number)).buffer;
+  const out = new Uint8Array(16);
+  let s = text;
+  const zone = s.indexOf('%');
+  if (zone >= 0) s = s.slice(0, zone);
+  // A trailing dotted IPv4 (::ffff:1.2.3.4) fills the last 4 bytes.
+  const lastColon = s.lastIndexOf(':');
+  let tail: number[] = [];
+  if (s.includes('.', lastColon)) {
+    tail = s.slice(lastColon + 1).split('.').map(Number);
+    s = s.slice(0, lastColon + 1) + '0:0';
+  }
+  const [head, rest] = s.split('::') as [string, string | undefined];
+  const hs = head ? head.split(':') : [];
+  const rs = rest ? rest.split(':') : [];
+  const groups = rest === undefined ? hs : [...hs, ...new Array(8 - hs.length - rs.length).fill('0'), ...rs];
+  for (let i = 0; i < 8; i++) {
+    const g = parseInt(groups[i] ?? '0', 16) || 0;
+    out[2 * i] = g >> 8;
+    out[2 * i + 1] = g & 0xff;
+  }
+  if (tail.length === 4) out.set(tail, 12);
+  return out.buffer;
+}
+
+/** Per-connection state, kept on the socket. */
+class Connection implements FilterSocket {
+  /** The -1 filter event was sent (each connection gets exactly one, like uWS). */
+  reported = false;
+  private bytes: ArrayBuffer | null = null;
+
+  constructor(
+    readonly socket: Socket,
+    /** Read at accept time: node cannot tell it once the socket is closed. */
+    readonly address: string,
+    private readonly app: NodeApp,
+  ) {}
+
+  /** A fresh copy each call, as uWS gives. */
+  getRemoteAddress(): ArrayBuffer {
+    return (this.bytes ??= addressBytes(this.address)).slice(0);
+  }
+
+  getRemoteAddressAsText(): ArrayBuffer {
+    // node writes IPv4 clients of a dual-stack socket as ::ffff:1.2.3.4, which clientIp() expects.
+    return utf8.encode(this.address).buffer as ArrayBuffer;
+  }
+
+  /** Closes at once; from a filter's +1 call, its -1 arrives inside this call, as on uWS. */
+  close(): void {
+    this.socket.destroy();
+    this.app.closed(this);
+  }
+}
+
+const CONNECTION = Symbol('txrelay.connection');
+
+// ---------------------------------------------------------------- request / response
+
+const FORBIDDEN_REQ = 'uWS.HttpRequest must not be accessed after its route handler returns (copy what you need first)';
+const FORBIDDEN_RES = 'uWS.HttpResponse must not be accessed after onAborted fired or after the response was ended';
+
+class NodeRequest implements HttpRequest {
+  valid = true;
+  private headers: Record<string, string> | null = null;
+  private readonly path: string;
+  private readonly query: string | undefined;
+
+  constructor(
+    private readonly req: http.IncomingMessage,
+    readonly params: string[],
+    url: string,
+  ) {
+    const q = url.indexOf('?');
+    this.path = q < 0 ? url : url.slice(0, q);
+    this.query = q < 0 ? undefined : url.slice(q + 1);
+  }
+
+  private check(): void {
+    if (!this.valid) throw new Error(FORBIDDEN_REQ);
+  }
+
+  getHeader(lowerCaseKey: string): string {
+    this.check();
+    if (this.headers === null) {
+      // uWS answers with the first of repeated headers; node's req.headers joins some and drops others.
+      const h: Record<string, string> = Object.create(null);
+      const raw = this.req.rawHeaders;
+      for (let i = 0; i < raw.length; i += 2) {
+        const k = raw[i]!.toLowerCase();
+        if (h[k] === undefined) h[k] = raw[i + 1]!;
+      }
+      this.headers = h;
+    }
+    return this.headers[lowerCaseKey] ?? '';
+  }
+
+  getParameter(index: number): string | undefined {
+    this.check();
+    return this.params[index];
+  }
+
+  getUrl(): string {
+    this.check();
+    return this.path;
+  }
+
+  getMethod(): string {
+    this.check();
+    return this.req.method!.toLowerCase();
+  }
+
+  getQuery(): string | undefined;
+  getQuery(key: string): string | undefined;
+  getQuery(key?: string): string | undefined {
+    this.check();
+    if (key === undefined || this.query === undefined) return this.query;
+    for (const part of this.query.split('&')) {
+      const eq = part.indexOf('=');
+      if ((eq < 0 ? part : part.slice(0, eq)) !== key) continue;
+      const v = eq < 0 ? '' : part.slice(eq + 1);
+      try {
+        return decodeURIComponent(v);
+      } catch {
+        return v;
+      }
+    }
+    return undefined;
+  }
+
+  forEach(cb: (key: string, value: string) => void): void {
+    this.check();
+    const raw = this.req.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) cb(raw[i]!.toLowerCase(), raw[i + 1]!);
+  }
+}
+
+class NodeResponse implements HttpResponse {
+  ended = false;
+  aborted = false;
+  abortHandler: (() => void) | null = null;
+  private status = 200;
+  private reason = 'OK';
+  /** name, value, name, value: node's writeHead takes them flat, repeats allowed (as uWS sends them). */
+  private headers: string[] = [];
+
+  constructor(
+    private readonly res: http.ServerResponse,
+    private readonly req: http.IncomingMessage,
+    private readonly conn: Connection,
+  ) {
+    res.on('close', () => this.abort());
+  }
+
+  /** The connection went away before the answer: onAborted, once. */
+  private abort(): void {
+    if (this.ended || this.aborted) return;
+    this.aborted = true;
+    const h = this.abortHandler;
+    this.abortHandler = null;
+    if (h) h();
+  }
+
+  private check(): void {
+    if (this.ended || this.aborted) throw new Error(FORBIDDEN_RES);
+  }
+
+  onAborted(handler: () => void): HttpResponse {
+    this.check();
+    this.abortHandler = handler;
+    return this;
+  }
+
+  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): HttpResponse {
+    this.check();
+    const declared = rawHeader(this.req, 'content-length');
+    const expected = declared === undefined ? -1 : Number(declared);
+    let received = 0;
+    let last = false;
+    this.req.on('data', (b: Buffer) => {
+      if (last || this.aborted) return;
+      received += b.length;
+      // With a Content-Length the last chunk is known when it arrives, as on uWS; chunked bodies end on 'end'.
+      last = expected >= 0 && received >= expected;
+      handler(ownBuffer(b), last);
+    });
+    this.req.on('end', () => {
+      if (last || this.aborted) return;
+      last = true;
+      handler(EMPTY, true);
+    });
+    return this;
+  }
+
+  cork(cb: () => void): HttpResponse {
+    this.check();
+    // node writes the head and a whole body in one write already.
+    cb();
+    return this;
+  }
+
+  writeStatus(status: string): HttpResponse {
+    this.check();
+    const code = Number(status.slice(0, 3));
+    if (!Number.isInteger(code) || code < 100) throw new Error(`writeStatus: not a status line: ${JSON.stringify(status)}`);
+    this.status = code;
+    this.reason = status.slice(4);
+    return this;
+  }
+
+  writeHeader(key: string, value: string): HttpResponse {
+    this.check();
+    this.headers.push(key, value);
+    return this;
+  }
+
+  end(body?: string | Uint8Array, closeConnection?: boolean): HttpResponse {
+    this.check();
+    this.ended = true;
+    this.abortHandler = null;
+    const h = this.headers;
+    const len = body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+    // An explicit length keeps node from switching to chunked encoding once the head is written.
+    h.push('content-length', String(len));
+    if (closeConnection) h.push('connection', 'close');
+    this.res.writeHead(this.status, this.reason, h);
+    this.res.end(body);
+    return this;
+  }
+
+  endWithoutBody(reportedContentLength?: number, closeConnection?: boolean): HttpResponse {
+    this.check();
+    this.ended = true;
+    this.abortHandler = null;
+    const h = this.headers;
+    if (reportedContentLength !== undefined) h.push('content-length', String(reportedContentLength));
+    if (closeConnection) h.push('connection', 'close');
+    this.res.writeHead(this.status, this.reason, h);
+    this.res.end();
+    return this;
+  }
+
+  /** Closes the connection; onAborted runs inside the call, as on uWS. */
+  close(): HttpResponse {
+    this.check();
+    this.conn.socket.destroy();
+    this.abort();
+    return this;
+  }
+
+  getRemoteAddress(): ArrayBuffer {
+    this.check();
+    return this.conn.getRemoteAddress();
+  }
+
+  getRemoteAddressAsText(): ArrayBuffer {
+    this.check();
+    return this.conn.getRemoteAddressAsText();
+  }
+
+  pause(): void {
+    this.req.pause();
+  }
+
+  resume(): void {
+    this.req.resume();
+  }
+}
+
+/** The first value of a header (node's parser has already rejected conflicting Content-Lengths). */
+function rawHeader(req: http.IncomingMessage, lowerCaseKey: string): string | undefined {
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.length === lowerCaseKey.length && raw[i]!.toLowerCase() === lowerCaseKey) return raw[i + 1];
+  }
+  return undefined;
+}
+
+/** A chunk as an ArrayBuffer of exactly its bytes; node's chunks are views into a larger read buffer. */
+function ownBuffer(b: Buffer): ArrayBuffer {
+  const ab = b.buffer as ArrayBuffer;
+  return b.byteOffset === 0 && b.byteLength === ab.byteLength ? ab : ab.slice(b.byteOffset, b.byteOffset + b.byteLength);
+}
+
+// ---------------------------------------------------------------- app
+
+interface ListenToken extends us_listen_socket {
+  server: http.Server;
+}
+
+const HTTP_505 = 'HTTP Version Not Supported: use HTTP/1.1';
+const FORBIDDEN_RETURN = 'Returning from a request handler without responding or attaching an onAborted handler is forbidden (uWS terminates)';
+
+class NodeApp implements TemplatedApp {
+  private readonly routes: Route[] = [];
+  /** Exact static paths by `method path`: the doors' routes resolve without a scan. */
+  private exact = new Map<string, Route>();
+  private sorted = true;
+  private readonly filters: ((conn: FilterSocket, count: number) => void)[] = [];
+  private readonly servers: http.Server[] = [];
+  private readonly params: string[] = [];
+
+  get(p: string, h: RouteHandler): TemplatedApp {
+    return this.add('get', p, h);
+  }
+  post(p: string, h: RouteHandler): TemplatedApp {
+    return this.add('post', p, h);
+  }
+  options(p: string, h: RouteHandler): TemplatedApp {
+    return this.add('options', p, h);
+  }
+  del(p: string, h: RouteHandler): TemplatedApp {
+    return this.add('delete', p, h);
+  }
+  patch(p: string, h: RouteHandler): TemplatedApp {
+    return this.add('patch', p, h);
+  }
+  put(p: string, h: RouteHandler): TemplatedApp {
+    return this.add('put', p, h);
+  }
+  any(p: string, h: RouteHandler): TemplatedApp {
+    return this.add('*', p, h);
+  }
+
+  private add(method: string, pattern: string, handler: RouteHandler): TemplatedApp {
+    const r: Route = { method, ...parsePattern(pattern), handler, order: this.routes.length };
+    this.routes.push(r);
+    this.sorted = false;
+    return this;
+  }
+
+  private resolve(method: string, path: string, params: string[]): Route | null {
+    if (!this.sorted) {
+      this.routes.sort(compareRoutes);
+      this.exact = new Map();
+      for (const r of this.routes) {
+        if (r.kinds.every((k) => k === Seg.Static)) {
+          const key = `${r.method} /${r.segments.join('/')}`;
+          if (!this.exact.has(key)) this.exact.set(key, r);
+        }
+      }
+      this.sorted = true;
+    }
+    params.length = 0;
+    const hit = this.exact.get(`${method} ${path}`) ?? this.exact.get(`* ${path}`);
+    if (hit) return hit;
+    const segs = path.split('/').slice(1);
+    for (const r of this.routes) {
+      if ((r.method === method || r.method === '*') && matchRoute(r, segs, params)) return r;
+    }
+    return null;
+  }
+
+  filter(cb: (conn: FilterSocket, count: number) => void): TemplatedApp {
+    this.filters.push(cb);
+    return this;
+  }
+
+  /** The -1 event, once per connection, whoever closes first (its socket or a filter's close()). */
+  closed(conn: Connection): void {
+    if (conn.reported) return;
+    conn.reported = true;
+    for (const f of this.filters) f(conn, -1);
+  }
+
+  listen(host: string, port: number, cb: (listenSocket: us_listen_socket | false) => void): TemplatedApp {
+    const server = http.createServer({
+      keepAliveTimeout: IDLE_TIMEOUT_MS,
+      headersTimeout: HEADERS_TIMEOUT_MS,
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: TIMEOUT_CHECK_MS,
+      maxHeaderSize: MAX_HEADER_BYTES,
+      noDelay: true,
+    });
+    server.on('connection', (socket: Socket) => this.onConnection(socket));
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => this.onRequest(req, res));
+    const onListenError = () => cb(false);
+    server.once('error', onListenError);
+    server.listen({ host, port }, () => {
+      server.off('error', onListenError);
+      // After listening, an 'error' is a failed accept (EMFILE): libuv has already closed that
+      // connection, and the total connection cap keeps the process below the limit. Not fatal.
+      server.on('error', () => {});
+      this.servers.push(server);
+      cb({ server } as ListenToken);
+    });
+    return this;
+  }
+
+  private onConnection(socket: Socket): void {
+    const conn = new Connection(socket, socket.remoteAddress ?? '', this);
+    (socket as Socket & { [CONNECTION]?: Connection })[CONNECTION] = conn;
+    socket.once('close', () => this.closed(conn));
+    for (const f of this.filters) {
+      f(conn, 1);
+      if (conn.reported) return;
+    }
+  }
+
+  private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const conn = (req.socket as Socket & { [CONNECTION]?: Connection })[CONNECTION]!;
+    if (req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1) {
+      // HTTP/1.1 only, as uWS (it answers HTTP/1.0 with 505 too).
+      res.writeHead(505, 'HTTP Version Not Supported', ['content-type', 'text/plain; charset=utf-8', 'connection', 'close']);
+      res.end(HTTP_505);
+      return;
+    }
+    const url = req.url!;
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const method = req.method!.toLowerCase();
+    const route = this.resolve(method, path, this.params);
+    const response = new NodeResponse(res, req, conn);
+    if (route === null) {
+      // uWS answers an unrouted request with 404 and no body.
+      response.writeStatus('404 Not Found').end();
+      return;
+    }
+    const request = new NodeRequest(req, this.params.slice(), url);
+    try {
+      route.handler(response, request);
+    } finally {
+      request.valid = false;
+    }
+    if (!response.ended && !response.aborted && response.abortHandler === null) throw new Error(FORBIDDEN_RETURN);
+  }
+
+  close(): TemplatedApp {
+    for (const s of this.servers) {
+      s.close();
+      s.closeAllConnections();
+    }
+    this.servers.length = 0;
+    return this;
+  }
+}
+
+export function createNodeAcceptor(): Uws {
+  return {
+    App: () => new NodeApp(),
+    // Stops accepting only: http.Server#close() would also drop idle keep-alive connections,
+    // which uWS keeps open (a draining relay answers them with 503 retry_safe).
+    us_listen_socket_close: (s) => void net.Server.prototype.close.call((s as ListenToken).server),
+    us_socket_local_port: (s) => {
+      const a = (s as ListenToken).server.address();
+      return typeof a === 'object' && a ? a.port : -1;
+    },
+  };
+}
