@@ -60,11 +60,12 @@ test('each lane carries its own format to its own upstreams; stats report every 
   assert.equal(bundle.forwarded, 1);
   assert.equal(bundle.discarded, 0);
   assert.equal(bundle.dropped, 0);
+  assert.deepEqual(bundle.droppedBy, { rejected: 0, expired: 0, shutdown: 0 });
   const u = bundle.upstreams[0]!;
   assert.equal(u.breaker, 'closed');
   assert.equal(u.sent, 1);
   assert.equal(u.ok, 1);
-  for (const k of ['requests', 'rpcErrors', 'httpErrors', 'timeouts', 'connErrors', 'lastLatencyMs', 'skipped', 'overrun', 'backlog', 'inFlight'] as const) {
+  for (const k of ['requests', 'rpcErrors', 'httpErrors', 'timeouts', 'connErrors', 'lastLatencyMs', 'retried', 'overrun', 'expired', 'backlog', 'inFlight'] as const) {
     assert.equal(typeof u[k], 'number', k);
   }
 });
@@ -94,7 +95,7 @@ test('drain refuses new items, waits for queued and in-flight items, then return
   assert.equal(l.offer(hexTx(100)), false);
 });
 
-test('drain gives up at its time-out and reports the abandoned items', async () => {
+test('drain gives up at its time-out and reports the abandoned items, counted dropped as shutdown', async () => {
   const up = await upstream({ mode: { delayMs: 5_000 } });
   const f = forwarder({ lanes: { 'solana-single': [up.url] }, connections: 1, batching: { 'solana-single': false } });
   const l = f.lane('solana-single');
@@ -104,6 +105,7 @@ test('drain gives up at its time-out and reports the abandoned items', async () 
   const took = Date.now() - t0;
   assert.ok(took >= 190 && took < 2_000, `drain took ${took} ms`);
   assert.deepEqual(r, { sent: 0, abandoned: 5 });
+  assert.equal(f.stats().lanes['solana-single'].droppedBy.shutdown, 5);
 });
 
 test('drain with nothing queued returns at once', async () => {

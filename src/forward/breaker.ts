@@ -7,10 +7,11 @@
  *     |                               +------ probe fails: cool-down x2 ---------+
  *     +------------------------------ probe succeeds ----------------------------+
  *
- * Only transport-level outcomes feed it (HTTP error status, unparseable body,
- * time-out, connection error). A JSON-RPC error is an upstream that is up and
- * answering, e.g. "nonce too low"; counting it would let a client's bad
- * transactions close a lane for everyone.
+ * Only transport-level outcomes feed it (5xx, 408, 429, unparseable body,
+ * time-out, connection error). A JSON-RPC error or another 4xx is an upstream
+ * that is up and answering, e.g. "nonce too low"; counting it would let a
+ * client's bad transactions close a lane for everyone. While open, the lane
+ * holds the upstream's items; the probe carries the oldest of them.
  */
 import type { Clock } from '../shared/clock.js';
 
@@ -78,6 +79,11 @@ export class Breaker {
    */
   available(): boolean {
     return this.st !== OPEN || this.now() - this.openedAt >= this.cooldown;
+  }
+
+  /** When the next probe may go: the end of the current cool-down while open; -Infinity otherwise (nothing to wait for). */
+  probeAt(): number {
+    return this.st === OPEN ? this.openedAt + this.cooldown : -Infinity;
   }
 
   /** Asks to send one request. Moving from open to half-open happens here, lazily, so the breaker needs no timer. */

@@ -25,12 +25,18 @@ export interface ForwarderOptions {
   timeoutMs?: number;
   /** Connections (= in-flight requests) per upstream. */
   connections?: number;
+  /** How long an item no upstream has accepted is kept and retried (MAX_AGE_MS). */
+  maxAgeMs?: number;
 }
 
 export interface DrainResult {
   /** Items that reached a final outcome at every upstream during the drain. */
   sent: number;
-  /** Items acknowledged to clients but still waiting or in flight when time ran out. */
+  /**
+   * Items acknowledged to clients that no upstream had accepted when time ran
+   * out; they are counted dropped as `shutdown`. (An item one upstream
+   * accepted while another still owed an answer is not abandoned.)
+   */
   abandoned: number;
 }
 
@@ -57,6 +63,7 @@ export class Forwarder {
         breaker: opts.breaker,
         timeoutMs: opts.timeoutMs,
         connections: opts.connections,
+        maxAgeMs: opts.maxAgeMs,
       });
     const built: Lane[] = [];
     try {
@@ -105,7 +112,8 @@ export class Forwarder {
   /**
    * Graceful shutdown: stops admitting (offer returns false), waits until
    * every queue is empty and every request answered, or `timeoutMs`, then
-   * closes the connections (aborting what is still in flight).
+   * closes the connections (aborting what is still in flight) and counts
+   * what no upstream accepted as dropped `shutdown`.
    */
   async drain(timeoutMs = DRAIN_TIMEOUT_MS): Promise<DrainResult> {
     this.drainingFlag = true;
@@ -119,15 +127,22 @@ export class Forwarder {
       await Promise.race([Promise.all(this.all.map((l) => l.whenIdle())), deadline]);
       clearTimeout(timer);
     }
-    const abandoned = this.outstanding();
+    const left = this.outstanding();
+    const shutdown0 = this.shutdownDrops();
     await Promise.all(this.all.map((l) => l.close()));
-    return { sent: before - abandoned, abandoned };
+    return { sent: before - left, abandoned: this.shutdownDrops() - shutdown0 };
   }
 
   /** Immediate shutdown: nothing more is sent, in-flight requests are aborted. */
   async close(): Promise<void> {
     this.drainingFlag = true;
     await Promise.all(this.all.map((l) => l.close()));
+  }
+
+  private shutdownDrops(): number {
+    let n = 0;
+    for (const l of this.all) n += l.stats().droppedBy.shutdown;
+    return n;
   }
 
   private outstanding(): number {

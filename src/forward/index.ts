@@ -1,4 +1,6 @@
 /** The forwarding layer (DECISIONS 8): lanes, upstream clients, circuit breakers. */
+export { ResponseParser, Parse, HttpError, MAX_HEAD_BYTES } from './http1.js';
+export { readAnswer, MAX_DEPTH, type AnswerScan } from './answer.js';
 export { Forwarder, DRAIN_TIMEOUT_MS, type ForwarderOptions, type ForwarderStats, type DrainResult } from './forwarder.js';
 export {
   Lane,
@@ -7,6 +9,11 @@ export {
   MAX_BATCH,
   MAX_UPSTREAMS,
   LOG_INTERVAL_MS,
+  MAX_AGE_MS,
+  RETRY_BACKOFF_MS,
+  RETRY_BACKOFF_MAX_MS,
+  DROP_REASONS,
+  type DropReason,
   type LaneName,
   type LaneItem,
   type LaneOptions,
@@ -25,10 +32,12 @@ export {
   UPSTREAM_CONNECTIONS,
   UPSTREAM_TIMEOUT_MS,
   KEEP_ALIVE_MS,
+  KEEP_ALIVE_MARGIN_MS,
   MAX_RESPONSE_BYTES,
   type LogLevel,
   type LogSink,
   type PostResult,
+  type PostDone,
   type UpstreamStats,
   type UpstreamOptions,
 } from './upstream.js';

@@ -2,55 +2,66 @@
  * A forwarding lane (DECISIONS 8): a bounded FIFO of admitted, already-encoded
  * transactions, fanned out to every upstream of the lane.
  *
- * One shared power-of-two ring, one read cursor per upstream (two shown):
+ * One shared power-of-two ring, one send cursor per upstream (two shown):
  *
- *                head = cursor[B]          cursor[A]              tail
- *                       v                       v                      v
- *   ring:  ... freed    | taken by A, not by B  | taken by no upstream | free ...
- *                       |<--- held = tail - head, at most capacity --->|
- *                                               |<------ depth ------->|
+ *          head                      cursor[B]             cursor[A]      tail
+ *           v                           v                     v             v
+ *   ring:  | sent to A and B, some      | sent to A, not to B | sent to     | free ...
+ *          | still awaiting an answer   |                     | neither     |
+ *          |<------------- held = tail - head, at most capacity ----------->|
  *
  * An item is stored once however many upstreams there are, every upstream sees
- * admission order by construction, and a slot is freed as soon as every cursor
- * has passed it (sent or skipped). Per-upstream queues would hold a reference
- * per upstream and need a cross-queue rule for "full" anyway.
+ * admission order by construction, and a slot is freed once every upstream is
+ * done with its item. "Done" per upstream is one bit of `done[slot]`: set when
+ * the upstream answered it (accepted or refused), or gave it up (overrun,
+ * expired, shutdown). Per-upstream queues would hold a reference per upstream
+ * and need a cross-queue rule for "full" anyway.
  *
- * A slow upstream must not throttle the lane for the fast ones, because the
- * point of fan-out is redundancy. When the ring is full and at least one
- * upstream has already taken the oldest item, the laggards are overrun: they
- * skip that item (counted `overrun` for them) and the slot is reused.
- * Admission is refused only when no upstream has taken the oldest item, i.e.
- * when even the fastest one is `capacity` behind; `depth` measures exactly
- * that. A dead upstream is cut out sooner by its breaker: while it is open its
- * items are skipped, not waited for.
+ * Acknowledged work is never silently dropped. An item that no upstream has
+ * accepted stays in the ring, for every upstream that has not answered it,
+ * until it is MAX_AGE_MS old: while an upstream's breaker is open its items
+ * wait (the half-open probe takes the oldest one), and the items of a request
+ * that failed at the transport level (time-out, connection error, 5xx, 408,
+ * 429, unparseable answer) go back to that upstream's retry list and are
+ * resent after a bounded back-off. A JSON-RPC error, or another 4xx, is the
+ * upstream's final word on that item (a batch refused with a 4xx is resent
+ * one item per request first). Every item that ends with no upstream having accepted it is
+ * counted under its reason (`rejected`, `expired`, `shutdown`) and logged,
+ * throttled.
+ *
+ * The ring is the memory bound. When it is full, the oldest item is looked
+ * at: if some upstream has already answered it, the upstreams still owing it
+ * an answer are overrun (they give it up, counted `overrun` for them) and the
+ * slot is reused, because a slow upstream must not throttle the lane for the
+ * fast ones (the point of fan-out is redundancy). If no upstream has answered
+ * it, `offer` refuses: the pipeline answers 503 retry_safe, which is the
+ * correct backpressure when every upstream is behind. `depth` counts the items
+ * no upstream has answered yet, which is what admission compares with
+ * `capacity`.
  *
  * In flight per upstream is bounded by its connection count (pipelining 1),
- * so undici never queues internally: items for a saturated upstream wait in
- * the ring, where the next request picks up to MAX_BATCH of them at once.
- * The ring's capacity is therefore the lane's memory bound, plus at most
- * connections x MAX_BATCH items per upstream inside request bodies.
- *
- * Outcome per item (`pending`/`accepted`, indexed like the ring): `forwarded`
- * counts an item once the first upstream answers it with a result; `dropped`
- * counts it when every upstream has answered or skipped it and none took it.
- * An item may still be in flight after its ring slot was freed, so the ring
- * is sized capacity + in-flight items, and a slot whose previous item has not
- * settled is never reused (offer refuses instead; see `offer`).
+ * so the HTTP client never queues internally: items for a saturated upstream
+ * wait in the ring, where the next request picks up to MAX_BATCH of them at
+ * once. An answer that arrives for an item its upstream already gave up (or
+ * whose slot was reused) is recognised by the done bit, or by `seq < head`,
+ * and ignored.
  */
 import { systemClock, type Clock } from '../shared/clock.js';
 import { Breaker, Permit, type BreakerOptions, type BreakerState } from './breaker.js';
 import {
+  CallKind,
   ForwardConfigError,
   Outcome,
   UPSTREAM_CONNECTIONS,
   UpstreamClient,
-  bundleCall,
-  evmCall,
+  callLength,
   parseUpstreamUrl,
-  solanaCall,
+  writeCall,
+  type BodyWriter,
   type LogLevel,
   type LogSink,
   type PostResult,
+  type UpstreamOptions,
   type UpstreamStats,
 } from './upstream.js';
 
@@ -65,20 +76,59 @@ export const LANE_NAMES: readonly LaneName[] = ['evm-paid', 'evm-free', 'solana-
  */
 export type LaneItem<N extends LaneName> = N extends 'solana-bundle' ? readonly string[] : string;
 
+/** Why an acknowledged item ended without any upstream accepting it. */
+export type DropReason = 'rejected' | 'expired' | 'shutdown';
+export const DROP_REASONS: readonly DropReason[] = ['rejected', 'expired', 'shutdown'];
+
 /** DECISIONS 2 `limits.queue_capacity` default. */
 export const QUEUE_CAPACITY = 10_000;
-/** Items per JSON-RPC batch request: evm.max_batch's default, so a client batch travels as one request; 64 Solana v1 transactions are still under 400 KB of body. */
+/** Items per JSON-RPC batch request: evm.max_batch's default, so a client batch travels as one request. */
 export const MAX_BATCH = 64;
-/** Upstreams per lane: outcome counts are bytes, and each upstream multiplies the requests per transaction. */
+/**
+ * Bytes per JSON-RPC batch request (a single item larger than this still goes,
+ * alone): agave's RPC server refuses bodies over 50 kB (MAX_REQUEST_BODY_SIZE
+ * in its rpc.rs), the smallest limit among the upstreams we know (geth: 5 MiB).
+ * 64 full-size Solana transactions would be ~112 KB.
+ */
+export const MAX_BATCH_BYTES = 48 * 1024;
+/** Upstreams per lane: the per-item done set is one 32-bit mask, and each upstream multiplies the requests per transaction. */
 export const MAX_UPSTREAMS = 32;
 /** Largest capacity accepted: bounds the ring allocation (2^24 slots of pointers is 128 MiB). */
 const MAX_CAPACITY = 1 << 24;
 /** One log line per upstream and kind of trouble per 10 s: visible without a line per transaction at thousands per second. */
 export const LOG_INTERVAL_MS = 10_000;
+/**
+ * How long an item no upstream has accepted is kept and retried. A Solana
+ * transaction's blockhash expires 150 slots after it was fetched, 60 s at the
+ * 400 ms slot target and rarely more than 90 s: past a minute an item can
+ * only be refused. An EVM transaction does not expire, but a minute is five
+ * blocks, after which a searcher's transaction has lost its point. The
+ * breaker's probes (cool-downs 1, 2, 4, 8, 16 s plus time-outs) notice an
+ * upstream back after a hang of up to ~30 s well inside this.
+ */
+export const MAX_AGE_MS = 60_000;
+/**
+ * First retry of a request that failed at the transport level; doubled per
+ * consecutive failure up to RETRY_BACKOFF_MAX_MS. A keep-alive socket the
+ * server closed is retried on a fresh one 20 ms later; a sick upstream gets
+ * 20-160 ms gaps until its breaker (5 failures) takes over the pacing.
+ */
+export const RETRY_BACKOFF_MS = 20;
+/** The breaker's base cool-down: past it the breaker, not the back-off, decides. */
+export const RETRY_BACKOFF_MAX_MS = 1_000;
+/** Longest sleep of the lane's wake-up timer: the clock is injected, so it is re-read at least this often. */
+const MAX_WAKE_MS = 1_000;
 
-const KIND_EVM = 0;
-const KIND_SOLANA = 1;
-const KIND_BUNDLE = 2;
+
+// Per-item verdict: nobody has answered it, some upstream accepted it, or every answer so far refused it.
+const NONE = 0;
+const ACCEPTED = 1;
+const REJECTED = 2;
+
+// Drop reasons as indexes (hot path), named in DROP_REASONS order.
+const R_REJECTED = 0;
+const R_EXPIRED = 1;
+const R_SHUTDOWN = 2;
 
 export interface LaneOptions {
   /** Upstream JSON-RPC URLs; empty runs the lane dry. */
@@ -98,32 +148,38 @@ export interface LaneOptions {
   log?: LogSink;
   now?: Clock;
   breaker?: BreakerOptions;
-  /** Per-request time-out (connect, headers, body each). */
+  /** Per-request time-out. */
   timeoutMs?: number;
   /** Connections per upstream, which is also the in-flight request bound. */
   connections?: number;
+  /** How long an item no upstream has accepted is kept and retried (MAX_AGE_MS). */
+  maxAgeMs?: number;
+  /** Certificates (PEM) to trust for https upstreams instead of the system store. */
+  ca?: UpstreamOptions['ca'];
 }
 
 /** An upstream as this lane sees it: upstream counters plus the lane's view. */
 export interface LaneUpstreamStats extends UpstreamStats {
   breaker: BreakerState;
-  /** Items admitted but not yet sent to (or skipped for) this upstream. */
+  /** Items waiting to be sent to this upstream: never sent, or to be resent. */
   backlog: number;
   /** Items inside requests still awaiting an answer. */
   inFlight: number;
-  /** Items not sent because the breaker was open. */
-  skipped: number;
-  /** Items skipped because this upstream fell `capacity` behind while another kept up. */
+  /** Items put back for a resend after a transport failure (a batch of 10 failing once counts 10). */
+  retried: number;
+  /** Items given up here because this upstream fell `capacity` behind after another had answered them. */
   overrun: number;
+  /** Items given up here because they reached the maximum age without an answer from this upstream. */
+  expired: number;
   batching: boolean;
 }
 
 export interface LaneStats {
   lane: LaneName;
-  /** Items no upstream has taken yet; admission is refused at `capacity`. */
+  /** Items no upstream has answered yet; admission is refused at `capacity`. */
   depth: number;
   capacity: number;
-  /** Items held in the ring (not yet taken by every upstream). */
+  /** Items held in the ring (some upstream has not answered or given them up yet). */
   held: number;
   /** Admitted items whose outcome is not final at every upstream (waiting or in flight). */
   outstanding: number;
@@ -132,8 +188,9 @@ export interface LaneStats {
   forwarded: number;
   /** Items dropped by a dry lane. */
   discarded: number;
-  /** Items every upstream failed, refused or skipped. */
+  /** Items that ended with no upstream accepting them: the sum of `droppedBy`. */
   dropped: number;
+  droppedBy: Record<DropReason, number>;
   available: boolean;
   accepting: boolean;
   upstreams: LaneUpstreamStats[];
@@ -157,49 +214,81 @@ class Throttle {
   }
 }
 
+/** Items of a failed request waiting to be resent: seqs from..from+n-1. */
+interface Range {
+  from: number;
+  n: number;
+}
+
 /** One upstream's position in this lane. */
 class Outlet {
+  /** Next seq never sent to this upstream. */
   cursor = 0;
+  /** Failed ranges to resend, sorted by `from`, never overlapping, never holding an item this upstream is done with. */
+  readonly retry: Range[] = [];
+  /** No resend before this time (back-off). */
+  retryAt = 0;
+  /** Transport failures in a row, for the back-off. */
+  failures = 0;
   inFlight = 0;
   inFlightItems = 0;
-  skipped = 0;
+  retried = 0;
   overrun = 0;
+  expired = 0;
   readonly transportLog = new Throttle();
   readonly rpcLog = new Throttle();
   readonly overrunLog = new Throttle();
 
   constructor(
+    /** This upstream's bit in the per-item done mask. */
+    readonly bit: number,
     readonly client: UpstreamClient,
     readonly breaker: Breaker,
     public batching: boolean,
   ) {}
+
+  retryItems(): number {
+    let n = 0;
+    for (const r of this.retry) n += r.n;
+    return n;
+  }
 }
 
 export class Lane<N extends LaneName = LaneName> {
   readonly name: N;
   readonly capacity: number;
 
-  private readonly kind: number;
+  private readonly kind: CallKind;
   private readonly outlets: Outlet[];
+  private readonly allMask: number;
   private readonly maxInFlight: number;
   private readonly maxBatch: number;
+  private readonly maxAge: number;
   private readonly log: LogSink | null;
   private readonly now: Clock;
 
-  // Ring and per-item outcome, indexed by seq & mask. Sequence numbers are
+  // Ring and per-item state, indexed by seq & mask. Sequence numbers are
   // never reset; `&` takes them modulo 2^32, which the power-of-two size divides.
   private readonly mask: number;
   private readonly items: (LaneItem<N> | undefined)[];
-  private readonly pending: Uint8Array;
-  private readonly accepted: Uint8Array;
+  /** Upstreams done with the item, one bit each. */
+  private readonly done: Uint32Array;
+  private readonly verdict: Uint8Array;
+  /** Admission time, for MAX_AGE_MS; monotone in seq, so expiry is always a prefix of the ring. */
+  private readonly born: Float64Array;
+  /** Oldest item some upstream is not done with; every seq below is free. */
   private head = 0;
   private tail = 0;
+  /** Items no upstream has answered yet (verdict NONE, not ended). */
+  private open = 0;
   private settled = 0;
 
   private admittedCount = 0;
   private forwardedCount = 0;
   private discardedCount = 0;
-  private droppedCount = 0;
+  private readonly droppedBy = [0, 0, 0];
+  private readonly dropLog = [new Throttle(), new Throttle(), new Throttle()];
+  private readonly dropHeld = [0, 0, 0];
 
   private accepting = true;
   private closed = false;
@@ -207,11 +296,17 @@ export class Lane<N extends LaneName = LaneName> {
   private wasAvailable = true;
   private idleWaiters: (() => void)[] = [];
   private readonly pumpFn = (): void => this.pump();
-
-  // Fan-out usually sends the same range to every upstream; build the body once.
-  private lastFrom = -1;
-  private lastCount = 0;
-  private lastBody = '';
+  private readonly body: BodyWriter = {
+    bodyLength: (from, n) => this.bodyLength(from, n),
+    writeBody: (buf, off, from, n) => this.writeBody(buf, off, from, n),
+  };
+  private timer: NodeJS.Timeout | null = null;
+  private wakeAt = Infinity;
+  private readonly wakeFn = (): void => {
+    this.timer = null;
+    this.wakeAt = Infinity;
+    this.pump();
+  };
 
   constructor(name: N, opts: LaneOptions) {
     const capacity = opts.capacity ?? QUEUE_CAPACITY;
@@ -221,28 +316,34 @@ export class Lane<N extends LaneName = LaneName> {
     if (opts.upstreams.length > MAX_UPSTREAMS) {
       throw new ForwardConfigError(`lane ${name}: at most ${MAX_UPSTREAMS} upstreams`);
     }
+    const maxAge = opts.maxAgeMs ?? MAX_AGE_MS;
+    if (!(maxAge > 0)) throw new ForwardConfigError(`lane ${name}: maximum item age must be positive`);
     const connections = opts.connections ?? UPSTREAM_CONNECTIONS;
     this.name = name;
     this.capacity = capacity;
-    this.kind = name === 'solana-bundle' ? KIND_BUNDLE : name === 'solana-single' ? KIND_SOLANA : KIND_EVM;
-    this.maxBatch = this.kind === KIND_BUNDLE ? 1 : MAX_BATCH;
+    this.kind = name === 'solana-bundle' ? CallKind.BUNDLE : name === 'solana-single' ? CallKind.SOLANA : CallKind.EVM;
+    this.maxBatch = this.kind === CallKind.BUNDLE ? 1 : MAX_BATCH;
     this.maxInFlight = connections;
+    this.maxAge = maxAge;
     this.log = opts.log ?? null;
     this.now = opts.now ?? systemClock;
-    const batching = this.kind !== KIND_BUNDLE && (opts.batching ?? true);
-    // Parse every URL before opening any pool, so a bad one leaves nothing behind.
+    const batching = this.kind !== CallKind.BUNDLE && (opts.batching ?? true);
+    // Parse every URL before building any client, so a bad one stops construction cleanly.
     const urls = opts.upstreams.map((u, i) => parseUpstreamUrl(u, `lane ${name} upstream ${i}`));
     this.outlets = urls.map(
-      (url) => new Outlet(new UpstreamClient(url, { connections, timeoutMs: opts.timeoutMs }), new Breaker(this.now, opts.breaker), batching),
+      (url, k) =>
+        new Outlet((1 << k) >>> 0, new UpstreamClient(url, { connections, timeoutMs: opts.timeoutMs, ca: opts.ca }), new Breaker(this.now, opts.breaker), batching),
     );
+    this.allMask = this.outlets.length === 32 ? 0xffffffff : (1 << this.outlets.length) - 1;
 
     let size = 1;
-    const need = this.outlets.length === 0 ? 1 : capacity + connections * this.maxBatch;
+    const need = this.outlets.length === 0 ? 1 : capacity;
     while (size < need) size *= 2;
     this.mask = size - 1;
     this.items = new Array<LaneItem<N> | undefined>(size).fill(undefined);
-    this.pending = new Uint8Array(size);
-    this.accepted = new Uint8Array(size);
+    this.done = new Uint32Array(size);
+    this.verdict = new Uint8Array(size);
+    this.born = new Float64Array(size);
   }
 
   /** True when the lane has no upstream and drops what it admits. */
@@ -250,13 +351,9 @@ export class Lane<N extends LaneName = LaneName> {
     return this.outlets.length === 0;
   }
 
-  /** Items no upstream has taken yet; `offer` refuses when this reaches `capacity`. */
+  /** Items no upstream has answered yet; admission is refused when this reaches `capacity`. */
   get depth(): number {
-    const outs = this.outlets;
-    if (outs.length === 0) return 0;
-    let lead = this.head;
-    for (let k = 0; k < outs.length; k++) if (outs[k]!.cursor > lead) lead = outs[k]!.cursor;
-    return this.tail - lead;
+    return this.open;
   }
 
   /** Admitted items not yet final at every upstream. */
@@ -267,7 +364,9 @@ export class Lane<N extends LaneName = LaneName> {
   /**
    * Whether the lane can forward: false only when it has upstreams and every
    * one's breaker is open and cooling down. The admission pipeline checks this
-   * before spending anything on a transaction (DECISIONS 8).
+   * before spending anything on a transaction (DECISIONS 8). Half-open counts
+   * as available: what is admitted then waits in the ring for the probe's
+   * verdict, it is not dropped.
    */
   available(): boolean {
     const outs = this.outlets;
@@ -288,19 +387,18 @@ export class Lane<N extends LaneName = LaneName> {
       this.discardedCount++;
       return true;
     }
+    const now = this.now();
     if (this.tail - this.head >= this.capacity) {
-      this.release();
+      this.expire(now);
       if (this.tail - this.head >= this.capacity && !this.overrunOldest()) return false;
     }
     const i = this.tail & this.mask;
-    // The slot's previous item is still in flight somewhere: only possible
-    // after a breaker skip moved a cursor far past its own in-flight requests
-    // at very high rates. Refusing keeps the per-item outcome exact.
-    if (this.pending[i] !== 0) return false;
     this.items[i] = item;
-    this.pending[i] = this.outlets.length;
-    this.accepted[i] = 0;
+    this.done[i] = 0;
+    this.verdict[i] = NONE;
+    this.born[i] = now;
     this.tail++;
+    this.open++;
     this.admittedCount++;
     this.kick();
     return true;
@@ -318,41 +416,61 @@ export class Lane<N extends LaneName = LaneName> {
   }
 
   /**
-   * Stops everything: nothing more is sent, and sockets are closed. Requests
-   * still in flight are aborted unless the lane is idle.
+   * Stops everything: nothing more is sent, sockets are closed, and every
+   * item not yet accepted by an upstream is counted dropped as `shutdown`.
+   * Requests still in flight are aborted unless the lane is idle.
    */
   async close(): Promise<void> {
     if (this.closed) return;
     const idle = this.settled === this.tail;
     this.accepting = false;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    const outs = this.outlets;
+    const end = this.tail;
+    const before = this.droppedBy[R_SHUTDOWN]!;
+    for (let s = this.head; s < end; s++) {
+      for (let k = 0; k < outs.length; k++) {
+        const o = outs[k]!;
+        if ((this.done[s & this.mask]! & o.bit) === 0) this.mark(o, s, NONE, R_SHUTDOWN);
+      }
+    }
+    for (const o of outs) {
+      o.cursor = end;
+      o.retry.length = 0;
+    }
+    const abandoned = this.droppedBy[R_SHUTDOWN]! - before;
+    if (abandoned > 0) this.say('warn', 'acknowledged transactions dropped: the lane shut down before any upstream accepted them', null, { reason: 'shutdown', items: abandoned });
     this.closed = true;
-    this.lastBody = '';
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of waiters) w();
-    await Promise.all(this.outlets.map((o) => (idle ? o.client.close() : o.client.destroy())));
+    await Promise.all(outs.map((o) => (idle ? o.client.close() : o.client.destroy())));
   }
 
   stats(): LaneStats {
+    const by = this.droppedBy;
     return {
       lane: this.name,
-      depth: this.depth,
+      depth: this.open,
       capacity: this.capacity,
       held: this.tail - this.head,
       outstanding: this.tail - this.settled,
       admitted: this.admittedCount,
       forwarded: this.forwardedCount,
       discarded: this.discardedCount,
-      dropped: this.droppedCount,
+      dropped: by[R_REJECTED]! + by[R_EXPIRED]! + by[R_SHUTDOWN]!,
+      droppedBy: { rejected: by[R_REJECTED]!, expired: by[R_EXPIRED]!, shutdown: by[R_SHUTDOWN]! },
       available: this.available(),
       accepting: this.accepting,
       upstreams: this.outlets.map((o) => ({
         ...o.client.stats(),
         breaker: o.breaker.state,
-        backlog: this.tail - o.cursor,
+        backlog: this.tail - o.cursor + o.retryItems(),
         inFlight: o.inFlightItems,
-        skipped: o.skipped,
+        retried: o.retried,
         overrun: o.overrun,
+        expired: o.expired,
         batching: o.batching,
       })),
     };
@@ -371,61 +489,117 @@ export class Lane<N extends LaneName = LaneName> {
     this.scheduled = false;
     if (this.closed) return;
     try {
-      for (let k = 0; k < this.outlets.length; k++) this.feed(this.outlets[k]!);
-      this.release();
+      const now = this.now();
+      this.expire(now);
+      let wake = Infinity;
+      for (let k = 0; k < this.outlets.length; k++) {
+        const w = this.feed(this.outlets[k]!, now);
+        if (w < wake) wake = w;
+      }
+      if (wake !== Infinity) {
+        // Something waits on time (back-off, cool-down): also wake for the oldest item's expiry.
+        if (this.head < this.tail) {
+          const e = this.born[this.head & this.mask]! + this.maxAge;
+          if (e < wake) wake = e;
+        }
+        this.wake(wake, now);
+      }
     } catch (err) {
       this.internal(err);
     }
     this.checkIdle();
   }
 
-  private feed(o: Outlet): void {
-    while (o.cursor < this.tail && o.inFlight < this.maxInFlight) {
+  /** Sends what this upstream may take now; returns when to look again if something waits on time, else Infinity. */
+  private feed(o: Outlet, now: number): number {
+    const r = o.retry;
+    while (o.inFlight < this.maxInFlight) {
+      const retryDue = r.length > 0 && now >= o.retryAt;
+      if (!retryDue && o.cursor >= this.tail) return r.length > 0 ? o.retryAt : Infinity;
       const permit = o.breaker.request();
       if (permit === Permit.DENY) {
-        // Half-open: the probe is out, the rest waits for its verdict.
-        if (o.breaker.state !== 'half-open') this.skipAll(o);
-        return;
+        // Open: wait for the cool-down. Half-open: the probe is out and its answer kicks the lane.
+        const at = o.breaker.probeAt();
+        return at === -Infinity ? Infinity : at;
       }
       if (permit === Permit.PROBE) this.say('info', 'probing upstream after cool-down', o, {});
-      const from = o.cursor;
-      const n = permit === Permit.PROBE || !o.batching ? 1 : Math.min(this.tail - from, this.maxBatch);
-      o.cursor = from + n;
+      const single = permit === Permit.PROBE || !o.batching;
+      let from: number;
+      let n: number;
+      if (r.length > 0 && (retryDue || permit === Permit.PROBE)) {
+        // Oldest first: a resend goes before new items, and the probe is the oldest waiting item.
+        const front = r[0]!;
+        from = front.from;
+        n = single ? 1 : front.n;
+        if (n === front.n) r.shift();
+        else {
+          front.from += n;
+          front.n -= n;
+        }
+      } else {
+        from = o.cursor;
+        n = single ? 1 : this.batchSize(from);
+        o.cursor = from + n;
+      }
       o.inFlight++;
       o.inFlightItems += n;
-      const body = this.encode(from, n);
-      o.client.post(body, from, n, n > 1).then(
-        (r) => this.complete(o, from, n, permit, r),
-        (err: unknown) => this.internal(err),
-      );
+      o.client.post(this.body, from, n, n > 1, (res) => this.complete(o, from, n, permit, res));
     }
+    return Infinity;
   }
 
   private complete(o: Outlet, from: number, n: number, permit: Permit, r: PostResult): void {
     try {
       o.inFlight--;
       o.inFlightItems -= n;
-      const acc = r.accepted;
-      for (let i = 0; i < n; i++) this.settle(from + i, acc !== null && acc[i] === 1);
-      if (r.outcome === Outcome.ABORTED) return;
-      const before = o.breaker.state;
-      if (r.outcome === Outcome.OK) o.breaker.success(permit);
-      else o.breaker.failure(permit);
-      const after = o.breaker.state;
-      if (after !== before) this.transition(o, before, after);
-      if (r.outcome === Outcome.OK) {
-        if (r.batchRefused && o.batching) {
-          o.batching = false;
-          this.say('warn', 'upstream refuses JSON-RPC batches: sending one transaction per request from now on', o, { reason: r.reason });
-        } else if (r.okCount < n) {
-          const held = o.rpcLog.pass(this.now());
-          if (held >= 0) this.say('info', 'upstream refused transactions', o, { items: n - r.okCount, reason: r.reason, suppressed: held });
-        }
-      } else {
-        const held = o.transportLog.pass(this.now());
-        if (held >= 0) this.say('warn', 'upstream request failed', o, { items: n, reason: r.reason, suppressed: held });
+      if (this.closed) return;
+      const now = this.now();
+      if (r.outcome !== Outcome.ABORTED) {
+        const before = o.breaker.state;
+        // A refusal (4xx) is an upstream that is up and answering: like a JSON-RPC error, it must not close a lane.
+        if (r.outcome === Outcome.OK || r.outcome === Outcome.REFUSED) o.breaker.success(permit);
+        else o.breaker.failure(permit);
+        const after = o.breaker.state;
+        if (after !== before) this.transition(o, before, after);
       }
-      if (o.cursor < this.tail) this.kick();
+      if (r.outcome === Outcome.OK) {
+        o.failures = 0;
+        if (r.batchRefused) {
+          // Refused as a batch, not item by item: resend them one per request at once.
+          if (o.batching) {
+            o.batching = false;
+            this.say('warn', 'upstream refuses JSON-RPC batches: sending one transaction per request from now on', o, { reason: r.reason });
+          }
+          this.requeue(o, from, n, now);
+        } else {
+          const acc = r.accepted!;
+          for (let i = 0; i < n; i++) {
+            const seq = from + i;
+            if (!this.stale(o, seq)) this.mark(o, seq, acc[i] === 1 ? ACCEPTED : REJECTED, R_REJECTED);
+          }
+          if (r.okCount < n) {
+            const held = o.rpcLog.pass(now);
+            if (held >= 0) this.say('info', 'upstream refused transactions', o, { items: n - r.okCount, reason: r.reason, suppressed: held });
+          }
+        }
+      } else if (r.outcome === Outcome.REFUSED) {
+        o.failures = 0;
+        if (n > 1) {
+          // The batch may be what was refused (its size, its shape): each item gets a request of its own.
+          for (let i = 0; i < n; i++) this.requeue(o, from + i, 1, now);
+        } else if (!this.stale(o, from)) {
+          this.mark(o, from, REJECTED, R_REJECTED);
+        }
+        const held = o.rpcLog.pass(now);
+        if (held >= 0) this.say('info', n > 1 ? 'upstream refused a batch request: resending its transactions one per request' : 'upstream refused transactions', o, { items: n, reason: r.reason, suppressed: held });
+      } else {
+        o.failures++;
+        const backoff = Math.min(RETRY_BACKOFF_MS * 2 ** (o.failures - 1), RETRY_BACKOFF_MAX_MS);
+        this.requeue(o, from, n, now + backoff);
+        const held = o.transportLog.pass(now);
+        if (held >= 0) this.say('warn', 'upstream request failed: its transactions will be resent', o, { items: n, reason: r.reason, suppressed: held });
+      }
+      this.kick();
     } catch (err) {
       this.internal(err);
     } finally {
@@ -433,10 +607,44 @@ export class Lane<N extends LaneName = LaneName> {
     }
   }
 
+  /** How many items from `from` make one request: up to MAX_BATCH, and MAX_BATCH_BYTES of body unless the first alone is larger. */
+  private batchSize(from: number): number {
+    const max = Math.min(this.tail - from, this.maxBatch);
+    let bytes = callLength(this.kind, from, this.items[from & this.mask]!) + 2;
+    let n = 1;
+    while (n < max) {
+      const b = callLength(this.kind, from + n, this.items[(from + n) & this.mask]!) + 1;
+      if (bytes + b > MAX_BATCH_BYTES) break;
+      bytes += b;
+      n++;
+    }
+    return n;
+  }
+
+  /** An answer for an item this upstream already gave up, or whose slot was freed and maybe reused. */
+  private stale(o: Outlet, seq: number): boolean {
+    return seq < this.head || (this.done[seq & this.mask]! & o.bit) !== 0;
+  }
+
+  /** Puts a failed request's items (those this upstream still owes an answer) back on its retry list. */
+  private requeue(o: Outlet, from: number, n: number, at: number): void {
+    // Items given up meanwhile are always a prefix: overrun, expiry and shutdown work from the head.
+    const end = from + n;
+    while (from < end && this.stale(o, from)) from++;
+    if (from === end) return;
+    n = end - from;
+    o.retried += n;
+    const r = o.retry;
+    let k = r.length;
+    while (k > 0 && r[k - 1]!.from > from) k--;
+    r.splice(k, 0, { from, n });
+    o.retryAt = at;
+  }
+
   private transition(o: Outlet, before: BreakerState, after: BreakerState): void {
     if (after === 'open') {
       if (before === 'closed') {
-        this.say('warn', 'upstream circuit opened after consecutive failures: not sending to it until a probe succeeds', o, {
+        this.say('warn', 'upstream circuit opened after consecutive failures: holding its transactions until a probe succeeds', o, {
           cooldownMs: o.breaker.cooldownMs,
         });
       } else {
@@ -457,81 +665,124 @@ export class Lane<N extends LaneName = LaneName> {
     }
   }
 
-  /** Breaker open: everything waiting for this upstream is skipped, not held. */
-  private skipAll(o: Outlet): void {
-    const end = this.tail;
-    for (let s = o.cursor; s < end; s++) this.settle(s, false);
-    o.skipped += end - o.cursor;
-    o.cursor = end;
+  /** Items at the head older than the maximum age: every upstream still owing them an answer gives them up. */
+  private expire(now: number): void {
+    const limit = now - this.maxAge;
+    const outs = this.outlets;
+    while (this.head < this.tail && this.born[this.head & this.mask]! <= limit) {
+      const seq = this.head;
+      for (let k = 0; k < outs.length; k++) {
+        const o = outs[k]!;
+        if ((this.done[seq & this.mask]! & o.bit) !== 0) continue;
+        this.giveUp(o, seq);
+        o.expired++;
+        this.mark(o, seq, NONE, R_EXPIRED);
+      }
+      if (this.head === seq) break; // cannot happen: every bit is set now; never spin
+    }
   }
 
-  /** Ring full: if some upstream has taken the oldest item, the ones that have not skip it. */
+  /** Ring full: if some upstream has answered the oldest item, the ones that have not give it up. */
   private overrunOldest(): boolean {
-    const h = this.head;
+    const seq = this.head;
+    if (this.verdict[seq & this.mask] === NONE) return false;
     const outs = this.outlets;
-    let taken = false;
-    for (let k = 0; k < outs.length; k++) {
-      if (outs[k]!.cursor > h) {
-        taken = true;
-        break;
-      }
-    }
-    if (!taken) return false;
+    const now = this.now();
     for (let k = 0; k < outs.length; k++) {
       const o = outs[k]!;
-      if (o.cursor !== h) continue;
-      o.cursor = h + 1;
+      if ((this.done[seq & this.mask]! & o.bit) !== 0) continue;
+      this.giveUp(o, seq);
       o.overrun++;
-      this.settle(h, false);
-      const held = o.overrunLog.pass(this.now());
-      if (held >= 0) this.say('warn', 'upstream too slow: the lane is full and the oldest transactions are skipped for it', o, { suppressed: held });
+      this.mark(o, seq, NONE, R_REJECTED);
+      const held = o.overrunLog.pass(now);
+      if (held >= 0) this.say('warn', 'upstream too slow: the lane is full and the oldest transactions, already answered by another upstream, are skipped for it', o, { suppressed: held });
     }
-    this.release();
     return true;
   }
 
-  private settle(seq: number, ok: boolean): void {
+  /** Takes the head item out of this upstream's queue (never sent, or waiting for a resend); an in-flight copy's answer will be stale. */
+  private giveUp(o: Outlet, seq: number): void {
+    if (o.cursor === seq) {
+      o.cursor = seq + 1;
+      return;
+    }
+    const r = o.retry;
+    if (r.length > 0 && r[0]!.from === seq) {
+      if (r[0]!.n === 1) r.shift();
+      else {
+        r[0]!.from++;
+        r[0]!.n--;
+      }
+    }
+  }
+
+  /**
+   * Records that upstream `o` is done with item `seq`: it answered (ACCEPTED
+   * or REJECTED) or gave it up (NONE). When it was the last upstream, the item
+   * ends: forwarded if anyone accepted it, else dropped, as `rejected` if some
+   * upstream refused it and otherwise for `reason`.
+   */
+  private mark(o: Outlet, seq: number, v: number, reason: number): void {
     const i = seq & this.mask;
-    if (ok && this.accepted[i] === 0) {
-      this.accepted[i] = 1;
+    const was = this.verdict[i]!;
+    if (v === ACCEPTED && was !== ACCEPTED) {
+      if (was === NONE) this.open--;
+      this.verdict[i] = ACCEPTED;
       this.forwardedCount++;
+    } else if (v === REJECTED && was === NONE) {
+      this.open--;
+      this.verdict[i] = REJECTED;
     }
-    if (--this.pending[i] === 0) {
-      this.settled++;
-      if (this.accepted[i] === 0) this.droppedCount++;
+    const d = (this.done[i]! | o.bit) >>> 0;
+    this.done[i] = d;
+    if (d !== this.allMask) return;
+    this.settled++;
+    const final = this.verdict[i]!;
+    if (final !== ACCEPTED) {
+      if (final === NONE) this.open--;
+      this.dropped(final === REJECTED ? R_REJECTED : reason);
     }
+    this.items[i] = undefined;
+    while (this.head < this.tail && this.done[this.head & this.mask] === this.allMask) this.head++;
   }
 
-  /** Frees the slots every upstream has passed. */
-  private release(): void {
-    const outs = this.outlets;
-    let min = this.tail;
-    for (let k = 0; k < outs.length; k++) if (outs[k]!.cursor < min) min = outs[k]!.cursor;
-    for (let s = this.head; s < min; s++) this.items[s & this.mask] = undefined;
-    if (min > this.head) this.head = min;
+  private dropped(reason: number): void {
+    this.droppedBy[reason]!++;
+    if (reason === R_SHUTDOWN) return; // close() logs them in one line
+    this.dropHeld[reason]!++;
+    const held = this.dropLog[reason]!.pass(this.now());
+    if (held < 0) return;
+    const items = this.dropHeld[reason]!;
+    this.dropHeld[reason] = 0;
+    const why = reason === R_REJECTED ? 'every upstream that answered refused them' : `no upstream accepted them within ${this.maxAge} ms`;
+    this.say(reason === R_REJECTED ? 'info' : 'warn', `acknowledged transactions dropped: ${why}`, null, { reason: DROP_REASONS[reason], items });
   }
 
-  private encode(from: number, n: number): string {
-    if (from === this.lastFrom && n === this.lastCount) return this.lastBody;
-    let body: string;
-    if (n === 1) {
-      body = this.call(from);
-    } else {
-      body = '[' + this.call(from);
-      for (let s = from + 1; s < from + n; s++) body += ',' + this.call(s);
-      body += ']';
+  private wake(at: number, now: number): void {
+    if (at >= this.wakeAt) return;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.wakeAt = at;
+    this.timer = setTimeout(this.wakeFn, Math.min(Math.max(at - now, 1), MAX_WAKE_MS));
+  }
+
+  // The clients ask for the body of calls from..from+n-1 and have it written into their buffers.
+
+  private bodyLength(from: number, n: number): number {
+    // A batch is '[' call (',' call)* ']': n + 1 bytes of punctuation.
+    let len = n > 1 ? n + 1 : 0;
+    for (let s = from; s < from + n; s++) len += callLength(this.kind, s, this.items[s & this.mask]!);
+    return len;
+  }
+
+  private writeBody(buf: Buffer, off: number, from: number, n: number): number {
+    if (n === 1) return writeCall(buf, off, this.kind, from, this.items[from & this.mask]!);
+    buf[off++] = 0x5b;
+    for (let s = from; s < from + n; s++) {
+      if (s > from) buf[off++] = 0x2c;
+      off = writeCall(buf, off, this.kind, s, this.items[s & this.mask]!);
     }
-    this.lastFrom = from;
-    this.lastCount = n;
-    this.lastBody = body;
-    return body;
-  }
-
-  private call(seq: number): string {
-    const item = this.items[seq & this.mask]!;
-    if (this.kind === KIND_EVM) return evmCall(seq, item as string);
-    if (this.kind === KIND_SOLANA) return solanaCall(seq, item as string);
-    return bundleCall(seq, item as readonly string[]);
+    buf[off++] = 0x5d;
+    return off;
   }
 
   private checkIdle(): void {

@@ -1,6 +1,6 @@
 /**
- * One upstream JSON-RPC endpoint over keep-alive HTTP/1.1 (undici Pool), and
- * the wire format of the three kinds of send (DECISIONS 8):
+ * One upstream JSON-RPC endpoint over keep-alive HTTP/1.1, and the wire
+ * format of the three kinds of send (DECISIONS 8):
  *
  *   EVM            {"jsonrpc":"2.0","id":N,"method":"eth_sendRawTransaction","params":["0x…"]}
  *   Solana single  … "method":"sendTransaction","params":["<b64>",{"encoding":"base64","skipPreflight":true,"maxRetries":0}]}
@@ -9,34 +9,53 @@
  * Bodies are built by concatenation: the params are hex or base64 produced by
  * our own encoders, so they need no escaping, and JSON.stringify would build
  * and walk a fresh object per transaction. Measured on Node 20 (300-byte EVM,
- * 400-byte Solana transaction, including the byte length undici computes):
- * 1.0 vs 2.0 us per EVM call, 1.2 vs 3.3 us per Solana call.
- * The JSON-RPC id is the item's sequence number in its lane, so a batch
- * answer maps back to items whatever order it comes in, and an upstream's
- * logs correlate with ours.
+ * 400-byte Solana transaction): 1.0 vs 2.0 us per EVM call, 1.2 vs 3.3 us per
+ * Solana call. The JSON-RPC id is the item's sequence number in its lane, so
+ * a batch answer maps back to items whatever order it comes in, and an
+ * upstream's logs correlate with ours.
  *
- * `post` never rejects: every failure becomes a counted, classified result.
+ * The HTTP client is our own, because the request is always the same shape:
+ * a POST of ASCII JSON, one request at a time per keep-alive connection. Each
+ * request is written into one buffer per connection (head, then the body the
+ * lane writes in place) and sent with one socket write; plain-TCP reads land in one
+ * buffer per connection (net's `onread`), are framed by `http1.ts` and read
+ * by `answer.ts` without JSON.parse; time-outs and idle expiry run on one
+ * coarse timer per upstream instead of a timer per request. bench/forward.ts
+ * measured undici's Pool.request + body.text() + JSON.parse at 75-85 µs of
+ * CPU per serial item against 16-20 µs for a bare socket round trip; this
+ * client's figures are in the README.
+ *
+ * `post` never throws and always calls back, asynchronously, once: every
+ * failure becomes a counted, classified result.
  */
-import { Pool } from 'undici';
+import { connect as netConnect, isIP, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import { readAnswer, type AnswerScan } from './answer.js';
+import { Parse, ResponseParser } from './http1.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 /** Where forwarding reports trouble. Fields never hold transaction bytes, UUIDs or upstream URL paths (API keys live there). */
 export type LogSink = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
 
-/** Connections per upstream. With pipelining 1 it is also the lane's in-flight bound per upstream (lane.ts); four keep a 10-50 ms RTT upstream busy while batching absorbs bursts. */
+/** Connections per upstream. With one request at a time per connection it is also the lane's in-flight bound per upstream (lane.ts); four keep a 10-50 ms RTT upstream busy while batching absorbs bursts. */
 export const UPSTREAM_CONNECTIONS = 4;
-/**
- * Connect, headers and body time-out each: a send is answered in well under
- * 100 ms by a live sequencer or RPC node, so 2 s means dead or stuck. undici
- * runs headers/body time-outs on its coarse timer (about 1 s resolution).
- */
+/** Whole-request time-out (connect, write, full answer): a send is answered in well under 100 ms by a live sequencer or RPC node, so 2 s means dead or stuck. */
 export const UPSTREAM_TIMEOUT_MS = 2_000;
-/** Idle keep-alive; undici shortens it when the server's Keep-Alive hint says less, so reuse does not race a server-side close. */
+/** Idle keep-alive, shortened to the server's `Keep-Alive: timeout` hint minus KEEP_ALIVE_MARGIN_MS, so reuse does not race a server-side close. */
 export const KEEP_ALIVE_MS = 10_000;
+/** How much earlier than the server's hint an idle connection is given up: covers a round trip and the sweep's resolution. */
+export const KEEP_ALIVE_MARGIN_MS = 1_000;
 /** A send answer is a hash or signature per item (about 100 bytes); 1 MiB bounds what a misbehaving upstream can make us buffer. */
 export const MAX_RESPONSE_BYTES = 1 << 20;
-/** Upstream error text kept for a log line. */
-const MAX_REASON_CHARS = 160;
+/** One read buffer per plain-TCP connection: a batch answer of 64 signatures is ~8 KB, so one read usually holds a whole answer (larger ones take several reads, which the parser joins). */
+const READ_BUFFER_BYTES = 16 * 1024;
+/** Smallest write buffer: a single Solana v1 call (5.5 KB of base64) fits. */
+const MIN_WRITE_BUFFER = 8 * 1024;
+/** Largest write buffer a connection keeps: a full batch (MAX_BATCH_BYTES, 48 KiB, in lane.ts) and its head fit. */
+const MAX_KEPT_WRITE_BUFFER = 64 * 1024;
+/** Sweep period bounds: time-outs fire within a quarter of the time-out, at least every 250 ms and at most every 10 ms. */
+const SWEEP_MIN_MS = 10;
+const SWEEP_MAX_MS = 250;
 
 /** Thrown at construction for a configuration that cannot work; the message names the lane and index, never the URL. */
 export class ForwardConfigError extends Error {
@@ -74,24 +93,111 @@ export function bundleCall(id: number, txs: readonly string[]): string {
   return s + BUNDLE_TAIL;
 }
 
+/**
+ * The same calls written as bytes straight into a request buffer, so no body
+ * string is built and flattened per request (bench/forward: 1.3 KB of heap
+ * per serial request with strings, 0.4 KB this way, same CPU).
+ * test/forward-wire.test.ts pins them to the string forms above.
+ */
+export const CallKind = { EVM: 0, SOLANA: 1, BUNDLE: 2 } as const;
+export type CallKind = (typeof CallKind)[keyof typeof CallKind];
+
+const HEAD_B = Buffer.from(HEAD, 'latin1');
+const MID_B = [Buffer.from(EVM_MID, 'latin1'), Buffer.from(SOL_MID, 'latin1'), Buffer.from(BUNDLE_MID, 'latin1')];
+const TAIL_B = [Buffer.from(EVM_TAIL, 'latin1'), Buffer.from(SOL_TAIL, 'latin1'), Buffer.from(BUNDLE_TAIL, 'latin1')];
+const FIXED = [0, 1, 2].map((k) => HEAD_B.length + MID_B[k]!.length + TAIL_B[k]!.length);
+
+/** Bytes of one call; `item` is the hex/base64 string, or the bundle's base64 strings. */
+export function callLength(kind: CallKind, id: number, item: string | readonly string[]): number {
+  let n = FIXED[kind]! + decimalDigits(id);
+  if (kind !== CallKind.BUNDLE) return n + (item as string).length;
+  const txs = item as readonly string[];
+  for (let i = 0; i < txs.length; i++) n += txs[i]!.length;
+  return n + 3 * (txs.length - 1);
+}
+
+/** Writes one call at buf[off..] (room checked by the caller); returns the offset after it. */
+export function writeCall(buf: Buffer, off: number, kind: CallKind, id: number, item: string | readonly string[]): number {
+  buf.set(HEAD_B, off);
+  off = writeDecimal(buf, off + HEAD_B.length, id);
+  const mid = MID_B[kind]!;
+  buf.set(mid, off);
+  off += mid.length;
+  if (kind !== CallKind.BUNDLE) {
+    off += buf.write(item as string, off, 'latin1');
+  } else {
+    const txs = item as readonly string[];
+    off += buf.write(txs[0]!, off, 'latin1');
+    for (let i = 1; i < txs.length; i++) {
+      buf[off] = 0x22;
+      buf[off + 1] = 0x2c;
+      buf[off + 2] = 0x22;
+      off += buf.write(txs[i]!, off + 3, 'latin1') + 3;
+    }
+  }
+  const tail = TAIL_B[kind]!;
+  buf.set(tail, off);
+  return off + tail.length;
+}
+
+export function decimalDigits(n: number): number {
+  let d = 1;
+  while (n >= 10) {
+    n = Math.floor(n / 10);
+    d++;
+  }
+  return d;
+}
+
+/** A non-negative integer (below 2^53) in decimal at buf[off..]; returns the offset after it. */
+export function writeDecimal(buf: Buffer, off: number, n: number): number {
+  const end = off + decimalDigits(n);
+  let p = end;
+  do {
+    const q = Math.floor(n / 10);
+    buf[--p] = 48 + (n - q * 10);
+    n = q;
+  } while (n > 0);
+  return end;
+}
+
+/** What a request carries: its body, written by the sender straight into the connection's buffer. */
+export interface BodyWriter {
+  /** Bytes of the body holding calls firstId..firstId+count-1. ASCII only: that is also its length in characters. */
+  bodyLength(firstId: number, count: number): number;
+  /** Writes that body at buf[off..] (room for bodyLength bytes is there); returns the offset after it. */
+  writeBody(buf: Buffer, off: number, firstId: number, count: number): number;
+}
+
+/** A fixed ASCII body, whatever the ids (tests, tools). */
+export function fixedBody(text: string): BodyWriter {
+  return {
+    bodyLength: () => text.length,
+    writeBody: (buf, off) => off + buf.write(text, off, 'latin1'),
+  };
+}
+
 // ---- results -----------------------------------------------------------------
 
 export const Outcome = {
   /** A JSON-RPC answer arrived; per-item verdicts are in `accepted`. */
   OK: 0,
-  /** Non-2xx status. */
+  /** 5xx, 408 or 429: the upstream is failing or asks to come back later. */
   HTTP_ERROR: 1,
-  /** 2xx with a body that is not a JSON-RPC answer (or is too large). */
+  /** 2xx with a body that is not a JSON-RPC answer, or an answer that breaks HTTP framing or size limits. */
   BAD_RESPONSE: 2,
-  /** Connect, headers or body time-out. */
+  /** No full answer within the time-out (connect included). */
   TIMEOUT: 3,
-  /** Refused, reset, closed by the other side. */
+  /** Refused, reset, closed by the other side, TLS failure. */
   CONN_ERROR: 4,
   /** Cut off by our own shutdown; not the upstream's fault. */
   ABORTED: 5,
+  /** Any other 4xx: the upstream is up and will not take this request as it is (bad key, too large, bad request). */
+  REFUSED: 6,
 } as const;
 export type Outcome = (typeof Outcome)[keyof typeof Outcome];
 
+/** A request's result. The object is reused per connection: read it inside the callback, do not keep it. */
 export interface PostResult {
   outcome: Outcome;
   /** Per item, 1 when the upstream answered it with a result; null when the request failed as a whole. */
@@ -103,6 +209,8 @@ export interface PostResult {
   batchRefused: boolean;
 }
 
+export type PostDone = (r: PostResult) => void;
+
 /** Counters in items (a batch of 10 counts 10), except `requests`. sent = ok + rpcErrors + httpErrors + timeouts + connErrors + aborted + in flight. */
 export interface UpstreamStats {
   /** Origin only (path and query may carry an API key). */
@@ -112,7 +220,7 @@ export interface UpstreamStats {
   ok: number;
   /** Answered with a JSON-RPC error, or missing from a batch answer. */
   rpcErrors: number;
-  /** Non-2xx status or an unparseable answer. */
+  /** Non-2xx status, an unparseable answer, or broken HTTP framing. */
   httpErrors: number;
   timeouts: number;
   connErrors: number;
@@ -124,9 +232,9 @@ export interface UpstreamStats {
 export interface UpstreamOptions {
   connections?: number;
   timeoutMs?: number;
+  /** Certificates (PEM) to trust for an https upstream instead of the system store, e.g. a private CA. */
+  ca?: string | Buffer | readonly (string | Buffer)[];
 }
-
-const HEADERS = { 'content-type': 'application/json' } as const;
 
 /** Scheme, host and port; anything after is shown as `/…` because paths and queries carry API keys. */
 export function upstreamLabel(url: URL): string {
@@ -148,11 +256,45 @@ export function parseUpstreamUrl(raw: string, where: string): URL {
   return url;
 }
 
+/** One keep-alive connection and the request on it (at most one). */
+class Connection {
+  socket: Socket | null = null;
+  busy = false;
+  done: PostDone | null = null;
+  firstId = 0;
+  count = 0;
+  batch = false;
+  t0 = 0;
+  deadline = 0;
+  idleSince = 0;
+  idleLimit = KEEP_ALIVE_MS;
+  readBuf: Buffer | null = null;
+  /** The request being written; grows to the largest request sent on this connection, up to MAX_KEPT_WRITE_BUFFER. */
+  writeBuf: Buffer | null = null;
+  readonly parser = new ResponseParser({ maxBodyBytes: MAX_RESPONSE_BYTES });
+  readonly scan: AnswerScan = { bad: '', accepted: new Uint8Array(64), okCount: 0, reason: '', batchRefused: false };
+  readonly result: PostResult = { outcome: Outcome.OK, accepted: null, okCount: 0, reason: '', batchRefused: false };
+}
+
 export class UpstreamClient {
   readonly label: string;
-  private readonly pool: Pool;
-  private readonly path: string;
-  private readonly headers: Record<string, string>;
+  private readonly host: string;
+  private readonly port: number;
+  private readonly tls: boolean;
+  private readonly servername: string | undefined;
+  private readonly ca: UpstreamOptions['ca'];
+  /** Everything of a request before the Content-Length value. */
+  private readonly head: Buffer;
+  private readonly timeout: number;
+  private readonly sweepMs: number;
+  private readonly conns: Connection[];
+  private session: Buffer | undefined;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly sweepFn = (): void => this.sweep();
+  private live = 0;
+  private closing = false;
+  private closed: (() => void) | null = null;
+  private whenAllClosed: Promise<void> | null = null;
 
   private requests = 0;
   private sent = 0;
@@ -165,45 +307,74 @@ export class UpstreamClient {
   private lastLatencyMs = 0;
 
   constructor(url: URL, opts: UpstreamOptions = {}) {
-    const timeout = opts.timeoutMs ?? UPSTREAM_TIMEOUT_MS;
     this.label = upstreamLabel(url);
-    this.path = (url.pathname || '/') + url.search;
-    // Credentials in the URL's user-info become Basic auth; undici would otherwise drop them.
+    this.tls = url.protocol === 'https:';
+    this.host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    this.port = url.port === '' ? (this.tls ? 443 : 80) : Number(url.port);
+    this.servername = isIP(this.host) === 0 ? this.host : undefined;
+    this.ca = opts.ca;
+    this.timeout = opts.timeoutMs ?? UPSTREAM_TIMEOUT_MS;
+    this.sweepMs = Math.min(Math.max(Math.floor(this.timeout / 4), SWEEP_MIN_MS), SWEEP_MAX_MS);
+    // Credentials in the URL's user-info become Basic auth.
     const basic = url.username || url.password ? Buffer.from(decodeURIComponent(url.username) + ':' + decodeURIComponent(url.password)).toString('base64') : '';
-    this.headers = basic === '' ? HEADERS : { ...HEADERS, authorization: 'Basic ' + basic };
-    this.pool = new Pool(url.origin, {
-      connections: opts.connections ?? UPSTREAM_CONNECTIONS,
-      pipelining: 1,
-      keepAliveTimeout: KEEP_ALIVE_MS,
-      connectTimeout: timeout,
-      headersTimeout: timeout,
-      bodyTimeout: timeout,
-      maxResponseSize: MAX_RESPONSE_BYTES,
-    });
+    // URL has already percent-encoded the path and punycoded the host: the head is ASCII.
+    this.head = Buffer.from(
+      'POST ' + ((url.pathname || '/') + url.search) + ' HTTP/1.1\r\nHost: ' + url.host + '\r\nContent-Type: application/json\r\n' +
+        (basic === '' ? '' : 'Authorization: Basic ' + basic + '\r\n') +
+        'Content-Length: ',
+      'latin1',
+    );
+    this.conns = Array.from({ length: opts.connections ?? UPSTREAM_CONNECTIONS }, () => new Connection());
   }
 
   /**
-   * Sends one body holding `count` calls with ids firstId..firstId+count-1
-   * (a JSON-RPC array when `batch`). Never rejects.
+   * Sends one body (ASCII JSON, written by `body` during this call) holding
+   * `count` calls with ids firstId..firstId+count-1 (a JSON-RPC array when
+   * `batch`). At most `connections` requests may be in flight; `done` is
+   * called once, later.
    */
-  async post(body: string, firstId: number, count: number, batch: boolean): Promise<PostResult> {
+  post(body: BodyWriter, firstId: number, count: number, batch: boolean, done: PostDone): void {
     this.requests++;
     this.sent += count;
-    const t0 = performance.now();
-    try {
-      const res = await this.pool.request({ method: 'POST', path: this.path, headers: this.headers, body });
-      if (res.statusCode < 200 || res.statusCode >= 300) {
-        await res.body.dump();
-        this.lastLatencyMs = performance.now() - t0;
-        this.httpErrors += count;
-        return failed(Outcome.HTTP_ERROR, 'http ' + res.statusCode);
-      }
-      const text = await res.body.text();
-      this.lastLatencyMs = performance.now() - t0;
-      return this.judge(text, firstId, count, batch);
-    } catch (err) {
-      return this.classify(err, count);
+    const c = this.closing ? null : this.pick();
+    if (c === null) {
+      // Only a caller bug (more in flight than connections) or a post after close gets here.
+      const r: PostResult = { outcome: this.closing ? Outcome.ABORTED : Outcome.CONN_ERROR, accepted: null, okCount: 0, reason: 'no free connection', batchRefused: false };
+      if (this.closing) this.aborted += count;
+      else this.connErrors += count;
+      queueMicrotask(() => done(r));
+      return;
     }
+    c.busy = true;
+    c.done = done;
+    c.firstId = firstId;
+    c.count = count;
+    c.batch = batch;
+    c.t0 = performance.now();
+    c.deadline = c.t0 + this.timeout;
+    c.parser.reset();
+    const bodyLen = body.bodyLength(firstId, count);
+    const head = this.head;
+    const total = head.length + decimalDigits(bodyLen) + 4 + bodyLen;
+    let buf = c.writeBuf;
+    if (buf === null || buf.length < total) {
+      buf = Buffer.allocUnsafe(Math.max(total, MIN_WRITE_BUFFER));
+      // An outlier (one huge item) gets a buffer of its own, so what a connection keeps stays bounded.
+      if (buf.length <= MAX_KEPT_WRITE_BUFFER) c.writeBuf = buf;
+    }
+    buf.set(head, 0);
+    let off = writeDecimal(buf, head.length, bodyLen);
+    buf[off] = 13;
+    buf[off + 1] = 10;
+    buf[off + 2] = 13;
+    buf[off + 3] = 10;
+    off = body.writeBody(buf, off + 4, firstId, count);
+    let sock = c.socket;
+    if (sock === null) sock = this.open(c);
+    else sock.ref();
+    // The buffer is rewritten only by this connection's next request, which waits for this one's answer (see `answered`).
+    sock.write(buf.subarray(0, off));
+    if (this.timer === null) this.arm();
   }
 
   stats(): UpstreamStats {
@@ -222,110 +393,241 @@ export class UpstreamClient {
   }
 
   /** Lets in-flight requests finish, then closes the sockets. */
-  async close(): Promise<void> {
-    await this.pool.close().catch(() => undefined);
+  close(): Promise<void> {
+    this.closing = true;
+    for (const c of this.conns) if (!c.busy) this.drop(c);
+    return this.whenClosed();
   }
 
-  /** Aborts in-flight requests (they resolve as ABORTED) and closes the sockets. */
-  async destroy(): Promise<void> {
-    await this.pool.destroy().catch(() => undefined);
-  }
-
-  private judge(text: string, firstId: number, count: number, batch: boolean): PostResult {
-    let v: unknown;
-    try {
-      v = JSON.parse(text);
-    } catch {
-      this.httpErrors += count;
-      return failed(Outcome.BAD_RESPONSE, 'answer is not JSON');
+  /** Aborts in-flight requests (they are answered ABORTED) and closes the sockets. */
+  destroy(): Promise<void> {
+    this.closing = true;
+    for (const c of this.conns) {
+      if (c.busy) this.fail(c, Outcome.ABORTED, 'aborted by shutdown');
+      this.drop(c);
     }
-    const accepted = new Uint8Array(count);
-    let okCount = 0;
-    let reason = '';
-    if (batch && Array.isArray(v)) {
-      for (const r of v) {
-        if (r === null || typeof r !== 'object') continue;
-        const i = (r as { id?: unknown }).id;
-        if (typeof i !== 'number') continue;
-        const k = i - firstId;
-        if (k < 0 || k >= count || accepted[k] === 1) continue;
-        if (isResult(r)) {
-          accepted[k] = 1;
-          okCount++;
-        } else if (reason === '') {
-          reason = rpcReason(r);
-        }
+    return this.whenClosed();
+  }
+
+  // ---- connections ---------------------------------------------------------------
+
+  /** An idle open connection still inside its keep-alive, else one to open. */
+  private pick(): Connection | null {
+    const now = performance.now();
+    let fresh: Connection | null = null;
+    for (const c of this.conns) {
+      if (c.busy) continue;
+      if (c.socket !== null) {
+        if (now - c.idleSince < c.idleLimit) return c;
+        this.drop(c);
       }
-      if (okCount < count && reason === '') reason = 'batch answer lacks some ids';
-    } else if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
-      if (batch) {
-        // One object for an array: the upstream refused the batch as a whole.
-        if (!('error' in v)) {
-          this.httpErrors += count;
-          return failed(Outcome.BAD_RESPONSE, 'batch answered by a single non-error object');
-        }
-        this.rpcErrors += count;
-        return { outcome: Outcome.OK, accepted, okCount: 0, reason: rpcReason(v), batchRefused: true };
-      }
-      if (isResult(v)) {
-        accepted[0] = 1;
-        okCount = 1;
-      } else if ('error' in v) {
-        reason = rpcReason(v);
-      } else {
-        this.httpErrors += count;
-        return failed(Outcome.BAD_RESPONSE, 'answer has neither result nor error');
-      }
+      fresh ??= c;
+    }
+    return fresh;
+  }
+
+  private open(c: Connection): Socket {
+    let sock: Socket;
+    if (this.tls) {
+      sock = tlsConnect({ host: this.host, port: this.port, servername: this.servername, ALPNProtocols: ['http/1.1'], ca: this.ca as string[] | undefined, session: this.session });
+      sock.setNoDelay(true);
+      sock.on('session', (s: Buffer) => (this.session = s));
+      sock.on('data', (chunk: Buffer) => this.onData(c, sock, chunk, chunk.length));
     } else {
+      c.readBuf ??= Buffer.allocUnsafe(READ_BUFFER_BYTES);
+      sock = netConnect({
+        host: this.host,
+        port: this.port,
+        noDelay: true,
+        onread: {
+          buffer: c.readBuf,
+          callback: (n, buf) => {
+            this.onData(c, sock, buf as Buffer, n);
+            return true;
+          },
+        },
+      });
+    }
+    sock.on('error', (err: NodeJS.ErrnoException) => this.onError(c, sock, err));
+    sock.on('end', () => this.onEnd(c, sock));
+    sock.on('close', () => this.onClose(c, sock));
+    c.socket = sock;
+    this.live++;
+    return sock;
+  }
+
+  private onData(c: Connection, sock: Socket, buf: Buffer, n: number): void {
+    if (c.socket !== sock) return;
+    if (!c.busy) {
+      // Bytes nobody asked for: the stream is out of step; start over on a fresh connection.
+      this.drop(c);
+      return;
+    }
+    const p = c.parser.execute(buf, 0, n);
+    if (p === Parse.MORE) return;
+    if (p === Parse.ERROR) {
+      this.httpErrors += c.count;
+      this.drop(c);
+      this.fail(c, Outcome.BAD_RESPONSE, c.parser.error);
+      return;
+    }
+    // An answer that came before our request was fully written (an early error) leaves the write buffer in use: do not reuse.
+    const reuse = c.parser.keepAlive && c.parser.consumed === n && !this.closing && sock.writableLength === 0;
+    this.answered(c, reuse);
+  }
+
+  private onEnd(c: Connection, sock: Socket): void {
+    if (c.socket !== sock) return;
+    if (c.busy) {
+      if (c.parser.started && c.parser.finish() === Parse.DONE) {
+        this.answered(c, false);
+        return;
+      }
+      this.connErrors += c.count;
+      this.drop(c);
+      this.fail(c, Outcome.CONN_ERROR, c.parser.started ? c.parser.error || 'closed mid-answer' : 'closed before answering');
+      return;
+    }
+    this.drop(c);
+  }
+
+  private onError(c: Connection, sock: Socket, err: NodeJS.ErrnoException): void {
+    if (c.socket !== sock) return;
+    this.drop(c);
+    if (c.busy) {
+      this.connErrors += c.count;
+      this.fail(c, Outcome.CONN_ERROR, typeof err.code === 'string' ? err.code : 'socket error');
+    }
+  }
+
+  private onClose(c: Connection, sock: Socket): void {
+    this.live--;
+    if (c.socket === sock) {
+      c.socket = null;
+      if (c.busy) {
+        this.connErrors += c.count;
+        this.fail(c, Outcome.CONN_ERROR, 'closed');
+      }
+    }
+    if (this.live === 0 && this.closed !== null) {
+      const resolve = this.closed;
+      this.closed = null;
+      resolve();
+    }
+  }
+
+  private drop(c: Connection): void {
+    const s = c.socket;
+    if (s === null) return;
+    c.socket = null;
+    s.destroy();
+  }
+
+  private whenClosed(): Promise<void> {
+    if (this.live === 0) return Promise.resolve();
+    this.whenAllClosed ??= new Promise((resolve) => (this.closed = resolve));
+    return this.whenAllClosed;
+  }
+
+  // ---- answers -------------------------------------------------------------------
+
+  /** A full HTTP answer is in the parser: judge it, settle the connection, then call back. */
+  private answered(c: Connection, reuse: boolean): void {
+    const p = c.parser;
+    const now = performance.now();
+    this.lastLatencyMs = now - c.t0;
+    const r = c.result;
+    const count = c.count;
+    if (p.status < 200 || p.status >= 300) {
       this.httpErrors += count;
-      return failed(Outcome.BAD_RESPONSE, 'answer is not a JSON-RPC response');
-    }
-    this.ok += okCount;
-    this.rpcErrors += count - okCount;
-    return { outcome: Outcome.OK, accepted, okCount, reason, batchRefused: false };
-  }
-
-  private classify(err: unknown, count: number): PostResult {
-    const code = err !== null && typeof err === 'object' && typeof (err as { code?: unknown }).code === 'string' ? (err as { code: string }).code : 'unknown';
-    switch (code) {
-      case 'UND_ERR_CONNECT_TIMEOUT':
-      case 'UND_ERR_HEADERS_TIMEOUT':
-      case 'UND_ERR_BODY_TIMEOUT':
-        this.timeouts += count;
-        return failed(Outcome.TIMEOUT, code);
-      case 'UND_ERR_DESTROYED':
-      case 'UND_ERR_CLOSED':
-      case 'UND_ERR_ABORTED':
-        this.aborted += count;
-        return failed(Outcome.ABORTED, code);
-      case 'UND_ERR_RES_EXCEEDED_MAX_SIZE':
+      r.outcome = p.status >= 400 && p.status < 500 && p.status !== 408 && p.status !== 429 ? Outcome.REFUSED : Outcome.HTTP_ERROR;
+      r.accepted = null;
+      r.okCount = 0;
+      r.reason = 'http ' + p.status;
+      r.batchRefused = false;
+    } else {
+      const scan = c.scan;
+      if (scan.accepted.length < count) scan.accepted = new Uint8Array(count);
+      readAnswer(p.bodyBuffer(), p.bodyStart(), p.bodyEnd(), c.firstId, count, c.batch, scan);
+      if (scan.bad !== '') {
         this.httpErrors += count;
-        return failed(Outcome.BAD_RESPONSE, code);
-      default:
-        this.connErrors += count;
-        return failed(Outcome.CONN_ERROR, code);
+        r.outcome = Outcome.BAD_RESPONSE;
+        r.accepted = null;
+        r.okCount = 0;
+        r.reason = scan.bad;
+        r.batchRefused = false;
+      } else {
+        if (scan.batchRefused) this.rpcErrors += count;
+        else {
+          this.ok += scan.okCount;
+          this.rpcErrors += count - scan.okCount;
+        }
+        r.outcome = Outcome.OK;
+        r.accepted = scan.accepted;
+        r.okCount = scan.okCount;
+        r.reason = scan.reason;
+        r.batchRefused = scan.batchRefused;
+      }
+    }
+    if (reuse) {
+      c.idleSince = now;
+      const hint = p.keepAliveHintMs;
+      c.idleLimit = hint >= 0 ? Math.min(KEEP_ALIVE_MS, hint - KEEP_ALIVE_MARGIN_MS) : KEEP_ALIVE_MS;
+      // An idle keep-alive socket must not keep the process alive on its own.
+      c.socket!.unref();
+    } else {
+      this.drop(c);
+    }
+    this.settle(c, r);
+  }
+
+  private fail(c: Connection, outcome: Outcome, reason: string): void {
+    if (!c.busy) return;
+    if (outcome === Outcome.TIMEOUT) this.timeouts += c.count;
+    else if (outcome === Outcome.ABORTED) this.aborted += c.count;
+    const r = c.result;
+    r.outcome = outcome;
+    r.accepted = null;
+    r.okCount = 0;
+    r.reason = reason;
+    r.batchRefused = false;
+    this.settle(c, r);
+  }
+
+  private settle(c: Connection, r: PostResult): void {
+    const done = c.done!;
+    c.done = null;
+    c.busy = false;
+    try {
+      done(r);
+    } catch {
+      // The caller's bug must not corrupt this connection's state; the lane catches its own.
     }
   }
-}
 
-function failed(outcome: Outcome, reason: string): PostResult {
-  return { outcome, accepted: null, okCount: 0, reason, batchRefused: false };
-}
+  // ---- time --------------------------------------------------------------------
 
-function isResult(r: object): boolean {
-  const e = (r as { error?: unknown }).error;
-  return 'result' in r && (e === undefined || e === null);
-}
+  private arm(): void {
+    this.timer = setTimeout(this.sweepFn, this.sweepMs);
+    this.timer.unref();
+  }
 
-// Upstream messages sometimes echo a hash, a signature or worse the
-// transaction; long hex/base64/base58 runs are cut to a 10-character prefix.
-const LONG_RUN = /[0-9A-Za-z+/=_-]{24,}/g;
-
-function rpcReason(r: object): string {
-  const e = (r as { error?: unknown }).error;
-  if (e === null || typeof e !== 'object') return 'rpc error';
-  const code = (e as { code?: unknown }).code;
-  const message = (e as { message?: unknown }).message;
-  const text = typeof message === 'string' ? message.slice(0, 4 * MAX_REASON_CHARS).replace(LONG_RUN, (m) => m.slice(0, 10) + '…') : '';
-  return ('rpc ' + (typeof code === 'number' ? code : '?') + (text ? ': ' + text : '')).slice(0, MAX_REASON_CHARS);
+  /** One coarse tick for every connection: requests past their deadline fail, idle sockets past their keep-alive close. */
+  private sweep(): void {
+    this.timer = null;
+    const now = performance.now();
+    let any = false;
+    for (const c of this.conns) {
+      if (c.busy) {
+        if (now >= c.deadline) {
+          this.drop(c);
+          this.fail(c, Outcome.TIMEOUT, 'timeout');
+        } else any = true;
+      } else if (c.socket !== null) {
+        if (now - c.idleSince >= c.idleLimit) this.drop(c);
+        else any = true;
+      }
+    }
+    if (any) this.arm();
+  }
 }

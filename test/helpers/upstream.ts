@@ -7,6 +7,7 @@
  *   up.requests               // parsed bodies in arrival order: an object, or an array for a batch
  *   up.raw                    // the same bodies as received text
  *   up.calls()                // every call flattened: { id, method, params }
+ *   up.results                // the calls answered with a result, in answer order
  *   up.setMode('http-500')    // see UpstreamMode
  *   await up.waitForCalls(10) // resolves once 10 calls have arrived
  *   await up.close()
@@ -25,20 +26,28 @@ export interface UpstreamCall {
  * - 'ok': a result for every call (a fake hash, signature or bundle id);
  * - 'rpc-error': a JSON-RPC error for every call (HTTP 200);
  * - 'http-500': HTTP 500 with a plain-text body;
+ * - { status }: that HTTP status with a plain-text body;
  * - 'drop': destroys the connection without answering;
+ * - 'hang': never answers (the request stays open until the client gives up or the server closes);
+ * - 'garbage': HTTP 200 with a body that is not JSON;
  * - 'no-batch': answers a batch array with one error object, single calls with results;
  * - { rejectIf, message }: a JSON-RPC error (with `message(call)` as text, if given) for the calls
  *   the predicate picks, results for the rest;
- * - { delayMs, then }: waits, then answers per `then` (default 'ok'); a long delay is a time-out.
+ * - { delayMs, then }: waits, then answers per `then` (default 'ok'); a long delay is a time-out;
+ * - { first, mode, then }: the first `first` requests (from now) are answered per `mode`, later ones per `then`.
  */
 export type UpstreamMode =
   | 'ok'
   | 'rpc-error'
   | 'http-500'
+  | { status: number }
   | 'drop'
+  | 'hang'
+  | 'garbage'
   | 'no-batch'
   | { rejectIf: (call: UpstreamCall) => boolean; message?: (call: UpstreamCall) => string }
-  | { delayMs: number; then?: UpstreamMode };
+  | { delayMs: number; then?: UpstreamMode }
+  | { first: number; mode: UpstreamMode; then: UpstreamMode };
 
 export interface StartUpstreamOptions {
   mode?: UpstreamMode;
@@ -50,6 +59,7 @@ export interface TestUpstream {
   url: string;
   requests: any[];
   raw: string[];
+  results: UpstreamCall[];
   calls(): UpstreamCall[];
   setMode(mode: UpstreamMode): void;
   waitForCalls(n: number, timeoutMs?: number): Promise<void>;
@@ -60,6 +70,7 @@ export async function startUpstream(opts: StartUpstreamOptions = {}): Promise<Te
   let mode: UpstreamMode = opts.mode ?? 'ok';
   const requests: any[] = [];
   const raw: string[] = [];
+  const results: UpstreamCall[] = [];
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   let waiters: { n: number; resolve: () => void }[] = [];
@@ -73,6 +84,13 @@ export async function startUpstream(opts: StartUpstreamOptions = {}): Promise<Te
   };
 
   const answer = (m: UpstreamMode, req: IncomingMessage, res: ServerResponse, body: any): void => {
+    if (typeof m === 'object' && 'first' in m) {
+      if (m.first > 0) {
+        m.first--;
+        answer(m.mode, req, res, body);
+      } else answer(m.then, req, res, body);
+      return;
+    }
     if (typeof m === 'object' && 'delayMs' in m) {
       const t = setTimeout(() => {
         timers.delete(t);
@@ -85,6 +103,17 @@ export async function startUpstream(opts: StartUpstreamOptions = {}): Promise<Te
       req.socket.destroy();
       return;
     }
+    if (m === 'hang') return;
+    if (typeof m === 'object' && 'status' in m) {
+      res.writeHead(m.status, { 'content-type': 'text/plain' });
+      res.end('status ' + m.status);
+      return;
+    }
+    if (m === 'garbage') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('<html>bad gateway</html>');
+      return;
+    }
     if (m === 'http-500') {
       res.writeHead(500, { 'content-type': 'text/plain' });
       res.end('internal error');
@@ -95,6 +124,12 @@ export async function startUpstream(opts: StartUpstreamOptions = {}): Promise<Te
       out = m === 'no-batch' ? { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'batch requests are not supported' } } : body.map((c) => one(m, c));
     } else {
       out = one(m, body);
+    }
+    for (const r of Array.isArray(out) ? out : [out]) {
+      if (r && typeof r === 'object' && 'result' in r) {
+        const call = (Array.isArray(body) ? body : [body]).find((c: any) => c?.id === (r as any).id);
+        if (call) results.push({ id: call.id, method: call.method, params: call.params });
+      }
     }
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(out));
@@ -128,6 +163,7 @@ export async function startUpstream(opts: StartUpstreamOptions = {}): Promise<Te
     url: `http://127.0.0.1:${port}${opts.path ?? '/'}`,
     requests,
     raw,
+    results,
     calls: () => requests.flatMap((r) => (Array.isArray(r) ? r : [r])).map((c) => ({ id: c.id, method: c.method, params: c.params })),
     setMode: (m) => {
       mode = m;
