@@ -117,6 +117,9 @@ test('every acknowledged batch survives SIGKILL and reaches PostgreSQL after res
       for (const id of acked) {
         const r = await fetch(`${adminBase}/admin/batches/${id}`, { headers: { authorization: `Bearer ${adminToken}` } });
         assert.equal(r.status, 200, `acknowledged batch ${id} lost`);
+        // The outcome is durable before the 202 (issue 8: kill -9 right after an ack left items: []).
+        const rec = (await r.json()) as { items: { status: string }[] };
+        assert.equal(rec.items.length, 3, `acknowledged batch ${id} has its per-item outcomes`);
       }
       if (withPg) {
         const c = new pg.Client({ connectionString: PG_URL });

@@ -220,3 +220,55 @@ test('attach() in another realm of the same thread sees the same slots', () => {
   assert.equal(other.tryTake(1, 2, T0), 0);
   assert.equal(table.tryTake(1, 1, T0), 100);
 });
+
+test('a growable table keeps its slots and state while it grows, up to maxSlots and no further', () => {
+  const table = TokenBucketTable.create({ slots: 2, maxSlots: 10, nowMs: T0 });
+  assert.equal(table.slots, 2);
+  assert.equal(table.maxSlots, 10);
+  assert.equal(table.byteLength, 2 * 32);
+  table.configure(1, 10, 3, T0);
+  assert.equal(table.tryTake(1, 2, T0), 0);
+  assert.throws(() => table.tryTake(2, 1, T0), RangeError, 'not grown yet');
+  table.grow(7);
+  assert.equal(table.slots, 7);
+  assert.equal(table.byteLength, 7 * 32);
+  assert.equal(table.available(1, T0), 1, 'the state of an old slot survives growth');
+  assert.equal(table.tryTake(6, 1, T0), NEVER, 'a new slot starts unconfigured');
+  table.configure(6, 1, 1, T0);
+  assert.equal(table.tryTake(6, 1, T0), 0);
+  table.grow(3); // never shrinks
+  assert.equal(table.slots, 7);
+  assert.throws(() => table.grow(11), RangeError);
+  assert.equal(TokenBucketTable.create({ slots: 4, nowMs: T0 }).maxSlots, 4, 'without maxSlots the table is fixed');
+});
+
+test('a worker attached before the table grew takes from slots added after, and shares their state', async () => {
+  const { Worker } = await import('node:worker_threads');
+  const table = TokenBucketTable.create({ slots: 4, maxSlots: 4096, nowMs: T0 });
+  const w = new Worker(new URL('./fixtures/bucket-worker.js', import.meta.url), { workerData: table.handle() });
+  try {
+    const replies: any[] = [];
+    let wake: () => void = () => {};
+    w.on('message', (m) => {
+      replies.push(m);
+      wake();
+    });
+    const next = async () => {
+      while (replies.length === 0) await new Promise<void>((r) => (wake = r));
+      return replies.shift();
+    };
+    assert.deepEqual(await next(), { ready: 4 });
+    table.grow(4000);
+    table.configure(3999, 1, 2, T0);
+    w.postMessage({ slot: 3999, n: 1, nowMs: T0 });
+    assert.deepEqual(await next(), { wait: 0, slots: 4000 });
+    // One token left, taken here; the worker then finds the bucket empty: the same memory.
+    assert.equal(table.tryTake(3999, 1, T0), 0);
+    w.postMessage({ slot: 3999, n: 1, nowMs: T0 });
+    assert.deepEqual(await next(), { wait: 1000, slots: 4000 });
+    w.postMessage({ slot: 4000, n: 1, nowMs: T0 });
+    assert.deepEqual(await next(), { error: 'RangeError' });
+  } finally {
+    await w.terminate();
+  }
+});

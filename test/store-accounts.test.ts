@@ -265,3 +265,67 @@ test('the internal id is a small integer distinct from the UUID, unique per acco
   const ids = made.map((a) => a.id).sort((x, y) => x - y);
   assert.deepEqual(ids, Array.from({ length: 50 }, (_, i) => i + 1));
 });
+
+test('a create at the live-account cap is refused with TXR_ACCOUNT_LIMIT and stores nothing; revoked accounts do not count', async (t) => {
+  const dir = tempDir(t);
+  const first = Store.open(dir);
+  const accounts = AccountStore.open(first, { maxLive: 3 });
+  const made: AccountRecord[] = [];
+  for (let i = 0; i < 3; i++) made.push(await accounts.create({}, plans));
+  const seen: AccountRecord[] = [];
+  accounts.onChange((r) => seen.push(r));
+  await assert.rejects(accounts.create({}, plans), (e: unknown) => {
+    assert.ok(e instanceof AccountError);
+    assert.equal(e.code, 'TXR_ACCOUNT_LIMIT');
+    assert.match(e.message, /at most 3 live accounts/);
+    return true;
+  });
+  assert.equal(seen.length, 0, 'nothing announced');
+  assert.equal(accounts.list().length, 3);
+  await accounts.revoke(made[0]!.uuid);
+  assert.equal(accounts.live, 2);
+  const next = await accounts.create({}, plans);
+  assert.equal(next.id, 4, 'the refused create used no id');
+  await first.close();
+
+  // On disk too: the refused create left no record behind.
+  const { accounts: again } = await open(t, dir);
+  assert.deepEqual(again.list().map((r) => r.id), [1, 2, 3, 4]);
+  assert.equal(again.live, 3);
+});
+
+test('concurrent creates cannot pass the cap together: exactly the free places succeed', async (t) => {
+  const dir = tempDir(t);
+  const store = Store.open(dir);
+  t.after(() => store.close());
+  const accounts = AccountStore.open(store, { maxLive: 5 });
+  await accounts.create({}, plans);
+  const results = await Promise.allSettled(Array.from({ length: 12 }, () => accounts.create({}, plans)));
+  assert.equal(results.filter((r) => r.status === 'fulfilled').length, 4);
+  for (const r of results) if (r.status === 'rejected') assert.equal((r.reason as AccountError).code, 'TXR_ACCOUNT_LIMIT');
+  assert.equal(accounts.live, 5);
+  assert.equal(accounts.size, 5);
+});
+
+test('a store holding more live accounts than the cap opens whole, and refuses creates until revocations bring it under', async (t) => {
+  const dir = tempDir(t);
+  const first = Store.open(dir);
+  const accounts = AccountStore.open(first, { maxLive: 10 });
+  const made: AccountRecord[] = [];
+  for (let i = 0; i < 6; i++) made.push(await accounts.create({}, plans));
+  await first.close();
+
+  const { accounts: again } = await (async () => {
+    const store = Store.open(dir);
+    t.after(() => store.close());
+    return { accounts: AccountStore.open(store, { maxLive: 4 }) };
+  })();
+  assert.equal(again.live, 6);
+  for (const r of made) assert.equal(again.lookup(r.uuid)?.id, r.id, 'every stored account still authenticates');
+  await assert.rejects(again.create({}, plans), { code: 'TXR_ACCOUNT_LIMIT' });
+  await again.revoke(made[0]!.uuid);
+  await again.revoke(made[1]!.uuid);
+  await assert.rejects(again.create({}, plans), { code: 'TXR_ACCOUNT_LIMIT' }, '4 live: still at the cap');
+  await again.revoke(made[2]!.uuid);
+  assert.equal((await again.create({}, plans)).id, 7);
+});

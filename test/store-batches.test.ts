@@ -66,7 +66,7 @@ test('a malformed batch id is refused as a batch-record failure (503 -32011) wit
   assert.equal(batches.backlog(), 0);
 });
 
-test('outcomes: visible at once, durable after flush, and reopened from disk', async (t) => {
+test('outcomes: visible at once, durable when updateOutcome resolves, and reopened from disk; an unknown batch rejects', async (t) => {
   const dir = tempDir(t);
   const store = Store.open(dir);
   const batches = new BatchStore(store);
@@ -77,10 +77,10 @@ test('outcomes: visible at once, durable after flush, and reopened from disk', a
     { status: 'duplicate' as const, duplicate: true },
     { status: 'not-sent' as const, error_code: -32005 },
   ];
-  assert.equal(batches.updateOutcome(rec.batch_id, items), true);
+  const written = batches.updateOutcome(rec.batch_id, items);
   assert.deepEqual(batches.get(rec.batch_id)?.items, items);
-  assert.equal(batches.updateOutcome('01ARZ3NDEKTSV4RRFFQ69G5FAV', items), false);
-  await batches.flush();
+  assert.equal(await written, undefined);
+  await assert.rejects(batches.updateOutcome('01ARZ3NDEKTSV4RRFFQ69G5FAV', items), { code: 'TXR_BATCH_NOT_FOUND' });
   await store.close();
 
   const again = open(t, dir).batches;
@@ -188,7 +188,7 @@ test('every batch_id printed after persist resolved survives a SIGKILL of the pr
   }
 });
 
-test('an awaited persist is fdatasync\'d before it resolves, and the persists of one turn share one fdatasync', async (t) => {
+test('an awaited persist or outcome write is fdatasync\'d before it resolves, and the writes of one turn share one fdatasync', async (t) => {
   const probe = spawnSync('strace', ['-f', '-e', 'trace=fdatasync', 'true'], { encoding: 'utf8' });
   if (probe.status !== 0) {
     t.skip(`strace not available or not permitted here (${probe.error?.message ?? probe.stderr.trim()}): skipping`);
@@ -201,16 +201,39 @@ test('an awaited persist is fdatasync\'d before it resolves, and the persists of
       encoding: 'utf8',
     });
     assert.equal(r.status, 0, r.stderr);
-    assert.equal(r.stdout, 'one\n'.repeat(5) + 'turn\n');
+    assert.equal(r.stdout, 'one\n'.repeat(5) + 'turn\n' + 'outcome-one\n'.repeat(5) + 'outcome-turn\n');
     // F: a sync syscall began; P: the child printed (after its persist resolved).
     const events = readFileSync(trace, 'utf8')
       .split('\n')
       .map((l) => (/\b(fdatasync|fsync)\(/.test(l) ? 'F' : /\bwrite\(1, "/.test(l) ? 'P' : ''))
       .join('');
     const beforeEachPrint = events.slice(0, events.lastIndexOf('P') + 1).split('P').slice(0, -1);
-    assert.equal(beforeEachPrint.length, 6, events);
+    assert.equal(beforeEachPrint.length, 12, events);
     for (const [i, gap] of beforeEachPrint.entries()) assert.ok(gap.length >= 1, `no sync before print ${i}: ${events}`);
     assert.equal(beforeEachPrint[5], 'F', `50 persists in one turn: one commit, one fdatasync (${events})`);
+    assert.equal(beforeEachPrint[11], 'F', `50 outcome writes in one turn: one commit, one fdatasync (${events})`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('every batch whose outcome write resolved reopens with its items after a SIGKILL of the process', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'txrelay-store-'));
+  try {
+    const killAfter = 300;
+    const run = await runChild(['outcome', dir], (_line, lines) => (lines.length === killAfter ? 'kill' : undefined));
+    assert.equal(run.signal, 'SIGKILL', run.stderr);
+    assert.ok(run.lines.length >= killAfter, `${run.lines.length} lines`);
+
+    const store = Store.open(dir);
+    try {
+      const batches = new BatchStore(store);
+      const empty = run.lines.filter((id) => (batches.get(id)?.items.length ?? 0) !== 3);
+      assert.deepEqual(empty, [], 'acknowledged outcomes lost');
+      assert.equal(batches.get(run.lines.at(-1)!)?.version, 2);
+    } finally {
+      await store.close();
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -227,7 +250,7 @@ test('a full disk rejects persist with 503 -32011, fails closed without crashing
     assert.ok(ok.length > 10, `${ok.length} records fit`);
     assert.deepEqual(byKind('rejected'), [`TXR_BATCH_RECORD ${E.BATCH_RECORD.rpc}`]);
     assert.deepEqual(byKind('again'), ['TXR_BATCH_RECORD']);
-    assert.deepEqual(byKind('outcome'), ['true']);
+    assert.deepEqual(byKind('outcome'), ['TXR_STORE_FAILED'], 'an outcome write on a failed store rejects');
     assert.deepEqual(byKind('outcome-failures'), ['1']);
     assert.deepEqual(byKind('healthy'), ['false']);
     assert.equal(run.lines.at(-1), 'done');

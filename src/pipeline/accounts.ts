@@ -1,38 +1,91 @@
 /**
- * Live accounts: the store's in-memory records joined to their token-bucket
- * slots. Every account owns two slots (family A, family B) in the shared
- * table, at 2 * id + family, so a change made through the admin API is
- * re-configured into the table before the API answers (DECISIONS 5).
+ * Live accounts: the store's in-memory records joined to their token buckets
+ * (DECISIONS 5). A change made through the admin API is configured into the
+ * shared table before the API answers.
+ *
+ * Seats. Every live account holds one seat in the shared table: three
+ * adjacent slots, its family A and family B buckets and its batch-record
+ * budget. Seats are not account ids: ids are never reused (batch records name
+ * accounts by id), seats are freed by revocation and taken again by later
+ * accounts, so the table is bounded by the live accounts, which the store
+ * caps (`AccountStore.maxLive`) before writing anything.
+ *
+ *   slot:  0        1        2        3     4     5       ...  3s   3s+1    3s+2
+ *        | no seat: never configured | seat 1: evm solana records | seat s ...
+ *
+ * Seat 0 is never configured, so a record without a seat (revoked while its
+ * request was in flight) reads as "never admits" instead of an index error.
  */
 import type { AccountRecord, AccountStore } from '../store/accounts.js';
-import type { TokenBucketTable } from '../shared/token-bucket.js';
+import { NEVER, TokenBucketTable } from '../shared/token-bucket.js';
 import type { Clock } from '../shared/clock.js';
 
 export type Family = 'evm' | 'solana';
+/** The buckets of a seat: one per family, and the family A batch-record budget. */
+export type Bucket = Family | 'records';
 
-/** Accounts the shared bucket table holds: 2 slots each; ~40 bytes per slot of virtual memory. */
-export const MAX_ACCOUNTS = 1 << 19;
-export const BUCKET_SLOTS = MAX_ACCOUNTS * 2;
+/** Slots per seat: evm, solana, records. */
+export const SLOTS_PER_SEAT = 3;
+const OFFSET: Readonly<Record<Bucket, number>> = { evm: 0, solana: 1, records: 2 };
 
-export function slotOf(rec: AccountRecord, family: Family): number {
-  return rec.id * 2 + (family === 'solana' ? 1 : 0);
+/** Seats a growable table starts with: a small node never commits more than 96 KiB. */
+const INITIAL_SEATS = 1024;
+
+/**
+ * The wait reported for a take that can never succeed as configured (TPS 0
+ * with an empty bucket, more credits than the burst, no seat): the same
+ * minute the HTTP doors already answer for an infinite wait, so a client
+ * backs off rather than hammering a limit that will not open.
+ */
+export const RETRY_NEVER_MS = 60_000;
+
+export interface RegistryOptions {
+  /** Seats the table starts with when `create` builds it; default 1024. */
+  initialSeats?: number;
 }
 
 export class AccountRegistry {
+  /** Refused batch-record credits since start (takeRecordCredit), a metric. */
+  refusedRecords = 0;
+  /** Seat of each account id (0: none); ids are dense from 1, so a typed array indexed by id. */
+  private seatOfId = new Int32Array(1024);
+  /** Seats freed by revocation, reused last-freed first (still warm in cache). */
+  private readonly freeSeats: number[] = [];
+  /** Seats ever handed out, + 1 for seat 0: the next fresh seat. */
+  private nextSeat = 1;
+  /** Seats the table can ever hold, seat 0 included. */
+  private readonly maxSeats: number;
+
+  /**
+   * Joins `store` to `buckets`. The table must seat every live account the
+   * store may hold, max(store.maxLive, store.live), either now or by growing
+   * (see `create`, which sizes it so); otherwise this throws RangeError at
+   * start-up rather than refusing accounts later.
+   */
   constructor(
     readonly store: AccountStore,
-    private readonly buckets: TokenBucketTable,
+    readonly buckets: TokenBucketTable,
     private readonly clock: Clock,
   ) {
+    this.maxSeats = Math.floor(buckets.maxSlots / SLOTS_PER_SEAT);
+    const need = Math.max(store.maxLive, store.live);
+    if (need > this.maxSeats - 1) {
+      throw new RangeError(`token bucket table seats ${this.maxSeats - 1} accounts but the store may hold ${need} live accounts`);
+    }
     for (const rec of store.list()) this.configure(rec);
     store.onChange((rec) => this.configure(rec));
   }
 
-  private configure(rec: AccountRecord): void {
-    if (rec.id >= MAX_ACCOUNTS) throw new Error(`account table full: at most ${MAX_ACCOUNTS} accounts per node`);
-    const now = this.clock();
-    this.buckets.configure(slotOf(rec, 'evm'), rec.evm.tps, rec.evm.burst, now);
-    this.buckets.configure(slotOf(rec, 'solana'), rec.solana.tps, rec.solana.burst, now);
+  /**
+   * A registry over its own growable table, sized to seat max(store.maxLive,
+   * store.live) accounts: start-up succeeds whatever the store holds.
+   * `registry.buckets.handle()` attaches it in workers.
+   */
+  static create(store: AccountStore, clock: Clock, opts: RegistryOptions = {}): AccountRegistry {
+    const maxSeats = Math.max(store.maxLive, store.live) + 1;
+    const initial = Math.min(maxSeats, Math.max(opts.initialSeats ?? INITIAL_SEATS, store.live + 1));
+    const buckets = TokenBucketTable.create({ slots: initial * SLOTS_PER_SEAT, maxSlots: maxSeats * SLOTS_PER_SEAT, nowMs: clock() });
+    return new AccountRegistry(store, buckets, clock);
   }
 
   /** The live account for a canonical UUID text, if it exists and is not revoked. */
@@ -45,5 +98,80 @@ export class AccountRegistry {
   byBytes(buf: Uint8Array, offset: number): AccountRecord | undefined {
     const rec = this.store.lookupBytes(buf, offset);
     return rec && !rec.revoked ? rec : undefined;
+  }
+
+  /** The table slot of one of the account's buckets; seat 0's (never configured) when it holds no seat. */
+  slotOf(rec: AccountRecord, bucket: Bucket): number {
+    const id = rec.id;
+    const seat = id < this.seatOfId.length ? this.seatOfId[id]! : 0;
+    return seat * SLOTS_PER_SEAT + OFFSET[bucket];
+  }
+
+  /**
+   * Takes `n` credits from the account's `family` bucket. Returns 0 when
+   * taken, else the milliseconds to wait: always finite, RETRY_NEVER_MS when
+   * waiting cannot help. Never throws for a live or revoked record.
+   */
+  take(rec: AccountRecord, family: Family, n: number): number {
+    const wait = this.buckets.tryTake(this.slotOf(rec, family), n, this.clock());
+    return wait === NEVER ? RETRY_NEVER_MS : wait;
+  }
+
+  /**
+   * Takes one credit of the account's batch-record budget: the family A
+   * batch door calls it before persisting a receive record, and answers 429
+   * without writing when it returns a wait (0 when taken; finite, as `take`).
+   * The budget has the account's family A TPS and burst, so records written
+   * per account are bounded by burst + TPS * t, like its admissions.
+   */
+  takeRecordCredit(rec: AccountRecord): number {
+    const wait = this.buckets.tryTake(this.slotOf(rec, 'records'), 1, this.clock());
+    if (wait === 0) return 0;
+    this.refusedRecords++;
+    return wait === NEVER ? RETRY_NEVER_MS : wait;
+  }
+
+  /** Live accounts holding a seat. */
+  get seated(): number {
+    return this.nextSeat - 1 - this.freeSeats.length;
+  }
+
+  private configure(rec: AccountRecord): void {
+    let seat = rec.id < this.seatOfId.length ? this.seatOfId[rec.id]! : 0;
+    if (rec.revoked) {
+      if (seat !== 0) this.release(rec.id, seat);
+      return;
+    }
+    if (seat === 0) seat = this.seat(rec.id);
+    const now = this.clock();
+    const base = seat * SLOTS_PER_SEAT;
+    this.buckets.configure(base + OFFSET.evm, rec.evm.tps, rec.evm.burst, now);
+    this.buckets.configure(base + OFFSET.solana, rec.solana.tps, rec.solana.burst, now);
+    // The record budget follows family A's limits (evm PATCHes reconfigure it here, live).
+    this.buckets.configure(base + OFFSET.records, rec.evm.tps, rec.evm.burst, now);
+  }
+
+  /** A seat for a newly live account. The store's cap, checked at construction, guarantees one exists. */
+  private seat(id: number): number {
+    const seat = this.freeSeats.pop() ?? this.nextSeat++;
+    const slots = (seat + 1) * SLOTS_PER_SEAT;
+    if (slots > this.buckets.slots) {
+      // Doubling keeps growth (a syscall and a view rebuild per thread) rare.
+      this.buckets.grow(Math.min(this.maxSeats * SLOTS_PER_SEAT, Math.max(slots, this.buckets.slots * 2)));
+    }
+    if (id >= this.seatOfId.length) {
+      const wider = new Int32Array(Math.max(id + 1, this.seatOfId.length * 2));
+      wider.set(this.seatOfId);
+      this.seatOfId = wider;
+    }
+    this.seatOfId[id] = seat;
+    return seat;
+  }
+
+  /** Revocation: the buckets are cleared (the next holder starts full) and the seat is free. */
+  private release(id: number, seat: number): void {
+    this.seatOfId[id] = 0;
+    for (let k = 0; k < SLOTS_PER_SEAT; k++) this.buckets.clear(seat * SLOTS_PER_SEAT + k);
+    this.freeSeats.push(seat);
   }
 }

@@ -28,6 +28,8 @@ function httpStatusOf(e: unknown): number {
   const code = (e as { code?: string }).code;
   if (code === 'TXR_ACCOUNT_NOT_FOUND') return 404;
   if (code === 'TXR_ACCOUNT_INVALID') return 400;
+  // 507 Insufficient Storage: the node cannot hold another live account; nothing was stored.
+  if (code === 'TXR_ACCOUNT_LIMIT') return 507;
   return 500;
 }
 

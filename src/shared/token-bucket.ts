@@ -3,6 +3,15 @@
  * family, read and written from every thread (DECISIONS 5: over any interval
  * t, admitted <= burst + TPS * t). The caller maps accounts to slot numbers.
  *
+ * Growth. A table made with `maxSlots` sits on a growable SharedArrayBuffer:
+ * address space for `maxSlots` is reserved, memory is committed as `grow()`
+ * adds slots, and every thread that attached sees the growth (a growable SAB
+ * is shared, not copied, by postMessage). Views stay fixed-length, because V8
+ * gives length-tracking views their own, slower element kinds; a thread whose
+ * views predate a growth rebuilds them the first time it meets a slot beyond
+ * them. Slots never move and a SAB never shrinks, so an old view is always
+ * valid for the slots it covers.
+ *
  * Layout: 32 bytes per slot, so a slot never straddles a 64-byte cache line;
  * an Int32Array and a Float64Array view the same SAB:
  *
@@ -90,16 +99,32 @@ export function refillTake(f: Float64Array, i: number, rate: number, burstMilli:
 
 export interface TokenBucketHandle {
   readonly sab: SharedArrayBuffer;
+  /** Slots when the handle was taken; the table may have grown since (attach reads the SAB's length). */
   readonly slots: number;
   readonly epochMs: number;
 }
 
 export interface TokenBucketOptions {
-  /** Number of slots (accounts x families). */
+  /** Number of slots (accounts x families) to start with. */
   readonly slots: number;
+  /** Slots the table may grow to with grow(); default `slots` (a fixed table). */
+  readonly maxSlots?: number;
   /** Current time; becomes the table epoch. */
   readonly nowMs: number;
 }
+
+/** Bytes per slot. */
+const SLOT_BYTES = SLOT_WORDS * 4;
+/** Indexes stay exact small integers and a full table stays addressable (2^26 slots = 2 GiB). */
+const MAX_SLOTS = 2 ** 26;
+
+/** ES2024 growable SharedArrayBuffer (Node >= 20), which the ES2023 lib this project builds with does not declare. */
+interface GrowableSab extends SharedArrayBuffer {
+  readonly growable: boolean;
+  readonly maxByteLength: number;
+  grow(byteLength: number): void;
+}
+const GrowableSharedArrayBuffer = SharedArrayBuffer as unknown as new (byteLength: number, opts: { maxByteLength: number }) => GrowableSab;
 
 function checkInt(name: string, v: number, min: number, max: number): void {
   if (!Number.isInteger(v) || v < min || v > max) {
@@ -108,14 +133,15 @@ function checkInt(name: string, v: number, min: number, max: number): void {
 }
 
 export class TokenBucketTable {
-  readonly slots: number;
+  /** Slots this thread's views cover; grows with the table (see refresh). */
+  slots: number;
   readonly epochMs: number;
   private readonly sab: SharedArrayBuffer;
-  private readonly a: Int32Array;
-  private readonly f: Float64Array;
+  private a: Int32Array;
+  private f: Float64Array;
 
   private constructor(sab: SharedArrayBuffer, slots: number, epochMs: number) {
-    if (sab.byteLength < slots * SLOT_WORDS * 4) throw new RangeError('token bucket SAB smaller than its slots');
+    if (sab.byteLength < slots * SLOT_BYTES) throw new RangeError('token bucket SAB smaller than its slots');
     this.sab = sab;
     this.slots = slots;
     this.epochMs = epochMs;
@@ -123,15 +149,18 @@ export class TokenBucketTable {
     this.f = new Float64Array(sab, 0, slots * SLOT_F64);
   }
 
-  /** Allocates `slots * 32` bytes. */
+  /** Allocates `slots * 32` bytes, and reserves `maxSlots * 32` when the table may grow. */
   static create(opts: TokenBucketOptions): TokenBucketTable {
-    checkInt('slots', opts.slots, 1, 2 ** 26);
-    return new TokenBucketTable(new SharedArrayBuffer(opts.slots * SLOT_WORDS * 4), opts.slots, Math.floor(opts.nowMs));
+    const max = opts.maxSlots ?? opts.slots;
+    checkInt('maxSlots', max, 1, MAX_SLOTS);
+    checkInt('slots', opts.slots, 1, max);
+    const sab = max > opts.slots ? new GrowableSharedArrayBuffer(opts.slots * SLOT_BYTES, { maxByteLength: max * SLOT_BYTES }) : new SharedArrayBuffer(max * SLOT_BYTES);
+    return new TokenBucketTable(sab, opts.slots, Math.floor(opts.nowMs));
   }
 
-  /** Rebuilds the table in another thread from `handle()`. */
+  /** Rebuilds the table in another thread from `handle()`, with every slot it has by now. */
   static attach(h: TokenBucketHandle): TokenBucketTable {
-    return new TokenBucketTable(h.sab, h.slots, h.epochMs);
+    return new TokenBucketTable(h.sab, Math.floor(h.sab.byteLength / SLOT_BYTES), h.epochMs);
   }
 
   handle(): TokenBucketHandle {
@@ -142,13 +171,45 @@ export class TokenBucketTable {
     return this.sab.byteLength;
   }
 
+  /** The most slots this table can ever have. */
+  get maxSlots(): number {
+    const g = this.sab as GrowableSab;
+    return g.growable ? Math.floor(g.maxByteLength / SLOT_BYTES) : this.slots;
+  }
+
+  /**
+   * Grows the table to at least `slots` (new slots are unconfigured). Any
+   * thread may call it; the others see the slots on first use. Throws
+   * RangeError beyond maxSlots.
+   */
+  grow(slots: number): void {
+    checkInt('slots', slots, 1, this.maxSlots);
+    if (slots * SLOT_BYTES > this.sab.byteLength) (this.sab as GrowableSab).grow(slots * SLOT_BYTES);
+    this.refresh();
+  }
+
+  /** Rebuilds this thread's views if another thread grew the table; true if `slot` is now covered. */
+  private covers(slot: number): boolean {
+    if (slot < this.slots) return true;
+    this.refresh();
+    return slot < this.slots;
+  }
+
+  private refresh(): void {
+    const slots = Math.floor(this.sab.byteLength / SLOT_BYTES);
+    if (slots === this.slots) return;
+    this.a = new Int32Array(this.sab, 0, slots * SLOT_WORDS);
+    this.f = new Float64Array(this.sab, 0, slots * SLOT_F64);
+    this.slots = slots;
+  }
+
   /**
    * Sets a slot's limits. A slot never configured (or cleared) starts full;
    * otherwise tokens earned so far at the old rate are kept, clamped to the
    * new burst.
    */
   configure(slot: number, rate: number, burst: number, nowMs: number): void {
-    checkInt('slot', slot, 0, this.slots - 1);
+    this.checkSlot(slot);
     checkInt('rate', rate, 0, MAX_RATE);
     checkInt('burst', burst, 1, MAX_BURST);
     const a = this.a;
@@ -172,7 +233,7 @@ export class TokenBucketTable {
 
   /** Forgets a slot (account removed); the next configure() starts it full. */
   clear(slot: number): void {
-    checkInt('slot', slot, 0, this.slots - 1);
+    this.checkSlot(slot);
     const a = this.a;
     const base = slot * SLOT_WORDS;
     const fi = slot * SLOT_F64 + F_TOKENS;
@@ -190,7 +251,7 @@ export class TokenBucketTable {
    * waiting that long succeeds if nobody else takes meanwhile), or NEVER.
    */
   tryTake(slot: number, n: number, nowMs: number): number {
-    if (!((slot >>> 0) === slot && slot < this.slots && n >= 1)) checkTake(slot, this.slots, n);
+    if (!((slot >>> 0) === slot && slot < this.slots && n >= 1)) this.checkTake(slot, n);
     const a = this.a;
     const base = slot * SLOT_WORDS;
     lockWord(a, base + LOCK);
@@ -202,7 +263,7 @@ export class TokenBucketTable {
 
   /** Whole tokens available now (admin API, tests); refills, takes nothing. */
   available(slot: number, nowMs: number): number {
-    checkInt('slot', slot, 0, this.slots - 1);
+    this.checkSlot(slot);
     const a = this.a;
     const base = slot * SLOT_WORDS;
     const fi = slot * SLOT_F64 + F_TOKENS;
@@ -213,9 +274,14 @@ export class TokenBucketTable {
     unlockWord(a, base + LOCK);
     return Math.floor((tokens + EPS) / MILLI);
   }
-}
 
-function checkTake(slot: number, slots: number, n: number): never {
-  checkInt('slot', slot, 0, slots - 1);
-  throw new RangeError(`n must be >= 1, got ${n}`);
+  private checkSlot(slot: number): void {
+    if (!(Number.isInteger(slot) && slot >= 0 && this.covers(slot))) checkInt('slot', slot, 0, this.slots - 1);
+  }
+
+  /** tryTake's slow path: a slot beyond this thread's views (the table grew) passes; anything else throws. */
+  private checkTake(slot: number, n: number): void {
+    this.checkSlot(slot);
+    if (!(n >= 1)) throw new RangeError(`n must be >= 1, got ${n}`);
+  }
 }

@@ -3,7 +3,9 @@
  *
  * The door persists the record before any rate check (`persist`, durable when
  * it resolves; a rejection is RelayError BATCH_RECORD: 503 -32011, nothing
- * sent), then reports per-item outcomes without waiting (`updateOutcome`).
+ * sent), then writes per-item outcomes (`updateOutcome`, durable when it
+ * resolves, so a door that awaits it before answering never acknowledges a
+ * batch whose outcome a crash could lose).
  * Every write also queues the record for upload in its new version; the
  * uploader takes work in batch_id order and marks a version uploaded only
  * after PostgreSQL committed it, so an outcome written meanwhile is uploaded
@@ -52,6 +54,15 @@ export const RETENTION_MS = 7 * 24 * 3600 * 1000;
 /** Removals per commit while pruning: keeps each transaction (and its pause of other writers) short. */
 const PRUNE_CHUNK = 1000;
 
+/** updateOutcome for a batch id this store has no record of (stable code, as the admin API's 404). */
+export class BatchNotFoundError extends Error {
+  readonly code = 'TXR_BATCH_NOT_FOUND';
+  constructor() {
+    super('no batch record with that id');
+    this.name = 'BatchNotFoundError';
+  }
+}
+
 /** A new record with a fresh batch id; received_at is the id's millisecond. */
 export function newBatch(account_id: number, client_ip: string, tx_hashes: (string | null)[]): NewBatch {
   const batch_id = nextBatchId();
@@ -91,16 +102,24 @@ export class BatchStore {
   }
 
   /**
-   * Records per-item outcomes. Not awaited by the request path: the write is
-   * tracked, `flush()` waits for it, a failure is counted (`outcomeFailures`)
-   * and never thrown. Returns false if the batch is unknown.
+   * Records per-item outcomes. Resolves once durable (fsync'd; the outcomes
+   * of one event-loop turn share one commit with each other and with that
+   * turn's persists). Rejects with StoreFailedError (TXR_STORE_FAILED) when
+   * the write fails, also counted in `outcomeWriteFailures`, or with
+   * BatchNotFoundError for an unknown batch. A caller that does not await it
+   * cannot cause an unhandled rejection: the failure is already observed here.
    */
-  updateOutcome(batchId: string, items: BatchItemOutcome[]): boolean {
+  updateOutcome(batchId: string, items: BatchItemOutcome[]): Promise<void> {
     const cur = this.read(batchId);
-    if (!cur) return false;
+    if (!cur) {
+      const p = Promise.reject(new BatchNotFoundError());
+      p.catch(() => {});
+      return p;
+    }
     const next: StoredBatch = { ...cur, items, version: cur.version + 1 };
-    this.write(next).catch(() => void this.outcomeFailures++);
-    return true;
+    const done = this.write(next);
+    done.catch(() => void this.outcomeFailures++);
+    return done;
   }
 
   /** Resolves when every write issued so far has settled (graceful shutdown). */

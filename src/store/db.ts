@@ -31,13 +31,23 @@
  * - `noSync` is never set: a crash of the machine could lose acknowledged
  *   records.
  *
+ * Permissions. The accounts database holds UUIDs, which are credentials
+ * (SPEC 5.6), so the data directory is 0700 and lmdb's files 0600. lmdb
+ * creates its files with the mode we pass (`permissionsMode`, minus the
+ * umask, which only removes bits), so a new file is never readable by others,
+ * not even for a moment; a chmod afterwards makes it exactly 0600 under any
+ * umask. A directory or file left looser by an older version or by hand is
+ * tightened if this process owns it, and otherwise named in a warning (chmod
+ * would fail, and refusing to start would take a working node down).
+ *
  * Failure. After a failed commit LMDB's environment is not safe to keep
  * writing to (observed: EIO on every later commit, then a glibc heap
  * assertion). The store therefore fails closed: every later write rejects at
  * once without touching lmdb, reads keep working, and a restart (after the
  * disk is fixed) reopens the last committed state intact.
  */
-import { mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
 
 /** Stable code of the rejection every write gets once the store has failed. */
@@ -62,8 +72,46 @@ export interface StoreOptions {
   log?: StoreLog;
 }
 
-/** lmdb-js honours this option but its typings omit it. */
-type EnvOptions = RootDatabaseOptionsWithPath & { txnStartThreshold: number };
+/** lmdb-js honours these options but its typings omit them. */
+type EnvOptions = RootDatabaseOptionsWithPath & { txnStartThreshold: number; permissionsMode: number };
+
+/** Owner-only modes for the data directory and the files in it (account UUIDs are credentials). */
+export const DATA_DIR_MODE = 0o700;
+export const DATA_FILE_MODE = 0o600;
+/** The files lmdb keeps in the data directory. */
+const LMDB_FILES = ['data.mdb', 'lock.mdb'];
+
+/**
+ * Makes `path` exactly `mode` when this process owns it. Returns 'ok' when
+ * it already was, 'tightened', or 'foreign' when another user owns it and
+ * it is looser than `mode` (left alone: only its owner or root may chmod).
+ */
+export function restrictToOwner(path: string, mode: number): 'ok' | 'tightened' | 'foreign' {
+  const st = statSync(path);
+  if ((st.mode & 0o777) === mode) return 'ok';
+  // Root may chmod anything, but "ours" means the owner we run as.
+  if (st.uid !== process.getuid?.()) return (st.mode & 0o777 & ~mode) === 0 ? 'ok' : 'foreign';
+  chmodSync(path, mode);
+  return 'tightened';
+}
+
+/** Creates `dataDir` (0700) or tightens it; warns when it is another user's and readable by others. */
+function secureDataDir(dataDir: string, log: StoreLog | undefined): void {
+  mkdirSync(dataDir, { recursive: true, mode: DATA_DIR_MODE });
+  const r = restrictToOwner(dataDir, DATA_DIR_MODE);
+  if (r === 'tightened') log?.info(`data directory ${dataDir} restricted to mode 0700`);
+  if (r === 'foreign') log?.warn(`data directory ${dataDir} belongs to another user and is open to others; restrict it to mode 0700 (it holds account credentials)`);
+}
+
+/** lmdb's files: exactly 0600 if ours, a warning if another user's and looser. */
+function secureDataFiles(dataDir: string, log: StoreLog | undefined): void {
+  for (const name of LMDB_FILES) {
+    const file = join(dataDir, name);
+    if (existsSync(file) && restrictToOwner(file, DATA_FILE_MODE) === 'foreign') {
+      log?.warn(`${file} belongs to another user and is open to others; restrict it to mode 0600 (it holds account credentials)`);
+    }
+  }
+}
 
 export class Store {
   readonly env: RootDatabase;
@@ -82,11 +130,14 @@ export class Store {
     this.uploadQueue = env.openDB<null, string>({ name: 'upload_queue', useVersions: true });
   }
 
-  /** Opens (creating if needed, mode 0700) the environment in `dataDir`. */
+  /** Opens (creating if needed) the environment in `dataDir`: directory 0700, files 0600 (see Permissions above). */
   static open(dataDir: string, opts: StoreOptions = {}): Store {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    secureDataDir(dataDir, opts.log);
+    // Files an older version left looser are tightened before lmdb writes to them again.
+    secureDataFiles(dataDir, opts.log);
     const options: EnvOptions = {
       path: dataDir,
+      permissionsMode: DATA_FILE_MODE,
       overlappingSync: false,
       noSync: false,
       eventTurnBatching: false,
@@ -96,7 +147,10 @@ export class Store {
       // Three databases; lmdb reserves a slot per name.
       maxDbs: 4,
     };
-    return new Store(open(options), opts.log);
+    const env = open(options);
+    // lmdb created any missing file as 0600 minus the umask; make it exactly 0600 (an owner-unwritable file could not be reopened).
+    secureDataFiles(dataDir, opts.log);
+    return new Store(env, opts.log);
   }
 
   /** True until a commit has failed. */

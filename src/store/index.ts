@@ -1,9 +1,11 @@
 /** Embedded store (lmdb) for accounts and batch receive records, and the PostgreSQL uploader. */
-export { Store, StoreFailedError, STORE_FAILED, type StoreLog, type StoreOptions } from './db.js';
+export { Store, StoreFailedError, STORE_FAILED, DATA_DIR_MODE, DATA_FILE_MODE, restrictToOwner, type StoreLog, type StoreOptions } from './db.js';
 export {
   AccountStore,
   AccountError,
+  MAX_LIVE_ACCOUNTS,
   type AccountErrorCode,
+  type AccountStoreOptions,
   type AccountInput,
   type AccountRecord,
   type Plan,
@@ -13,6 +15,7 @@ export {
 } from './accounts.js';
 export {
   BatchStore,
+  BatchNotFoundError,
   newBatch,
   RETENTION_MS,
   type BatchItemOutcome,
