@@ -68,6 +68,10 @@ export const E = {
     text: 'Service Unavailable: shutting down',
     retry: 'retry_safe',
   }),
+  CHECK_FAILED: spec('TXR_CHECK_FAILED', 503, -32001, 'Transaction not sent: {}', {
+    text: 'Service Unavailable: transaction check failed',
+    retry: 'retry_safe',
+  }),
   BATCH_RECORD: spec('TXR_BATCH_RECORD', 503, -32011, 'Batch receive record could not be persisted; nothing was sent', {
     retry: 'retry_safe',
   }),

@@ -9,22 +9,23 @@ import { availableParallelism } from 'node:os';
 import type { Config } from './config/schema.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { initKeyedHash } from './shared/keyed-hash.js';
-import { TokenBucketTable } from './shared/token-bucket.js';
 import { IpLimiter } from './shared/ip-limiter.js';
 import { DedupFilter } from './shared/dedup.js';
 import { Slab } from './shared/slab.js';
-import { Store } from './store/db.js';
+import { Store, restrictToOwner, DATA_FILE_MODE } from './store/db.js';
 import { AccountStore } from './store/accounts.js';
 import { BatchStore } from './store/batches.js';
 import { Uploader } from './store/uploader.js';
 import { nextBatchId } from './store/ids.js';
-import { VerifyPool } from './workers/pool.js';
+import { Verifier } from './workers/pool.js';
+import { JobTable } from './workers/jobs.js';
 import { Forwarder } from './forward/forwarder.js';
 import { Admission } from './pipeline/admission.js';
-import { AccountRegistry, BUCKET_SLOTS } from './pipeline/accounts.js';
+import { AccountRegistry } from './pipeline/accounts.js';
 import { TipAccounts } from './chains/solana/tip.js';
 import { initKeccak } from './chains/evm/hash.js';
-import { loadUws, type TemplatedApp, type us_listen_socket } from './server/uws.js';
+import { loadAcceptor, describeAcceptor, type TemplatedApp, type Uws, type us_listen_socket } from './server/uws.js';
+import { attachConnectionCaps, connectionCaps, type ConnectionCaps } from './server/conn-caps.js';
 import { clientIp } from './server/http.js';
 import { RpcDispatcher } from './server/doors/jsonrpc.js';
 import { registerSolanaDoors } from './server/doors/solana.js';
@@ -32,6 +33,7 @@ import { registerEvmDoors, type BatchRecorder } from './server/doors/evm.js';
 import { UdpIngress } from './server/udp.js';
 import { createAdminApp } from './server/admin.js';
 import { Metrics, labelled } from './obs/metrics.js';
+import type { RelayError } from './errors.js';
 import { silentLogger, scrub, type Logger } from './obs/log.js';
 import { base58Backend } from './native/base58.js';
 
@@ -60,6 +62,8 @@ export interface RelayPorts {
 
 export class Relay {
   private stopped: Promise<void> | null = null;
+  /** Which HTTP acceptor serves: uWebSockets.js, or the node:http fallback. */
+  acceptor: 'uws' | 'node' = 'uws';
 
   private constructor(
     readonly config: Config,
@@ -73,7 +77,7 @@ export class Relay {
       batches: BatchStore;
       uploader: Uploader | null;
       pruneTimer: NodeJS.Timeout | null;
-      pool: VerifyPool;
+      pool: Verifier;
       forwarder: Forwarder;
       udp: UdpIngress | null;
       listen: us_listen_socket[];
@@ -86,8 +90,12 @@ export class Relay {
     const cfg = opts.config;
     const log = opts.logger ?? silentLogger;
     const clock = opts.clock ?? systemClock;
-    const { uws, name: uwsName } = loadUws();
-    log.info({ uws: uwsName, base58: base58Backend }, 'loaded uWebSockets.js');
+    const acceptor = loadAcceptor(cfg.http.acceptor);
+    const uws = acceptor.uws;
+    // A fallback nobody asked for is worth a warning: it costs CPU per request (README, "HTTP acceptor").
+    const fellBack = acceptor.kind === 'node' && cfg.http.acceptor === 'auto';
+    log[fellBack ? 'warn' : 'info']({ acceptor: acceptor.name, base58: base58Backend }, describeAcceptor(acceptor, cfg.http.acceptor));
+    const caps = connectionCaps(cfg.http, acceptor, log);
 
     const dataDir = resolve(cfg.storage.data_dir);
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -104,12 +112,24 @@ export class Relay {
     const batches = new BatchStore(db);
 
     const t0 = clock();
-    const buckets = TokenBucketTable.create({ slots: BUCKET_SLOTS, nowMs: t0 });
     const ipLimiter = IpLimiter.create({ nowMs: t0, rate: cfg.limits.ip_rps, burst: cfg.limits.ip_burst });
+    const udpIpLimiter = IpLimiter.create({ nowMs: t0, rate: cfg.udp.ip_rps, burst: cfg.udp.ip_burst });
     const dedup = DedupFilter.create({ windowMs: cfg.dedup.window_s * 1000 });
     const slab = Slab.create({ capacity: SLAB_BYTES });
-    const pool = new VerifyPool({ threads: verifyThreads(cfg.workers.threads), slabHandle: slab.handle(), slabBytes: slab.bytes });
-    await pool.ready();
+    const jobs = JobTable.create();
+    const pool = new Verifier({
+      threads: verifyThreads(cfg.workers.threads),
+      jobs,
+      slab,
+      dedup,
+      chainId: BigInt(cfg.evm.chain_id),
+      clock,
+      controller: { targetMs: cfg.limits.queue_target_ms, maxMs: cfg.limits.queue_max_ms },
+      inline: cfg.workers.inline,
+      onWorkerError: (index, err) =>
+        log.error({ worker: index, error: scrub(err instanceof Error ? err.message : String(err)) }, 'verification worker stopped; restarting it'),
+    });
+    await pool.start();
 
     const fwdLog = (level: 'info' | 'warn' | 'error' | 'debug', msg: string, fields?: Record<string, unknown>) =>
       log[level]({ ...fields, component: 'forward' }, scrub(msg));
@@ -128,15 +148,21 @@ export class Relay {
     if (cfg.solana.tip_accounts.length > 0) tips = new TipAccounts(cfg.solana.tip_accounts);
     else if (cfg.solana.enabled) log.warn('solana.tip_accounts is empty: the bundle tip rule is disabled');
 
-    const registry = new AccountRegistry(accounts, buckets, clock);
+    // Seats every live account the store may hold: start-up never fails on stored state (issue 8).
+    const registry = AccountRegistry.create(accounts, clock);
+    if (accounts.live > accounts.maxLive) {
+      log.warn({ live: accounts.live, max: accounts.maxLive }, 'more live accounts than the cap: new registrations are refused until some are revoked');
+    }
     const admission = new Admission({
       clock,
       accounts: registry,
-      buckets,
       ipLimiter,
       ipRps: cfg.limits.ip_rps,
+      udpIpLimiter,
+      udpIpRps: cfg.udp.ip_rps,
       dedup,
       slab,
+      jobs,
       verifier: pool,
       forwarder,
       tips,
@@ -144,25 +170,45 @@ export class Relay {
       enabled: { evm: cfg.evm.enabled, solana: cfg.solana.enabled },
     });
 
+    let outcomeFailures = 0;
     const recorder: BatchRecorder = {
       newId: () => nextBatchId(),
       // Items without bytes (not even hex) have no hash: recorded as null.
       persist: (rec) => batches.persist({ ...rec, tx_hashes: rec.tx_hashes as string[] }),
       updateOutcome: (id, items) =>
-        void batches.updateOutcome(
-          id,
-          items.map((x) => ({ status: x.status, duplicate: x.duplicate, ...(x.error ? { error_code: x.error.code } : {}) })),
-        ),
+        batches
+          .updateOutcome(
+            id,
+            items.map((x) => ({ status: x.status, duplicate: x.duplicate, ...(x.error ? { error_code: x.error.code } : {}) })),
+          )
+          .catch((e: unknown) => {
+            outcomeFailures++;
+            log.error({ component: 'store', error: scrub(e instanceof Error ? e.message : String(e)) }, 'batch outcome could not be made durable; the record keeps its hashes');
+            throw e;
+          }),
     };
 
     const metrics = new Metrics();
     // Accept latency per door, from the handler's start to the answer: 50 µs to 1 s.
-    const accept = metrics.histogram('txrelay_accept_seconds', 'Time from the start of a request handler to its answer, by door.', ['door'], [
+    const accept = metrics.histogram('txrelay_accept_seconds', 'Time from the start of a request handler to its answer, by door.', 'door', [
       0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1,
     ]);
     const app = uws.App();
     const ip = (res: Parameters<typeof clientIp>[0], req: Parameters<typeof clientIp>[1]) => clientIp(res, req, cfg.http.trust_proxy);
-    const rpc = new RpcDispatcher(cfg.http.max_body_bytes);
+    const refusal = (step: () => void): RelayError | null => {
+      try {
+        step();
+        return null;
+      } catch (e) {
+        return e as RelayError;
+      }
+    };
+    const rpc = new RpcDispatcher(
+      cfg.http.max_body_bytes,
+      cfg.evm.max_batch,
+      (ip, n) => refusal(() => admission.limitIp(ip, n)),
+      () => refusal(() => admission.shed()),
+    );
     const ctx = { app, admission, rpc, config: cfg, ip, batches: recorder, timer: (door: string) => accept.labels(door) };
     if (cfg.solana.enabled) registerSolanaDoors(ctx);
     else app.get('/ping', (res) => void res.cork(() => res.writeStatus('200 OK').end('pong')));
@@ -191,10 +237,10 @@ export class Relay {
     }
 
     const udp = cfg.solana.enabled && cfg.udp.enabled ? new UdpIngress(admission) : null;
-    registerMetrics(metrics, { admission, pool, forwarder, dedup, slab, udp, batches, uploader });
+    registerMetrics(metrics, { admission, pool, forwarder, dedup, slab, udp, batches, uploader, registry, outcomeFailures: () => outcomeFailures });
 
     const listen: us_listen_socket[] = [];
-    const httpPort = await listenOn(uws, app, cfg.http.host, cfg.http.port, listen, 'http');
+    const httpPort = await listenOn(uws, app, cfg.http.host, cfg.http.port, listen, 'http', caps);
     const adminApp = createAdminApp({
       uws,
       config: cfg,
@@ -205,10 +251,22 @@ export class Relay {
       health: () => ({ ok: !admission.draining, draining: admission.draining, verify_queue_ms: pool.queueMs() }),
     });
     const adminPort = await listenOn(uws, adminApp, cfg.admin.host, cfg.admin.port, listen, 'admin');
-    const udpPort = udp ? await udp.listen(cfg.udp.host, cfg.udp.port) : null;
+    let udpPort: number | null = null;
+    if (udp) {
+      const u = await udp.listen(cfg.udp.host, cfg.udp.port, cfg.udp.sockets);
+      udpPort = u.port;
+      if (u.sockets === 1 && cfg.udp.sockets !== 1 && !u.reusePort && availableParallelism() > 1) {
+        log.info(`UDP: one socket on port ${u.port}: Node ${process.version} cannot share a UDP port (dgram reusePort needs Node >= 22.12)`);
+      } else {
+        log.info({ udp: u.port, sockets: u.sockets }, `UDP: ${u.sockets} socket(s) on port ${u.port}`);
+      }
+    }
 
-    log.info({ http: `${cfg.http.host}:${httpPort}`, admin: `${cfg.admin.host}:${adminPort}`, udp: udpPort, threads: pool.threads }, 'txrelay listening');
-    return new Relay(cfg, { http: httpPort, udp: udpPort, admin: adminPort }, adminToken, admission, metrics, {
+    log.info(
+      { http: `${cfg.http.host}:${httpPort}`, admin: `${cfg.admin.host}:${adminPort}`, udp: udpPort, threads: pool.threads, acceptor: acceptor.name },
+      'txrelay listening',
+    );
+    const relay = new Relay(cfg, { http: httpPort, udp: udpPort, admin: adminPort }, adminToken, admission, metrics, {
       log,
       db,
       batches,
@@ -221,6 +279,8 @@ export class Relay {
       apps: [app, adminApp],
       uwsClose: (s) => uws.us_listen_socket_close(s),
     });
+    relay.acceptor = acceptor.kind;
+    return relay;
   }
 
   /**
@@ -246,7 +306,7 @@ export class Relay {
     await p.batches.flush();
     await p.uploader?.stop();
     await p.pool.close();
-    for (const app of p.apps) (app as unknown as { close?: () => void }).close?.();
+    for (const app of p.apps) app.close();
     await p.db.close();
     p.log.info('txrelay stopped');
   }
@@ -261,23 +321,44 @@ export function verifyThreads(configured: number): number {
   return configured > 0 ? configured : availableParallelism() - 1;
 }
 
-function listenOn(uws: ReturnType<typeof loadUws>['uws'], app: TemplatedApp, host: string, port: number, sockets: us_listen_socket[], what: string): Promise<number> {
+/** Listens, with the connection caps in front of accept when given; resolves to the port. */
+function listenOn(
+  uws: Uws,
+  app: TemplatedApp,
+  host: string,
+  port: number,
+  sockets: us_listen_socket[],
+  what: string,
+  caps: ConnectionCaps | null = null,
+): Promise<number> {
+  if (caps) attachConnectionCaps(app, caps);
   return new Promise((resolve, reject) => {
     app.listen(host, port, (s) => {
       if (!s) return reject(new Error(`${what}: cannot listen on ${host}:${port} (in use or not permitted)`));
       sockets.push(s);
-      resolve(uws.us_socket_local_port(s as any));
+      const bound = uws.us_socket_local_port(s);
+      caps?.listening(host, bound);
+      resolve(bound);
     });
   });
 }
 
-/** The admin token: generated once into data_dir/admin.token (mode 0600), then reused. */
+/**
+ * The admin token: generated once into data_dir/admin.token (mode 0600), then
+ * reused. Created 0600 minus the umask (never readable by others, even
+ * briefly), then made exactly 0600; an existing file of ours left looser is
+ * tightened (another user's is covered by Store.open's warning on the directory).
+ */
 function adminTokenFile(dataDir: string): string {
   const file = join(dataDir, 'admin.token');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  if (existsSync(file)) {
+    restrictToOwner(file, DATA_FILE_MODE);
+    return readFileSync(file, 'utf8').trim();
+  }
   const token = randomBytes(24).toString('base64url');
-  writeFileSync(file, token + '\n', { mode: 0o600 });
-  chmodSync(file, 0o600);
+  // 'wx': a file that appeared meanwhile is never overwritten (nor its token silently replaced).
+  writeFileSync(file, token + '\n', { mode: DATA_FILE_MODE, flag: 'wx' });
+  chmodSync(file, DATA_FILE_MODE);
   return token;
 }
 
@@ -285,13 +366,15 @@ function registerMetrics(
   m: Metrics,
   p: {
     admission: Admission;
-    pool: VerifyPool;
+    pool: Verifier;
     forwarder: Forwarder;
     dedup: DedupFilter;
     slab: Slab;
     udp: UdpIngress | null;
     batches: BatchStore;
     uploader: Uploader | null;
+    registry: AccountRegistry;
+    outcomeFailures: () => number;
   },
 ): void {
   m.counter('txrelay_admitted_total', 'Transactions admitted and queued for forwarding, by lane.', ['lane'], () => labelled(p.admission.admitted, 'lane'));
@@ -300,10 +383,27 @@ function registerMetrics(
   m.counter('txrelay_udp_datagrams_total', 'UDP datagrams by outcome (everything but admitted/duplicate was dropped).', ['outcome'], () =>
     p.udp ? labelled(p.udp.outcomes, 'outcome') : [],
   );
-  m.counter('txrelay_verify_tasks_total', 'Verification micro-batches sent to workers.', [], () => [[{}, p.pool.stats.tasks]]);
-  m.counter('txrelay_verify_jobs_total', 'Transactions sent to workers for signature verification.', [], () => [[{}, p.pool.stats.jobs]]);
-  m.gauge('txrelay_verify_queue_ms', 'Estimated verification queue time in milliseconds.', [], () => [[{}, p.pool.queueMs()]]);
+  m.gauge('txrelay_udp_sockets', 'UDP sockets bound to the UDP port (more than one only where the runtime has SO_REUSEPORT).', [], () => [[{}, p.udp ? p.udp.received.length : 0]]);
+  m.counter('txrelay_udp_socket_datagrams_total', 'UDP datagrams received by each socket of the SO_REUSEPORT pool.', ['socket'], () =>
+    p.udp ? p.udp.received.map((n, i) => [{ socket: String(i) }, n] as [Record<string, string>, number]) : [],
+  );
+  m.counter('txrelay_verify_jobs_total', 'Transaction checks by where they ran: inline on the acceptor, offloaded to a worker, or taken back by the acceptor to help busy workers.', ['where'], () => [
+    [{ where: 'inline' }, p.pool.stats.inline],
+    [{ where: 'worker' }, p.pool.stats.offloaded - p.pool.stats.helped],
+    [{ where: 'helped' }, p.pool.stats.helped],
+  ]);
+  m.counter('txrelay_verify_failed_total', 'Checks that failed on this node rather than on the transaction (answered 503 retry-safe).', [], () => [[{}, p.pool.stats.internal]]);
+  m.counter('txrelay_verify_worker_restarts_total', 'Verification workers restarted after dying.', [], () => [[{}, p.pool.stats.workerRestarts]]);
+  m.counter('txrelay_shed_total', 'Arrivals shed by the queue controller, by reason (standing queue: CoDel control law; over_max: estimated wait over limits.queue_max_ms).', ['reason'], () => [
+    [{ reason: 'standing' }, p.pool.controller.shedStanding],
+    [{ reason: 'over_max' }, p.pool.controller.shedOverMax],
+  ]);
+  m.gauge('txrelay_verify_queue_ms', 'Estimated time a check submitted now would wait for a verifier, in milliseconds.', [], () => [[{}, p.pool.queueMs()]]);
   m.gauge('txrelay_slab_bytes_used', 'Bytes of in-flight transactions in the shared slab.', [], () => [[{}, p.slab.used]]);
+  m.counter('txrelay_batch_records_refused_total', 'Family A batches refused with 429 before a receive record was written: the account\'s record budget was spent.', [], () => [
+    [{}, p.registry.refusedRecords],
+  ]);
+  m.counter('txrelay_batch_outcome_failures_total', 'Batch outcomes that could not be made durable (the record keeps its hashes; the answer was sent).', [], () => [[{}, p.outcomeFailures()]]);
   m.gauge('txrelay_batch_upload_backlog', 'Batch records not yet uploaded to PostgreSQL.', [], () => [[{}, p.batches.backlog()]]);
   m.counter('txrelay_dedup_fresh_evictions_total', 'Dedup entries evicted while still inside the window (table overflow).', [], () => [
     [{}, p.dedup.freshEvictions],
@@ -314,8 +414,14 @@ function registerMetrics(
   m.counter('txrelay_lane_forwarded_total', 'Transactions forwarded, by lane.', ['lane'], () =>
     Object.entries(p.forwarder.stats().lanes).map(([lane, s]) => [{ lane }, (s as { forwarded: number }).forwarded]),
   );
-  m.counter('txrelay_lane_dropped_total', 'Admitted transactions that every upstream failed, refused or skipped.', ['lane'], () =>
-    Object.values(p.forwarder.stats().lanes).map((s) => [{ lane: s.lane }, s.dropped]),
+  m.counter(
+    'txrelay_lane_dropped_total',
+    'Admitted transactions that ended with no upstream accepting them, by reason (rejected: refused by every upstream that answered; expired: maximum age reached; shutdown: drain time-out).',
+    ['lane', 'reason'],
+    () =>
+      Object.values(p.forwarder.stats().lanes).flatMap((s) =>
+        Object.entries(s.droppedBy).map(([reason, v]) => [{ lane: s.lane, reason }, v] as [Record<string, string>, number]),
+      ),
   );
   // Per upstream (labelled by origin only: a path or query may carry an API key), DECISIONS 8.
   const upstreamItems = () =>
@@ -328,13 +434,14 @@ function registerMetrics(
             ['http_error', u.httpErrors],
             ['timeout', u.timeouts],
             ['connection_error', u.connErrors],
-            ['skipped', u.skipped],
+            ['retried', u.retried],
             ['overrun', u.overrun],
+            ['expired', u.expired],
           ] as const
         ).map(([outcome, v]) => [{ lane: s.lane, upstream: u.upstream, outcome }, v] as [Record<string, string>, number]),
       ),
     );
-  m.counter('txrelay_upstream_items_total', 'Forwarded items per upstream by outcome (skipped: breaker open; overrun: fell a whole queue behind).', ['lane', 'upstream', 'outcome'], upstreamItems);
+  m.counter('txrelay_upstream_items_total', 'Forwarded items per upstream by outcome (retried: put back for a resend after a transport failure; overrun: given up after falling a whole queue behind another upstream; expired: given up at the maximum age).', ['lane', 'upstream', 'outcome'], upstreamItems);
   m.gauge('txrelay_upstream_breaker_open', 'Whether an upstream\'s circuit breaker is open (1) or not (0).', ['lane', 'upstream'], () =>
     Object.values(p.forwarder.stats().lanes).flatMap((s) =>
       s.upstreams.map((u) => [{ lane: s.lane, upstream: u.upstream }, u.breaker === 'closed' ? 0 : 1] as [Record<string, string>, number]),

@@ -19,9 +19,17 @@ const file = (name: string, text: string) => {
 
 test('no file and no environment: the embedded defaults of DECISIONS 2', () => {
   const c = loadConfig({ env: {} });
-  assert.deepEqual(c.http, { host: '127.0.0.1', port: 8080, max_body_bytes: 131072, trust_proxy: false });
-  assert.deepEqual(c.udp, { enabled: true, host: '127.0.0.1', port: 16888 });
-  assert.deepEqual(c.limits, { ip_rps: 1000, ip_burst: 2000, queue_capacity: 10000 });
+  assert.deepEqual(c.http, {
+    host: '127.0.0.1',
+    port: 8080,
+    max_body_bytes: 131072,
+    trust_proxy: false,
+    acceptor: 'auto',
+    max_connections: 0,
+    max_connections_per_ip: 4096,
+  });
+  assert.deepEqual(c.udp, { enabled: true, host: '127.0.0.1', port: 16888, sockets: 0, ip_rps: 1000, ip_burst: 2000 });
+  assert.deepEqual(c.limits, { ip_rps: 1000, ip_burst: 2000, queue_capacity: 10000, queue_target_ms: 5, queue_max_ms: 100 });
   assert.equal(c.dedup.window_s, 120);
   assert.deepEqual(c.evm.upstreams, { paid: [], free: [] });
   assert.equal(c.evm.max_batch, 64);

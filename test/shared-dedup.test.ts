@@ -117,3 +117,27 @@ test('bad options are refused', () => {
   assert.throws(() => DedupFilter.create({ windowMs: 0 }), RangeError);
   assert.throws(() => DedupFilter.create({ windowMs: 1000, capacity: 0 }), RangeError);
 });
+
+test('peek then claimPeeked decides exactly as contains then claim, with one hash', () => {
+  const a = DedupFilter.create({ windowMs: 60_000, capacity: 10_000 });
+  const b = DedupFilter.create({ windowMs: 60_000, capacity: 10_000, seeds: a.handle().seeds });
+  const keys = Array.from({ length: 500 }, (_, i) => Uint8Array.of(i & 255, i >> 8, 7));
+  for (let round = 0; round < 2; round++) {
+    for (const k of keys) {
+      const seenA = a.contains(k, 1000);
+      const claimedA = seenA ? false : a.claim(k, 1000);
+      const seenB = b.peek(k, 1000);
+      const claimedB = seenB ? false : b.claimPeeked(1000);
+      assert.equal(seenB, seenA);
+      assert.equal(claimedB, claimedA);
+    }
+  }
+  // A claim after a peek on another key uses the peeked key, not the last one hashed elsewhere.
+  const k1 = Uint8Array.of(1, 1, 1);
+  const k2 = Uint8Array.of(2, 2, 2);
+  assert.equal(b.peek(k1, 2000), false);
+  assert.equal(a.contains(k2, 2000), false); // another instance hashing in between
+  assert.equal(b.claimPeeked(2000), true);
+  assert.equal(b.contains(k1, 2000), true);
+  assert.equal(b.contains(k2, 2000), false);
+});

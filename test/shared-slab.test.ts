@@ -150,3 +150,14 @@ test('model test: live blocks never overlap, stay inside the slab and keep their
     { numRuns: 500 },
   );
 });
+
+test('a zero-length block ending exactly at the slab end can be freed (its offset equals the capacity)', () => {
+  const s = Slab.create({ capacity: 64 });
+  const a = s.alloc(1);
+  const b = s.alloc(1);
+  const c = s.alloc(0);
+  assert.equal(c, 64);
+  for (const o of [a, b, c]) s.free(o);
+  assert.equal(s.used, 0);
+  assert.equal(s.live, 0);
+});

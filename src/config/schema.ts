@@ -38,11 +38,22 @@ export const configSchema = {
       // 128 KiB: geth's txMaxSize for one non-blob transaction, hex-encoded it needs ~2x; raise it for blob txs.
       max_body_bytes: { type: 'integer', minimum: 1024, maximum: 64 * 1024 * 1024, default: 131072 },
       trust_proxy: { type: 'boolean', default: false },
+      // auto: the first uWebSockets.js build that loads, else node:http; uws: fail start-up without one; node: node:http.
+      acceptor: { enum: ['auto', 'uws', 'node'], default: 'auto' },
+      // 0: the open-files limit minus 1024 descriptors for everything else (src/server/conn-caps.ts).
+      max_connections: { type: 'integer', minimum: 0, maximum: 10_000_000, default: 0 },
+      // 4x the 1024 connections one load generator opens in the benchmarks; 0: no per-IP cap.
+      max_connections_per_ip: { type: 'integer', minimum: 0, maximum: 10_000_000, default: 4096 },
     }),
     udp: section({
       enabled: { type: 'boolean', default: true },
       host: { ...host, default: '127.0.0.1' },
       port: { ...port, default: 16888 }, // SPEC 4.8
+      // Sockets sharing the port (SO_REUSEPORT, Node >= 22.12); 0: one per core, at most 8. One where the runtime cannot.
+      sockets: { type: 'integer', minimum: 0, maximum: 64, default: 0 },
+      // UDP's own per-source buckets: a source address is trivially spoofed, so UDP must not share HTTP's.
+      ip_rps: { ...tps, default: 1000 },
+      ip_burst: { type: 'integer', minimum: 1, maximum: 2_000_000, default: 2000 },
     }),
     admin: section({
       host: { ...host, default: '127.0.0.1' },
@@ -59,6 +70,10 @@ export const configSchema = {
       ip_rps: { ...tps, default: 1000 },
       ip_burst: { type: 'integer', minimum: 1, maximum: 2_000_000, default: 2000 },
       queue_capacity: { type: 'integer', minimum: 1, maximum: 10_000_000, default: 10000 },
+      // RFC 8289's CoDel target: the verification queueing delay the relay tolerates as a standing queue.
+      queue_target_ms: { type: 'number', minimum: 0.5, maximum: 1000, default: 5 },
+      // Hard bound for open-loop overload: an arrival that would wait longer for its check is shed at once.
+      queue_max_ms: { type: 'number', minimum: 1, maximum: 10000, default: 100 },
     }),
     dedup: section({
       window_s: { type: 'integer', minimum: 1, maximum: 86400, default: 120 },
@@ -79,6 +94,8 @@ export const configSchema = {
     workers: section({
       // 0: one verification thread per core beyond the main thread; none on one core (verified inline).
       threads: { type: 'integer', minimum: 0, maximum: 256, default: 0 },
+      // auto: check inline on the acceptor while it has headroom; never: always on the workers (when there are any).
+      inline: { enum: ['auto', 'never'], default: 'auto' },
     }),
     log: section({
       level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
@@ -93,16 +110,24 @@ export interface PlanConfig {
 }
 
 export interface Config {
-  http: { host: string; port: number; max_body_bytes: number; trust_proxy: boolean };
-  udp: { enabled: boolean; host: string; port: number };
+  http: {
+    host: string;
+    port: number;
+    max_body_bytes: number;
+    trust_proxy: boolean;
+    acceptor: 'auto' | 'uws' | 'node';
+    max_connections: number;
+    max_connections_per_ip: number;
+  };
+  udp: { enabled: boolean; host: string; port: number; sockets: number; ip_rps: number; ip_burst: number };
   admin: { host: string; port: number; token: string };
   storage: { data_dir: string };
   database: { url: string };
-  limits: { ip_rps: number; ip_burst: number; queue_capacity: number };
+  limits: { ip_rps: number; ip_burst: number; queue_capacity: number; queue_target_ms: number; queue_max_ms: number };
   dedup: { window_s: number };
   evm: { enabled: boolean; chain_id: number; upstreams: { paid: string[]; free: string[] }; max_batch: number };
   solana: { enabled: boolean; rpc_upstreams: string[]; bundle_upstreams: string[]; tip_accounts: string[] };
   plans: { free: PlanConfig; paid: PlanConfig };
-  workers: { threads: number };
+  workers: { threads: number; inline: 'auto' | 'never' };
   log: { level: string };
 }

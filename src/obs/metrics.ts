@@ -52,13 +52,77 @@ export class Metrics {
     });
   }
 
-  /** A histogram observed directly on the hot path (through pre-bound children: ~0.3 µs per observation). */
-  histogram(name: string, help: string, labelNames: string[], buckets: number[]): client.Histogram {
-    return new client.Histogram({ name, help, labelNames, buckets, registers: [this.registry] });
+  /**
+   * A histogram observed on the hot path. prom-client's own (label hashing per
+   * observation) measured ~2 µs per request in the relay's profile; this one
+   * is a linear scan of a dozen bounds and an increment, rendered in the same
+   * Prometheus format at scrape time.
+   */
+  histogram(name: string, help: string, labelName: string, buckets: number[]): FastHistogram {
+    const h = new FastHistogram(name, help, labelName, buckets);
+    this.registry.registerMetric(h as unknown as client.Metric);
+    return h;
   }
 
   async render(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+/** One labelled series of a FastHistogram: per-bucket counts (not cumulative), sum and count. */
+export class HistogramSeries {
+  readonly counts: Float64Array;
+  sum = 0;
+  count = 0;
+  constructor(private readonly bounds: readonly number[]) {
+    this.counts = new Float64Array(bounds.length + 1);
+  }
+  observe(v: number): void {
+    const b = this.bounds;
+    let i = 0;
+    while (i < b.length && v > b[i]!) i++;
+    this.counts[i]!++;
+    this.sum += v;
+    this.count++;
+  }
+}
+
+/** A histogram with one label, children created up front; implements the part of prom-client's metric interface its registry reads. */
+export class FastHistogram {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  private readonly series = new Map<string, HistogramSeries>();
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly labelName: string,
+    private readonly bounds: readonly number[],
+  ) {}
+
+  labels(value: string): HistogramSeries {
+    let s = this.series.get(value);
+    if (!s) this.series.set(value, (s = new HistogramSeries(this.bounds)));
+    return s;
+  }
+
+  get(): { name: string; help: string; type: string; aggregator: string; values: { metricName: string; labels: Record<string, string | number>; value: number }[] } {
+    const values: { metricName: string; labels: Record<string, string | number>; value: number }[] = [];
+    for (const [label, s] of this.series) {
+      let acc = 0;
+      for (let i = 0; i <= this.bounds.length; i++) {
+        acc += s.counts[i]!;
+        const le = i < this.bounds.length ? this.bounds[i]! : '+Inf';
+        values.push({ metricName: `${this.name}_bucket`, labels: { [this.labelName]: label, le }, value: acc });
+      }
+      values.push({ metricName: `${this.name}_sum`, labels: { [this.labelName]: label }, value: s.sum });
+      values.push({ metricName: `${this.name}_count`, labels: { [this.labelName]: label }, value: s.count });
+    }
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+
+  reset(): void {
+    this.series.clear();
   }
 }
 

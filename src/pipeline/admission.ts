@@ -2,41 +2,54 @@
  * The admission pipeline: the one ordered sequence every door goes through.
  *
  *   gate     (headers only, before a body byte is kept)
- *     1. node draining?                      -> DRAINING      503
- *     2. authenticate the account            -> AUTH_*        401
- *     3. lane able to forward?               -> UNAVAILABLE   503 (before any quota is spent)
- *     4. per-IP token bucket                 -> RATE_IP       429
- *     5. per-account token bucket            -> RATE_ACCOUNT  429 (quota spent from here on, DECISIONS 5)
- *   admit    (body in the shared slab)
- *     6. strict decode and stateless checks  -> *_DECODE/TX_INVALID 400/605, TIP_* 606/607
- *     7. dedup claim                         -> duplicate: success, not forwarded again
- *     8. room in the lane and the verifier   -> CAPACITY      503
- *     9. signature verification (workers)    -> *_DECODE      400/605 (claim released)
- *    10. enqueue for forwarding              -> CAPACITY      503 (claim released)
+ *     1. node draining?                        -> DRAINING      503
+ *     2. per-IP token bucket                   -> RATE_IP       429 (before any per-request work,
+ *                                                  authentication included: issue 8)
+ *     3. authenticate the account              -> AUTH_*        401
+ *     4. lane able to forward?                 -> UNAVAILABLE   503 (before any quota is spent)
+ *     5. queue controller: standing queue?     -> CAPACITY      503 (shed; no account quota spent)
+ *     6. per-account token bucket              -> RATE_ACCOUNT  429 (quota spent from here on, DECISIONS 5)
+ *   admit    (body copied once into the shared slab, a job slot held)
+ *     7. room in the lane and the job table    -> CAPACITY      503
+ *     8. the check (workers/check.ts), inline or on a worker:
+ *          strict decode and stateless checks  -> *_DECODE/TX_INVALID 400/605
+ *          dedup peek                          -> duplicate: success, not forwarded again
+ *          signature                           -> *_DECODE/TX_INVALID 400/605
+ *          dedup claim                         -> duplicate (lost a race with an identical submission)
+ *          a failure of the check itself       -> CHECK_FAILED  503 retry-safe
+ *     9. enqueue for forwarding                -> CAPACITY      503 (claim released)
  *
- * Doors translate wire formats into these calls and outcomes back into
- * responses; no door re-implements a step. Cheap rejections (1-8) run inline
- * on the main thread, so malformed, unauthorised, over-limit and duplicate
- * traffic never costs a signature check.
+ * Bundles add the tip rule (606/607) and their own dedup key on the main
+ * thread between 7 and 8. Family A batches persist their receive record
+ * after 4 (DECISIONS 6, the door does it), once the account's record budget
+ * allowed it; per-item account credits follow the record. POST / charges the
+ * IP bucket once per JSON-RPC call and asks the controller (step 5) before
+ * reading its body, and its handlers then pass `ip` null. Doors translate wire
+ * formats into these calls and outcomes back into responses; no door
+ * re-implements a step. Steps 1-7 run on the main thread before any
+ * signature is checked, so unauthorised, over-limit and shed traffic never
+ * costs one.
  */
-import { E, RelayError } from '../errors.js';
+import { E, RelayError, DecodeError, type ErrorSpec } from '../errors.js';
 import type { Clock } from '../shared/clock.js';
-import type { TokenBucketTable } from '../shared/token-bucket.js';
 import type { IpLimiter } from '../shared/ip-limiter.js';
 import type { DedupFilter } from '../shared/dedup.js';
 import type { Slab } from '../shared/slab.js';
 import type { Forwarder } from '../forward/forwarder.js';
 import type { AccountRecord } from '../store/accounts.js';
-import { JobKind, JobResult, type VerifyPool } from '../workers/pool.js';
-import { AccountRegistry, slotOf, type Family } from './accounts.js';
+import type { Verifier } from '../workers/pool.js';
+import { Shed } from '../workers/controller.js';
+import { F_OVER_UDP, JobKind, JobResult, KEY_BYTES, S_AUX0, S_RESULT, type JobTable } from '../workers/jobs.js';
+import { KEY_EVM, KEY_SOLANA_BUNDLE, KEY_SOLANA_SINGLE } from '../workers/check.js';
+import type { AccountRegistry, Family } from './accounts.js';
 import { CounterSet } from '../obs/metrics.js';
-import { decodeSolanaTransaction, firstSignatureBase58, maxSizeFor, type SolanaTxView } from '../chains/solana/decode.js';
+import { base58EncodeAt } from '../native/base58.js';
+import { decodeSolanaTransaction, maxSizeFor, type SolanaTxView } from '../chains/solana/decode.js';
 import { sumBundleTips, type TipAccounts } from '../chains/solana/tip.js';
 import { decodeEvmTransaction } from '../chains/evm/decode.js';
 import { validateEvmTransaction } from '../chains/evm/validate.js';
 import { txHash, txHashOfRaw } from '../chains/evm/hash.js';
 import { toHex } from '../chains/evm/hex.js';
-import { DecodeError } from '../errors.js';
 
 export type LaneName = 'evm-paid' | 'evm-free' | 'solana-single' | 'solana-bundle';
 
@@ -55,23 +68,23 @@ export type EvmOutcome = { ok: true; hash: string; duplicate: boolean } | { ok: 
 export interface AdmissionDeps {
   clock: Clock;
   accounts: AccountRegistry;
-  buckets: TokenBucketTable;
+  /** Per-IP buckets of the HTTP doors. */
   ipLimiter: IpLimiter;
   ipRps: number;
+  /** Per-IP buckets of UDP: a spoofed source address must not drain an HTTP client's bucket (issue 8). */
+  udpIpLimiter: IpLimiter;
+  udpIpRps: number;
   dedup: DedupFilter;
   slab: Slab;
-  verifier: VerifyPool;
+  jobs: JobTable;
+  verifier: Verifier;
   forwarder: Forwarder;
   tips: TipAccounts | null;
   evmChainId: bigint;
   enabled: { evm: boolean; solana: boolean };
 }
 
-// Dedup keys are domain-separated so a transaction sent alone and inside a
-// bundle are different submissions (DECISIONS 6), and families never collide.
-const KEY_SOLANA_SINGLE = 1;
-const KEY_SOLANA_BUNDLE = 2;
-const KEY_EVM = 3;
+const SIGNATURE_BYTES = 64;
 
 export class Admission {
   draining = false;
@@ -79,33 +92,55 @@ export class Admission {
   readonly rejected = new CounterSet<string>();
   readonly admitted = new CounterSet<LaneName>();
   readonly duplicates = new CounterSet<LaneName>();
-  /** Solana dedup keys claimed but not yet verified, with the submissions waiting on each (main thread only). */
-  private readonly pending = new Map<string, (() => void)[]>();
+  private readonly jobs: JobTable;
+  private readonly slab: Uint8Array;
+  /** The whole slab as a Buffer: encodes a transaction with toString(enc, start, end), no view per call. */
+  private readonly slabBuf: Buffer;
+  /** The job table's bytes as a Buffer, to write a batch item's hash from its hex. */
+  private readonly jobsBuf: Buffer;
+  /** Dedup key scratch for releasing a claim on the main thread. */
+  private readonly keyScratch = new Uint8Array(1 + 4 * SIGNATURE_BYTES);
 
-  constructor(private readonly d: AdmissionDeps) {}
+  constructor(private readonly d: AdmissionDeps) {
+    this.jobs = d.jobs;
+    this.slab = d.slab.bytes;
+    this.slabBuf = Buffer.from(this.slab.buffer, this.slab.byteOffset, this.slab.length);
+    this.jobsBuf = Buffer.from(d.jobs.bytes.buffer, d.jobs.bytes.byteOffset, d.jobs.bytes.length);
+  }
 
   laneFor(family: Family, rec: AccountRecord | null, bundle = false): LaneName {
     if (family === 'solana') return bundle ? 'solana-bundle' : 'solana-single';
     return rec?.plan === 'paid' ? 'evm-paid' : 'evm-free';
   }
 
-  // ---- gate: steps 1-5 -------------------------------------------------------
+  // ---- gate: steps 1-6 -------------------------------------------------------
 
   /**
-   * Steps 1-5 for a credential given as text (`null` when absent). `lane`
-   * is derived from the account when not given (family A routes by plan).
-   * Throws RelayError; returns the account.
+   * Steps 1-6 for a credential given as text (`null` when absent). `ip` null:
+   * the door already charged the IP bucket and asked the queue controller
+   * for this call (POST /, before its body is read). The lane is derived
+   * from the account (family A routes by plan). Throws RelayError; returns
+   * the account.
    */
-  gate(family: Family, credential: string | null, ip: string, credits: number, bundle = false): AccountRecord {
+  gate(family: Family, credential: string | null, ip: string | null, credits: number, bundle = false): AccountRecord {
     this.checkOpen(family);
-    if (credential === null || credential === '') throw this.reject(E.AUTH_MISSING);
-    return this.gateAccount(family, this.d.accounts.byText(credential), ip, credits, bundle);
+    if (ip !== null) this.limitIp(ip, credits);
+    const rec = this.authenticateAccount(family, credential, bundle);
+    if (ip !== null) this.shed();
+    this.limitAccount(rec, family, credits);
+    return rec;
   }
 
-  /** Steps 1-5 for 16 raw UUID bytes (UDP). */
+  /** Steps 1-6 for 16 raw UUID bytes (UDP), with UDP's own per-IP buckets. */
   gateBytes(family: Family, buf: Uint8Array, offset: number, ip: string, credits: number): AccountRecord {
     this.checkOpen(family);
-    return this.gateAccount(family, this.d.accounts.byBytes(buf, offset), ip, credits, false);
+    const wait = this.d.udpIpLimiter.tryTake(ip, credits, this.d.clock());
+    if (wait > 0) throw this.reject(E.RATE_IP, String(this.d.udpIpRps), wait);
+    const rec = this.d.accounts.byBytes(buf, offset);
+    this.checkAccount(family, rec, false);
+    this.shed();
+    this.limitAccount(rec!, family, credits);
+    return rec!;
   }
 
   private checkOpen(family: Family): void {
@@ -113,19 +148,16 @@ export class Admission {
     if (!this.d.enabled[family]) throw this.reject(E.NOT_FOUND);
   }
 
-  private gateAccount(family: Family, rec: AccountRecord | undefined, ip: string, credits: number, bundle: boolean): AccountRecord {
-    this.checkAccount(family, rec, bundle);
-    this.limitIp(ip, credits);
-    this.limitAccount(rec!, family, credits);
-    return rec!;
-  }
-
-  /** Steps 1-3 only (family A batches persist their record between 3 and 4). */
+  /** Steps 3-4 (family A batches: the door charged the IP bucket; the record comes next). */
   authenticate(family: Family, credential: string | null): AccountRecord {
     this.checkOpen(family);
+    return this.authenticateAccount(family, credential, false);
+  }
+
+  private authenticateAccount(family: Family, credential: string | null, bundle: boolean): AccountRecord {
     if (credential === null || credential === '') throw this.reject(E.AUTH_MISSING);
     const rec = this.d.accounts.byText(credential);
-    this.checkAccount(family, rec, false);
+    this.checkAccount(family, rec, bundle);
     return rec!;
   }
 
@@ -141,20 +173,36 @@ export class Admission {
     if (wait > 0) throw this.reject(E.RATE_IP, String(this.d.ipRps), wait);
   }
 
-  /** Step 5. Throws RATE_ACCOUNT. */
+  /** Step 5. Throws CAPACITY when the queue controller sheds this arrival. */
+  shed(): void {
+    const s = this.d.verifier.admit(this.d.clock());
+    if (s !== Shed.No) throw this.reject(E.CAPACITY, s === Shed.Standing ? 'standing verification queue' : 'verification queue over its bound');
+  }
+
+  /**
+   * The family A batch-record budget (issue 8): taken before a batch's
+   * receive record is written; a wait means 429 with nothing written or sent.
+   */
+  takeRecordCredit(rec: AccountRecord): number {
+    const wait = this.d.accounts.takeRecordCredit(rec);
+    if (wait > 0) this.rejected.inc(E.RATE_ACCOUNT.code);
+    return wait;
+  }
+
+  /** Step 6. Throws RATE_ACCOUNT. */
   limitAccount(rec: AccountRecord, family: Family, credits: number): void {
-    const wait = this.d.buckets.tryTake(slotOf(rec, family), credits, this.d.clock());
+    const wait = this.d.accounts.take(rec, family, credits);
     if (wait > 0) throw this.reject(E.RATE_ACCOUNT, String(rec[family].tps), wait);
   }
 
-  private reject(spec: (typeof E)[keyof typeof E], detail = '', retryAfterMs = 0): RelayError {
+  private reject(spec: ErrorSpec, detail = '', retryAfterMs = 0): RelayError {
     this.rejected.inc(spec.code);
     return new RelayError(spec, detail, retryAfterMs);
   }
 
   // ---- slab ------------------------------------------------------------------
 
-  /** Reserves slab space for a body of `length` bytes; null when in-flight work is at its bound. */
+  /** Reserves slab space for a body of `length` bytes; null when in-flight bytes are at their bound. */
   reserve(length: number): Block | null {
     const offset = this.d.slab.alloc(length);
     // The caller answers (and counts) the refusal through capacityError().
@@ -164,12 +212,19 @@ export class Admission {
   /** Copies `bytes` into the slab (doors whose payload is not a raw body: base64, hex, UDP). */
   copyIn(bytes: Uint8Array): Block | null {
     const b = this.reserve(bytes.length);
-    if (b) this.d.slab.bytes.set(bytes, b.offset);
+    if (b) this.slab.set(bytes, b.offset);
+    return b;
+  }
+
+  /** Copies buf[start, end) into the slab without a view of it (UDP datagrams). */
+  copyRange(buf: Buffer, start: number, end: number): Block | null {
+    const b = this.reserve(end - start);
+    if (b) buf.copy(this.slabBuf, b.offset, start, end);
     return b;
   }
 
   view(b: Block): Uint8Array {
-    return this.d.slab.bytes.subarray(b.offset, b.offset + b.length);
+    return this.slab.subarray(b.offset, b.offset + b.length);
   }
 
   release(b: Block): void {
@@ -180,32 +235,85 @@ export class Admission {
     return this.reject(E.CAPACITY, detail);
   }
 
-  // ---- admit: steps 6-10, family B ----------------------------------------------
+  private releaseAll(blocks: Block[]): void {
+    for (const b of blocks) this.release(b);
+  }
+
+  /** Step 7: a job slot and room in the lane; -1 (answer CAPACITY) when either is exhausted. */
+  private slotFor(lane: LaneName, n: number): number {
+    const fwd = this.d.forwarder.lane(lane);
+    if (fwd.depth + n > fwd.capacity) return -1;
+    return this.jobs.acquire();
+  }
+
+  /** The outcome of a check that did not pass, as the rejection its door answers. */
+  private checkError(s: number, decode: ErrorSpec, prefix: string): RelayError {
+    const r = this.jobs.field(s, S_RESULT) as JobResult;
+    if (r === JobResult.Internal) return this.reject(E.CHECK_FAILED, 'the transaction check failed on this node');
+    return this.reject(decode, prefix + this.jobs.message(s));
+  }
+
+  // ---- admit: family B ---------------------------------------------------------
 
   /**
    * Admits one Solana transaction (JSON-RPC, /v2, UDP). Takes ownership of
    * `block`. `done` runs exactly once, possibly synchronously.
    */
   solanaSingle(block: Block, overUdp: boolean, done: (o: SolanaOutcome) => void): void {
-    const bytes = this.view(block);
-    let view: SolanaTxView;
-    try {
-      view = decodeSolanaTransaction(bytes, maxSizeFor(bytes, overUdp));
-    } catch (e) {
+    const lane: LaneName = 'solana-single';
+    const s = this.slotFor(lane, 1);
+    if (s < 0) {
       this.release(block);
-      return done({ ok: false, error: this.reject(E.SOL_DECODE, msg(e)) });
+      return done({ ok: false, error: this.capacityError('verification or forwarding queue full') });
     }
-    const sig = firstSignatureBase58(bytes, view);
-    this.admitSolana([block], [view], [sig], false, done);
+    this.jobs.set(s, JobKind.SolanaTx, block.offset, block.length, overUdp ? F_OVER_UDP : 0);
+    this.d.verifier.run(s, () => this.solanaSingleDone(s, block, lane, done));
+  }
+
+  private solanaSingleDone(s: number, block: Block, lane: LaneName, done: (o: SolanaOutcome) => void): void {
+    const r = this.jobs.field(s, S_RESULT) as JobResult;
+    if (r !== JobResult.Ok && r !== JobResult.Duplicate) {
+      const error = this.checkError(s, E.SOL_DECODE, '');
+      this.jobs.release(s);
+      this.release(block);
+      return done({ ok: false, error });
+    }
+    const sigAt = block.offset + this.jobs.field(s, S_AUX0);
+    const sig = base58EncodeAt(this.slab, sigAt, SIGNATURE_BYTES);
+    this.jobs.release(s);
+    if (r === JobResult.Duplicate) {
+      this.release(block);
+      this.duplicates.inc(lane);
+      return done({ ok: true, signatures: [sig], duplicate: true });
+    }
+    const payload = this.slabBuf.toString('base64', block.offset, block.offset + block.length);
+    if (!this.d.forwarder.lane(lane).offer(payload)) {
+      this.unclaim(KEY_SOLANA_SINGLE, [sigAt]);
+      this.release(block);
+      return done({ ok: false, error: this.capacityError('forwarding queue full') });
+    }
+    this.release(block);
+    this.admitted.inc(lane);
+    done({ ok: true, signatures: [sig], duplicate: false });
+  }
+
+  /** Withdraws a dedup claim whose transaction could not be queued (main thread; the key is rebuilt from the slab). */
+  private unclaim(domain: number, sigOffsets: number[]): void {
+    const k = this.keyScratch;
+    k[0] = domain;
+    for (let i = 0; i < sigOffsets.length; i++) k.set(this.slab.subarray(sigOffsets[i]!, sigOffsets[i]! + SIGNATURE_BYTES), 1 + SIGNATURE_BYTES * i);
+    this.d.dedup.release(k.subarray(0, 1 + SIGNATURE_BYTES * sigOffsets.length), this.d.clock());
   }
 
   /**
    * Admits a bundle of 1-4 transactions already split by the door (SPEC 2.5).
    * `minTip` is the account's minimum in lamports. Takes ownership of `blocks`.
+   * The tip rule and the bundle's dedup key need the decoded transactions on
+   * this thread; the signatures are checked as jobs like any other.
    */
   solanaBundle(blocks: Block[], minTip: number, done: (o: SolanaOutcome) => void): void {
+    const lane: LaneName = 'solana-bundle';
     const views: SolanaTxView[] = [];
-    const sigs: string[] = [];
     for (let i = 0; i < blocks.length; i++) {
       const bytes = this.view(blocks[i]!);
       try {
@@ -214,7 +322,6 @@ export class Admission {
         this.releaseAll(blocks);
         return done({ ok: false, error: this.reject(E.BATCH_DECODE, `transaction ${i}: ${msg(e)}`) });
       }
-      sigs.push(firstSignatureBase58(bytes, views[i]!));
     }
     if (this.d.tips) {
       const tip = sumBundleTips(
@@ -230,154 +337,156 @@ export class Admission {
         return done({ ok: false, error: this.reject(E.TIP_TOO_LOW, String(minTip)) });
       }
     }
-    this.admitSolana(blocks, views, sigs, true, done);
-  }
-
-  private admitSolana(blocks: Block[], views: SolanaTxView[], sigs: string[], bundle: boolean, done: (o: SolanaOutcome) => void): void {
-    const lane = bundle ? 'solana-bundle' : 'solana-single';
-    const key = new Uint8Array(1 + 64 * blocks.length);
-    key[0] = bundle ? KEY_SOLANA_BUNDLE : KEY_SOLANA_SINGLE;
-    for (let i = 0; i < blocks.length; i++) {
-      const off = blocks[i]!.offset + views[i]!.signaturesOffset;
-      key.set(this.d.slab.bytes.subarray(off, off + 64), 1 + 64 * i);
-    }
-    const now = this.d.clock();
-    // A Solana key is only a signature, not a hash of the whole transaction:
-    // a forged copy can carry a real signature. While a claim is unverified,
-    // a second submission of the same key waits for it instead of being
-    // answered "duplicate", and is admitted on its own if the first fails.
-    const pendingKey = Buffer.from(key.buffer, key.byteOffset, key.length).toString('latin1');
-    if (!this.d.dedup.claim(key, now)) {
-      const waiters = this.pending.get(pendingKey);
-      if (waiters) {
-        waiters.push(() => this.admitSolana(blocks, views, sigs, bundle, done));
-        return;
-      }
+    const sigAt = blocks.map((b, i) => b.offset + views[i]!.signaturesOffset);
+    const sigs = sigAt.map((o) => base58EncodeAt(this.slab, o, SIGNATURE_BYTES));
+    const key = this.bundleKey(sigAt);
+    if (this.d.dedup.contains(key, this.d.clock())) {
       this.releaseAll(blocks);
       this.duplicates.inc(lane);
       return done({ ok: true, signatures: sigs, duplicate: true });
     }
-    const fwd = this.d.forwarder.lane(lane);
-    if (fwd.depth >= fwd.capacity || !this.d.verifier.admit(blocks.length)) {
-      this.d.dedup.release(key, now);
-      this.releaseAll(blocks);
-      return done({ ok: false, error: this.reject(E.CAPACITY, 'verification or forwarding queue full') });
-    }
-    this.pending.set(pendingKey, []);
-    /** Ends the claim's pending phase; `keep` false withdraws it. Waiters then run the dedup step again. */
-    const settle = (keep: boolean): void => {
-      if (!keep) this.d.dedup.release(key, this.d.clock());
-      const waiters = this.pending.get(pendingKey)!;
-      this.pending.delete(pendingKey);
-      for (const w of waiters) w();
-    };
-    let remaining = blocks.length;
-    let badIndex = -1;
-    const finish = (): void => {
-      if (badIndex >= 0) {
+    const slots: number[] = [];
+    for (let i = 0; i < blocks.length; i++) {
+      const s = this.slotFor(lane, 1);
+      if (s < 0) {
+        for (const x of slots) this.jobs.release(x);
         this.releaseAll(blocks);
-        const error = bundle
-          ? this.reject(E.BATCH_DECODE, `transaction ${badIndex}: signature verification failed`)
-          : this.reject(E.SOL_DECODE, 'signature verification failed');
-        done({ ok: false, error });
-        return settle(false);
+        return done({ ok: false, error: this.capacityError('verification or forwarding queue full') });
       }
-      const payload = blocks.map((b) => Buffer.from(this.d.slab.bytes.buffer, this.d.slab.bytes.byteOffset + b.offset, b.length).toString('base64'));
+      this.jobs.set(s, JobKind.SolanaVerify, blocks[i]!.offset, blocks[i]!.length, 0);
+      slots.push(s);
+    }
+    let remaining = slots.length;
+    const finish = (): void => {
+      let bad = -1;
+      for (let i = 0; i < slots.length; i++) if (this.jobs.field(slots[i]!, S_RESULT) !== JobResult.Ok) bad = bad < 0 ? i : bad;
+      let error: RelayError | null = null;
+      if (bad >= 0) error = this.checkError(slots[bad]!, E.BATCH_DECODE, `transaction ${bad}: `);
+      for (const s of slots) this.jobs.release(s);
+      if (error) {
+        this.releaseAll(blocks);
+        return done({ ok: false, error });
+      }
+      const now = this.d.clock();
+      if (!this.d.dedup.claim(key, now)) {
+        this.releaseAll(blocks);
+        this.duplicates.inc(lane);
+        return done({ ok: true, signatures: sigs, duplicate: true });
+      }
+      const payload = blocks.map((b) => this.slabBuf.toString('base64', b.offset, b.offset + b.length));
       this.releaseAll(blocks);
-      if (!fwd.offer(bundle ? payload : payload[0]!)) {
-        done({ ok: false, error: this.reject(E.CAPACITY, 'forwarding queue full') });
-        return settle(false);
+      if (!this.d.forwarder.lane(lane).offer(payload)) {
+        this.d.dedup.release(key, this.d.clock());
+        return done({ ok: false, error: this.capacityError('forwarding queue full') });
       }
       this.admitted.inc(lane);
       done({ ok: true, signatures: sigs, duplicate: false });
-      settle(true);
     };
-    for (let i = 0; i < blocks.length; i++) {
-      const idx = i;
-      this.d.verifier.submit(JobKind.Solana, blocks[i]!.offset, blocks[i]!.length, (r) => {
-        if (r !== JobResult.Ok && (badIndex < 0 || idx < badIndex)) badIndex = idx;
+    for (const s of slots) {
+      this.d.verifier.run(s, () => {
         if (--remaining === 0) finish();
       });
     }
   }
 
-  private releaseAll(blocks: Block[]): void {
-    for (const b of blocks) this.release(b);
+  /** The bundle's dedup key: its domain and its ordered signatures (a fresh array: it outlives the checks). */
+  private bundleKey(sigOffsets: number[]): Uint8Array {
+    const key = new Uint8Array(1 + SIGNATURE_BYTES * sigOffsets.length);
+    key[0] = KEY_SOLANA_BUNDLE;
+    for (let i = 0; i < sigOffsets.length; i++) key.set(this.slab.subarray(sigOffsets[i]!, sigOffsets[i]! + SIGNATURE_BYTES), 1 + SIGNATURE_BYTES * i);
+    return key;
   }
 
-  // ---- admit: steps 6-10, family A ----------------------------------------------
+  // ---- admit: family A ---------------------------------------------------------
 
   /**
    * Admits one EVM transaction. `hex` is the client's `0x…` text when the
    * door has it (forwarded as is, saving a re-encode). Takes ownership of `block`.
    */
   evmSingle(block: Block, hex: string | null, lane: LaneName, done: (o: EvmOutcome) => void): void {
-    const hash = this.evmCheck(block);
-    if (hash instanceof RelayError) {
+    const s = this.slotFor(lane, 1);
+    if (s < 0) {
       this.release(block);
-      return done({ ok: false, error: hash });
+      return done({ ok: false, error: this.capacityError('verification or forwarding queue full') });
     }
-    this.evmAdmitChecked(block, hex, hash, lane, done);
+    this.jobs.set(s, JobKind.EvmTx, block.offset, block.length, 0);
+    this.d.verifier.run(s, () => this.evmDone(s, block, hex, lane, done));
   }
 
-  /** Step 6 for family A: strict decode and go-ethereum's stateless checks; returns the tx hash. */
-  evmCheck(block: Block): string | RelayError {
+  private evmDone(s: number, block: Block, hex: string | null, lane: LaneName, done: (o: EvmOutcome) => void): void {
+    const r = this.jobs.field(s, S_RESULT) as JobResult;
+    if (r !== JobResult.Ok && r !== JobResult.Duplicate) {
+      const error = this.checkError(s, E.TX_INVALID, '');
+      this.jobs.release(s);
+      this.release(block);
+      return done({ ok: false, error });
+    }
+    const keyAt = this.jobs.keyAt(s);
+    const hashBytes = this.jobs.bytes.subarray(keyAt, keyAt + KEY_BYTES);
+    const hash = toHex(hashBytes);
+    if (r === JobResult.Duplicate) {
+      this.jobs.release(s);
+      this.release(block);
+      this.duplicates.inc(lane);
+      return done({ ok: true, hash, duplicate: true });
+    }
+    const payload = hex ?? '0x' + this.slabBuf.toString('hex', block.offset, block.offset + block.length);
+    this.release(block);
+    if (!this.d.forwarder.lane(lane).offer(payload)) {
+      const k = this.keyScratch;
+      k[0] = KEY_EVM;
+      k.set(hashBytes, 1);
+      this.d.dedup.release(k.subarray(0, 1 + KEY_BYTES), this.d.clock());
+      this.jobs.release(s);
+      return done({ ok: false, error: this.capacityError('forwarding queue full') });
+    }
+    this.jobs.release(s);
+    this.admitted.inc(lane);
+    done({ ok: true, hash, duplicate: false });
+  }
+
+  /**
+   * Step 8's decode part for a family A batch item, on the main thread before
+   * the receive record is persisted (the record holds every item's hash).
+   */
+  evmPrepare(block: Block | null, hex: string, parseError: RelayError | null): BatchInput {
+    if (block === null) return { block: null, hex, hash: null, error: parseError ?? this.reject(E.TX_INVALID, 'not a transaction') };
     const bytes = this.view(block);
     try {
       const tx = decodeEvmTransaction(bytes);
       validateEvmTransaction(tx, { chainId: this.d.evmChainId });
-      return toHex(txHash(bytes, tx));
+      return { block, hex, hash: toHex(txHash(bytes, tx)), error: null };
     } catch (e) {
-      return this.reject(E.TX_INVALID, msg(e));
-    }
-  }
-
-  /**
-   * Step 6 for a family A batch item, before the record is persisted: parses
-   * nothing twice and keeps a hash for every item that has bytes.
-   */
-  evmPrepare(block: Block | null, hex: string, parseError: RelayError | null): BatchInput {
-    if (block === null) return { block: null, hex, hash: null, error: parseError ?? this.reject(E.TX_INVALID, 'not a transaction') };
-    const hash = this.evmCheck(block);
-    if (hash instanceof RelayError) {
-      const raw = toHex(txHashOfRaw(this.view(block)));
+      const error = this.reject(E.TX_INVALID, msg(e));
+      const raw = toHex(txHashOfRaw(bytes));
       this.release(block);
-      return { block: null, hex, hash: raw, error: hash };
+      return { block: null, hex, hash: raw, error };
     }
-    return { block, hex, hash, error: null };
   }
 
   /**
-   * Steps 4-10 for a family A batch whose receive record is already durable
-   * (DECISIONS 6): one IP credit for the request, then per item in order one
-   * account credit (invalid and duplicate items included), dedup, capacity,
-   * verification, enqueue. `done` gets every item's outcome and the HTTP status.
+   * Steps 5-9 for a family A batch whose receive record is already durable
+   * (DECISIONS 6; the door charged the IP bucket and the record budget): per
+   * item in order one account credit (invalid and duplicate items included),
+   * dedup, capacity, signature, enqueue. `done` gets every item's outcome and
+   * the HTTP status.
    */
-  evmBatch(rec: AccountRecord, items: BatchInput[], ip: string, done: (items: BatchItem[], status: number, retryAfterMs: number) => void): void {
+  evmBatch(rec: AccountRecord, items: BatchInput[], done: (items: BatchItem[], status: number, retryAfterMs: number) => void): void {
     const out: BatchItem[] = new Array(items.length);
     // The longest rate-limit wait among not-sent items, for Retry-After on an all-limited batch.
     let retryAfterMs = 0;
     const notSent = (i: number, err: RelayError): BatchItem => {
       if (err.retryAfterMs > retryAfterMs) retryAfterMs = err.retryAfterMs;
       return {
-      tx_index: i,
-      tx_hash: items[i]!.hash,
-      status: 'not-sent',
-      duplicate: false,
-      retry: err.spec.retry === 'retry_safe' ? 'retry_safe' : 'do_not_retry_automatically',
-      error: { code: err.spec.rpc, message: err.message },
+        tx_index: i,
+        tx_hash: items[i]!.hash,
+        status: 'not-sent',
+        duplicate: false,
+        retry: err.spec.retry === 'retry_safe' ? 'retry_safe' : 'do_not_retry_automatically',
+        error: { code: err.spec.rpc, message: err.message },
       };
     };
     const finish = () => done(out, batchStatus(out), retryAfterMs);
-    try {
-      this.limitIp(ip, 1);
-    } catch (e) {
-      items.forEach((it, i) => {
-        if (it.block) this.release(it.block);
-        out[i] = notSent(i, e as RelayError);
-      });
-      return finish();
-    }
     const lane = this.laneFor('evm', rec);
     let pending = items.length;
     const settle = (i: number, item: BatchItem) => {
@@ -392,47 +501,25 @@ export class Admission {
         return settle(i, notSent(i, e as RelayError));
       }
       if (it.error || !it.block || !it.hash) return settle(i, notSent(i, it.error ?? this.reject(E.TX_INVALID, 'not a transaction')));
-      this.evmAdmitChecked(it.block, it.hex, it.hash, lane, (o) => {
-        if (!o.ok) return settle(i, notSent(i, o.error));
-        settle(
-          i,
-          o.duplicate
-            ? { tx_index: i, tx_hash: o.hash, status: 'duplicate', duplicate: true, retry: 'do_not_retry_automatically' }
-            : { tx_index: i, tx_hash: o.hash, status: 'queued', duplicate: false, retry: 'do_not_retry_automatically', message: FORWARDED_MESSAGE },
-        );
-      });
-    });
-  }
-
-  /** Steps 7-10 for a family A transaction that passed `evmCheck`. Takes ownership of `block`. */
-  evmAdmitChecked(block: Block, hex: string | null, hash: string, lane: LaneName, done: (o: EvmOutcome) => void): void {
-    const key = evmKey(hash);
-    const now = this.d.clock();
-    if (!this.d.dedup.claim(key, now)) {
-      this.release(block);
-      this.duplicates.inc(lane);
-      return done({ ok: true, hash, duplicate: true });
-    }
-    const fwd = this.d.forwarder.lane(lane);
-    if (fwd.depth >= fwd.capacity || !this.d.verifier.admit(1)) {
-      this.d.dedup.release(key, now);
-      this.release(block);
-      return done({ ok: false, error: this.reject(E.CAPACITY, 'verification or forwarding queue full') });
-    }
-    this.d.verifier.submit(JobKind.Evm, block.offset, block.length, (r) => {
-      if (r !== JobResult.Ok) {
-        this.d.dedup.release(key, this.d.clock());
+      const block = it.block;
+      const s = this.slotFor(lane, 1);
+      if (s < 0) {
         this.release(block);
-        return done({ ok: false, error: this.reject(E.TX_INVALID, 'signature does not recover a sender') });
+        return settle(i, notSent(i, this.capacityError('verification or forwarding queue full')));
       }
-      const payload = hex ?? toHex(this.view(block));
-      this.release(block);
-      if (!fwd.offer(payload)) {
-        this.d.dedup.release(key, this.d.clock());
-        return done({ ok: false, error: this.reject(E.CAPACITY, 'forwarding queue full') });
-      }
-      this.admitted.inc(lane);
-      done({ ok: true, hash, duplicate: false });
+      this.jobs.set(s, JobKind.EvmVerify, block.offset, block.length, 0);
+      this.jobsBuf.write(it.hash.slice(2), this.jobs.keyAt(s), KEY_BYTES, 'hex');
+      this.d.verifier.run(s, () =>
+        this.evmDone(s, block, it.hex, lane, (o) => {
+          if (!o.ok) return settle(i, notSent(i, o.error));
+          settle(
+            i,
+            o.duplicate
+              ? { tx_index: i, tx_hash: o.hash, status: 'duplicate', duplicate: true, retry: 'do_not_retry_automatically' }
+              : { tx_index: i, tx_hash: o.hash, status: 'queued', duplicate: false, retry: 'do_not_retry_automatically', message: FORWARDED_MESSAGE },
+          );
+        }),
+      );
     });
   }
 }
@@ -464,13 +551,6 @@ export function batchStatus(items: BatchItem[]): number {
   if (items.some((x) => x.error?.code === E.TX_INVALID.rpc)) return 400;
   if (items.some((x) => x.error?.code === E.CAPACITY.rpc || x.error?.code === E.UNAVAILABLE.rpc)) return 503;
   return 429;
-}
-
-function evmKey(hash: string): Uint8Array {
-  const key = Buffer.allocUnsafe(33);
-  key[0] = KEY_EVM;
-  key.write(hash.slice(2), 1, 'hex');
-  return key;
 }
 
 function msg(e: unknown): string {

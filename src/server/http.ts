@@ -5,7 +5,9 @@
  * - a response written after an await is corked;
  * - `onData` chunks are copied before the callback returns (they are neutered after);
  * - body bytes are counted while streaming, and an oversized body is answered
- *   from its Content-Length before a byte of it is buffered.
+ *   from its Content-Length before a byte of it is buffered;
+ * - a request whose Content-Length headers disagree is refused by closing its
+ *   connection, since nobody can tell where the next request starts.
  */
 import type { HttpRequest, HttpResponse } from './uws.js';
 import { RelayError } from '../errors.js';
@@ -69,15 +71,18 @@ export function guard(res: HttpResponse, timer?: LatencyTimer): Res {
   return r;
 }
 
-/** Writes a whole response; corked, so it is safe after an await. No-op once aborted or answered. */
-export function send(res: Res, status: number, contentType: string | null, body: string | Uint8Array, headers?: Headers): void {
+/**
+ * Writes a whole response; corked, so it is safe after an await. No-op once
+ * aborted or answered. `close` ends the connection after it (framing errors).
+ */
+export function send(res: Res, status: number, contentType: string | null, body: string | Uint8Array, headers?: Headers, close = false): void {
   if (res.aborted || res.done) return;
   res.done = true;
   res.cork(() => {
     res.writeStatus(statusLine(status));
     if (contentType) res.writeHeader('content-type', contentType);
     if (headers) for (let i = 0; i < headers.length; i++) res.writeHeader(headers[i]![0], headers[i]![1]);
-    res.end(body);
+    res.end(body, close);
   });
   if (res.timer) res.timer.observe((performance.now() - res.t0!) / 1000);
 }
@@ -105,6 +110,28 @@ export function retryAfterHeaders(ms: number): Headers {
   ];
 }
 
+// Framing check state: uWS hands headers one callback at a time; module-level so a request allocates no closure.
+let lengths = 0;
+let firstLength = '';
+let conflicting = false;
+const onHeader = (key: string, value: string): void => {
+  if (key !== 'content-length') return;
+  if (lengths++ === 0) firstLength = value;
+  else if (value !== firstLength) conflicting = true;
+};
+
+/**
+ * Content-Length headers that disagree (RFC 9112 section 6.3: a request
+ * smuggling vector when an intermediary frames by another one than we do).
+ * uWS frames by the first and does not look further.
+ */
+export function conflictingContentLength(req: HttpRequest): boolean {
+  lengths = 0;
+  conflicting = false;
+  req.forEach(onHeader);
+  return conflicting;
+}
+
 /**
  * Streams the request body into one buffer. `into(len)` supplies the
  * destination once the declared length is known (a slab block, so the bytes
@@ -120,6 +147,14 @@ export function readBody(
   onTooLarge: (declared: number) => void,
   into?: (len: number) => Uint8Array | null,
 ): void {
+  if (conflictingContentLength(req)) {
+    // RFC 9112 wants a 400 and then the close, but uWS keeps parsing whatever the client already sent
+    // after a response, even one ending the connection, and close() discards unflushed output: so the
+    // connection is closed at once, without a status, before a byte past the ambiguous request is read.
+    res.done = true;
+    res.close();
+    return;
+  }
   const declared = req.getHeader('content-length');
   let expected = -1;
   if (declared !== '') {
@@ -180,7 +215,19 @@ export function clientIp(res: HttpResponse, req: HttpRequest, trustProxy: boolea
       if (first) return first;
     }
   }
-  const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
-  // One IPv4 client is one key whether the socket is v4 or dual-stack v6.
-  return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip;
+  // From the binary address: one IPv4 client is one key whether the listener is v4 or dual-stack v6,
+  // where uWS's text form of a mapped address is the full ffff-hex spelling.
+  const b = new Uint8Array(res.getRemoteAddress());
+  if (b.length === 4) return dotted(b, 0);
+  if (b.length === 16 && isV4Mapped(b)) return dotted(b, 12);
+  return Buffer.from(res.getRemoteAddressAsText()).toString();
+}
+
+function dotted(b: Uint8Array, at: number): string {
+  return b[at] + '.' + b[at + 1] + '.' + b[at + 2] + '.' + b[at + 3];
+}
+
+function isV4Mapped(b: Uint8Array): boolean {
+  for (let i = 0; i < 10; i++) if (b[i] !== 0) return false;
+  return b[10] === 0xff && b[11] === 0xff;
 }

@@ -2,11 +2,21 @@
  * Family B UDP ingress (SPEC 2.7, 4.8, 7.3): one datagram is one
  * transaction, fire-and-forget. Nothing is ever sent back; every datagram
  * that is not admitted is dropped and counted by reason.
+ *
+ * A pool of sockets bound to the one port with SO_REUSEPORT, where the
+ * runtime has it (dgram `reusePort`, Node >= 22.12): the kernel spreads
+ * senders over the sockets by address hash, so each has its own receive
+ * queue and buffer and one busy sender's burst does not overflow everybody's
+ * queue. Node 20 has no reusePort: a second bind fails with EADDRINUSE, and
+ * the pool is then one socket (said once at start-up). All sockets are read
+ * on the main thread, as the acceptor is: the check itself goes through the
+ * same pipeline and verifier as HTTP.
  */
 import dgram from 'node:dgram';
-import { RelayError } from '../errors.js';
+import { availableParallelism } from 'node:os';
+import type { RelayError } from '../errors.js';
 import { PACKET_DATA_SIZE } from '../chains/solana/decode.js';
-import type { Admission } from '../pipeline/admission.js';
+import type { Admission, SolanaOutcome } from '../pipeline/admission.js';
 import { CounterSet } from '../obs/metrics.js';
 
 /** SPEC 2.7 layout. */
@@ -15,6 +25,10 @@ const METHOD_SEND = 0;
 const KEY_OFFSET = 5;
 const LEN_OFFSET = 21;
 const HEADER = 23;
+/** Per-socket kernel receive buffer: ~6,000 full-size datagrams of burst; the kernel caps it at net.core.rmem_max. */
+const RECV_BUFFER_BYTES = 8 * 1024 * 1024;
+/** Sockets in an automatic pool: one per core, and beyond 8 the queues only add memory. */
+const MAX_AUTO_SOCKETS = 8;
 
 export type UdpOutcome =
   | 'admitted'
@@ -26,13 +40,23 @@ export type UdpOutcome =
   | 'too_large'
   | 'rejected';
 
+export interface UdpListenResult {
+  port: number;
+  /** Sockets actually bound. */
+  sockets: number;
+  /** Whether the runtime let several sockets share the port. */
+  reusePort: boolean;
+}
+
 export class UdpIngress {
   readonly outcomes = new CounterSet<string>();
-  private socket: dgram.Socket | null = null;
+  /** Datagrams received per socket of the pool (index order of binding). */
+  readonly received: number[] = [];
+  private sockets: dgram.Socket[] = [];
 
   constructor(private readonly admission: Admission) {}
 
-  /** Parses and admits one datagram; returns the outcome when it is known synchronously. */
+  /** Parses and admits one datagram. */
   handle(msg: Buffer, ip: string): void {
     const o = this.outcomes;
     if (msg.length < HEADER) return o.inc('short');
@@ -46,33 +70,63 @@ export class UdpIngress {
     } catch (e) {
       return o.inc((e as RelayError).spec?.code ?? 'rejected');
     }
-    const block = this.admission.copyIn(msg.subarray(HEADER));
+    const block = this.admission.copyRange(msg, HEADER, msg.length);
     if (block === null) return o.inc('TXR_CAPACITY');
-    this.admission.solanaSingle(block, true, (r) => {
-      if (!r.ok) o.inc(r.error.spec.code);
-      else o.inc(r.duplicate ? 'duplicate' : 'admitted');
-    });
+    this.admission.solanaSingle(block, true, this.done);
   }
 
-  listen(host: string, port: number): Promise<number> {
+  private readonly done = (r: SolanaOutcome): void => {
+    if (!r.ok) this.outcomes.inc(r.error.spec.code);
+    else this.outcomes.inc(r.duplicate ? 'duplicate' : 'admitted');
+  };
+
+  /**
+   * Binds `want` sockets to host:port (0: one per core, at most 8). Where
+   * the runtime cannot share a port, binds one and says so in the result.
+   */
+  async listen(host: string, port: number, want = 0): Promise<UdpListenResult> {
+    const n = want > 0 ? want : Math.min(MAX_AUTO_SOCKETS, availableParallelism());
     const type = host.includes(':') ? 'udp6' : 'udp4';
-    const s = dgram.createSocket({ type, recvBufferSize: 8 * 1024 * 1024 });
-    this.socket = s;
-    s.on('message', (msg, rinfo) => this.handle(msg, rinfo.address));
-    // A UDP socket error (e.g. ICMP) must never take the relay down.
-    s.on('error', () => this.outcomes.inc('socket_error'));
+    const first = await this.bindOne(type, host, port, n > 1);
+    const bound = first.address().port;
+    let reusePort = n > 1;
+    for (let i = 1; i < n && reusePort; i++) {
+      try {
+        await this.bindOne(type, host, bound, true);
+      } catch (e) {
+        // The runtime ignored reusePort (Node 20): the port is ours alone, so one socket it is.
+        if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
+        reusePort = false;
+      }
+    }
+    return { port: bound, sockets: this.sockets.length, reusePort: reusePort && this.sockets.length > 1 };
+  }
+
+  private bindOne(type: 'udp4' | 'udp6', host: string, port: number, reusePort: boolean): Promise<dgram.Socket> {
+    const s = dgram.createSocket({ type, recvBufferSize: RECV_BUFFER_BYTES, reusePort } as dgram.SocketOptions);
     return new Promise((resolve, reject) => {
-      s.once('error', reject);
+      s.once('error', (e) => {
+        s.close();
+        reject(e);
+      });
       s.bind(port, host, () => {
-        s.off('error', reject);
-        resolve(s.address().port);
+        s.removeAllListeners('error');
+        const index = this.received.push(0) - 1;
+        s.on('message', (msg, rinfo) => {
+          this.received[index]!++;
+          this.handle(msg, rinfo.address);
+        });
+        // A UDP socket error (e.g. ICMP) must never take the relay down.
+        s.on('error', () => this.outcomes.inc('socket_error'));
+        this.sockets.push(s);
+        resolve(s);
       });
     });
   }
 
-  close(): Promise<void> {
-    const s = this.socket;
-    this.socket = null;
-    return new Promise((resolve) => (s ? s.close(() => resolve()) : resolve()));
+  async close(): Promise<void> {
+    const all = this.sockets;
+    this.sockets = [];
+    await Promise.all(all.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
   }
 }

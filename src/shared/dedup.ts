@@ -44,6 +44,7 @@
  */
 import { checkSeeds, keyedHash128, randomSeeds, type HashSeeds } from './keyed-hash.js';
 import { lockWord, unlockWord } from './lock.js';
+import { prefault } from './prefault.js';
 
 const HEADER_WORDS = 16;
 const H_EVICTIONS = 0;
@@ -93,7 +94,7 @@ export interface DedupOptions {
 /** Per-thread scratch: the key's four hash words, and per-bucket scan results. */
 const hashOut = new Uint32Array(4);
 const scan = new Int32Array(8);
-/** The located key between lockKey and unlockKey: its buckets and fingerprint words. */
+/** The located key between hashKey and unlockKey: its buckets and fingerprint words. */
 const at = new Int32Array(5);
 const L_B1 = 0;
 const L_B2 = 1;
@@ -119,6 +120,8 @@ export class DedupFilter {
   private readonly sab: SharedArrayBuffer;
   private readonly seeds: HashSeeds;
   private readonly a: Int32Array;
+  /** The located key of the last `peek`, for `claimPeeked`. */
+  private readonly peeked = new Int32Array(5);
 
   private constructor(sab: SharedArrayBuffer, windowMs: number, capacity: number, buckets: number, seeds: HashSeeds) {
     const words = HEADER_WORDS + buckets * BUCKET_WORDS;
@@ -140,6 +143,7 @@ export class DedupFilter {
     if (!Number.isInteger(capacity) || capacity < 1 || capacity > 2 ** 28) throw new RangeError('dedup capacity must be an integer in [1, 2^28]');
     const buckets = Math.max(2, Math.ceil(capacity * BUCKETS_PER_ENTRY));
     const sab = new SharedArrayBuffer((HEADER_WORDS + buckets * BUCKET_WORDS) * 4);
+    prefault(sab);
     return new DedupFilter(sab, opts.windowMs, capacity, buckets, opts.seeds ?? randomSeeds());
   }
 
@@ -165,8 +169,31 @@ export class DedupFilter {
    * otherwise records it and returns true.
    */
   claim(key: Uint8Array, nowMs: number): boolean {
+    this.hashKey(key);
+    return this.claimAt(nowMs);
+  }
+
+  /**
+   * `contains`, remembering the key's hash for `claimPeeked`: the transaction
+   * check peeks before its signature work and claims after it, and one hash
+   * (four xxh32 passes over the key) serves both.
+   */
+  peek(key: Uint8Array, nowMs: number): boolean {
+    this.hashKey(key);
+    this.peeked.set(at);
+    return this.findAt(nowMs, false);
+  }
+
+  /** `claim` of the key the last `peek` on this instance hashed. */
+  claimPeeked(nowMs: number): boolean {
+    at.set(this.peeked);
+    return this.claimAt(nowMs);
+  }
+
+  /** Claims the key whose buckets and fingerprint are in `at`. */
+  private claimAt(nowMs: number): boolean {
     const a = this.a;
-    this.lockKey(key);
+    this.lockAt();
     const b1 = at[L_B1]!;
     const b2 = at[L_B2]!;
     const fpA = at[L_FPA]!;
@@ -210,11 +237,13 @@ export class DedupFilter {
     return this.find(key, nowMs, false);
   }
 
-  /**
-   * Hashes `key` into its two buckets and fingerprint (left in `at`) and
-   * takes both bucket locks, lower index first so two threads never deadlock.
-   */
-  private lockKey(key: Uint8Array): void {
+  private find(key: Uint8Array, nowMs: number, remove: boolean): boolean {
+    this.hashKey(key);
+    return this.findAt(nowMs, remove);
+  }
+
+  /** Hashes `key` into its two buckets and fingerprint, left in `at`. */
+  private hashKey(key: Uint8Array): void {
     keyedHash128(key, this.seeds, hashOut);
     const b1 = this.bucket1();
     const b2 = this.bucket2(b1);
@@ -223,11 +252,17 @@ export class DedupFilter {
     at[L_FPA] = hashOut[2]! | 0;
     at[L_FPB] = hashOut[3]! | 0;
     at[L_HIGH] = (hashOut[0]! & 15) << 28;
+  }
+
+  /** Takes both bucket locks of the key in `at`, lower index first so two threads never deadlock. */
+  private lockAt(): void {
+    const b1 = at[L_B1]!;
+    const b2 = at[L_B2]!;
     lockWord(this.a, b1 < b2 ? b1 : b2);
     lockWord(this.a, b1 < b2 ? b2 : b1);
   }
 
-  /** Releases the locks `lockKey` took (reverse order). */
+  /** Releases the locks `lockAt` took (reverse order). */
   private unlockKey(): void {
     const b1 = at[L_B1]!;
     const b2 = at[L_B2]!;
@@ -235,9 +270,9 @@ export class DedupFilter {
     unlockWord(this.a, b1 < b2 ? b1 : b2);
   }
 
-  private find(key: Uint8Array, nowMs: number, remove: boolean): boolean {
+  private findAt(nowMs: number, remove: boolean): boolean {
     const a = this.a;
-    this.lockKey(key);
+    this.lockAt();
     const b1 = at[L_B1]!;
     const b2 = at[L_B2]!;
     const fpA = at[L_FPA]!;

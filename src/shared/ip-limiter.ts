@@ -41,6 +41,7 @@
  * Two different IPs share an entry only if they agree on bucket and 63 tag
  * bits: about 5 * 2^-63 per new IP, and then they share one limit (stricter).
  */
+import { prefault } from './prefault.js';
 import { keyedHashString96, randomSeeds, checkSeeds, type HashSeeds } from './keyed-hash.js';
 import { lockWord, unlockWord } from './lock.js';
 import { MAX_BURST, MAX_RATE, MILLI, NEVER, refillTake } from './token-bucket.js';
@@ -120,6 +121,7 @@ export class IpLimiter {
     if (!Number.isInteger(capacity) || capacity < 1 || capacity > 2 ** 26) throw new RangeError('ip limiter capacity must be an integer in [1, 2^26]');
     const buckets = Math.ceil(capacity / ENTRIES);
     const sab = new SharedArrayBuffer(HEADER_WORDS * 4 + buckets * BUCKET_BYTES);
+    prefault(sab);
     const t = new IpLimiter(sab, buckets, Math.floor(opts.nowMs), opts.seeds ?? randomSeeds());
     t.a[H_RATE] = rate;
     t.a[H_BURST] = burst;

@@ -33,6 +33,8 @@
  * block start is caught.
  */
 
+import { prefault } from './prefault.js';
+
 /** Header bytes per block: four u32 words. Blocks are 8-aligned, so header words are Int32-aligned. */
 const HEADER = 16;
 const H_LEN = 0;
@@ -83,7 +85,9 @@ export class Slab {
   static create(opts: SlabOptions = {}): Slab {
     const capacity = ((opts.capacity ?? DEFAULT_SLAB_BYTES) + 7) & ~7;
     if (!(capacity >= 16 && capacity <= 2 ** 30)) throw new RangeError('slab capacity must be in [16, 2^30] bytes');
-    return new Slab(new SharedArrayBuffer(capacity), capacity, true);
+    const sab = new SharedArrayBuffer(capacity);
+    prefault(sab);
+    return new Slab(sab, capacity, true);
   }
 
   /** A read-only view for a worker: lengthOf / view / bytes work, allocation throws. */
@@ -185,7 +189,7 @@ export class Slab {
 
   private checkLive(offset: number): number {
     if (!this.owner) throw new Error('Slab.free/shrink are for the thread that created the slab');
-    if (!(offset >= HEADER && offset < this.capacity && (offset & 7) === 0) || this.words[((offset - HEADER) >>> 2) + H_STATE] !== LIVE) {
+    if (!(offset >= HEADER && offset - HEADER < this.capacity && (offset & 7) === 0) || this.words[((offset - HEADER) >>> 2) + H_STATE] !== LIVE) {
       throw new Error(`slab offset ${offset} is not a live block`);
     }
     return (offset - HEADER) >>> 2;

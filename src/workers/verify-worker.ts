@@ -1,18 +1,46 @@
 /**
- * Piscina task: verifies a micro-batch of transactions that live in the
- * shared slab, read in place (no copy crosses the thread boundary).
+ * A verification worker: one long piscina task that claims jobs from the
+ * shared ring (jobs.ts) and checks them in place in the shared slab until the
+ * acceptor asks it to stop. Parked in Atomics.wait while the ring is empty, so
+ * an idle worker costs nothing; a busy one never goes through a message port.
  */
 import { workerData } from 'piscina';
 import { Slab } from '../shared/slab.js';
+import { DedupFilter } from '../shared/dedup.js';
+import { systemClock } from '../shared/clock.js';
 import { initKeccak } from '../chains/evm/hash.js';
-import { verifyJobs } from './verify.js';
-import type { VerifyReply, VerifyTask } from './protocol.js';
+import { runCheck, type CheckContext } from './check.js';
+import { JobTable } from './jobs.js';
+import type { WorkerData } from './pool.js';
 
-// Signing hashes use keccak; compile its WebAssembly once per worker.
+// Signing hashes use keccak; compile its WebAssembly once per worker, before the first job.
 await initKeccak();
 
-const bytes = Slab.attach((workerData as { slab: any }).slab).bytes;
+const data = workerData as WorkerData;
+const jobs = JobTable.attach(data.jobs);
+const ctx: CheckContext = {
+  jobs,
+  slab: Slab.attach(data.slab).bytes,
+  dedup: DedupFilter.attach(data.dedup),
+  chainId: BigInt(data.chainId),
+  clock: systemClock,
+};
+/** A parked worker re-checks the stop flag this often even if no wake-up arrives. */
+const PARK_MS = 1000;
 
-export default function verifyBatch(task: VerifyTask): VerifyReply {
-  return verifyJobs(bytes, task.jobs);
+/** `index` -1 is the start-up probe (returns at once, proving the module loaded). Returns jobs checked. */
+export default function serve(task: { index: number }): number {
+  if (task.index < 0) return 0;
+  let n = 0;
+  for (;;) {
+    const s = jobs.claim(task.index, systemClock());
+    if (s >= 0) {
+      runCheck(ctx, s);
+      jobs.complete(s, systemClock());
+      n++;
+      continue;
+    }
+    if (jobs.stopping) return n;
+    jobs.park(PARK_MS);
+  }
 }

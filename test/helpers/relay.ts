@@ -27,13 +27,14 @@ export interface TestRelay {
 export async function startTestRelay(overrides: Record<string, any> = {}, dataDir?: string): Promise<TestRelay> {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'txrelay-test-'));
   const base = {
-    http: { port: 0 },
+    // TXRELAY_TEST_ACCEPTOR=node runs the suite on the node:http fallback (CI's Node 24 pass does it without asking).
+    http: { port: 0, ...(process.env.TXRELAY_TEST_ACCEPTOR ? { acceptor: process.env.TXRELAY_TEST_ACCEPTOR } : {}) },
     udp: { port: 0 },
     admin: { port: 0, token: ADMIN_TOKEN },
     storage: { data_dir: dir },
     log: { level: 'silent' },
-    // TXRELAY_TEST_WORKERS=0 runs the suite with inline (main-thread) verification.
-    workers: { threads: Number(process.env.TXRELAY_TEST_WORKERS ?? 1) },
+    // TXRELAY_TEST_WORKERS=0 checks everything on the main thread; TXRELAY_TEST_INLINE=never everything on the worker.
+    workers: { threads: Number(process.env.TXRELAY_TEST_WORKERS ?? 1), inline: process.env.TXRELAY_TEST_INLINE ?? 'auto' },
   };
   const config = loadConfig({ env: {}, overrides: deepMerge(base, overrides) });
   const relay = await Relay.start({ config });

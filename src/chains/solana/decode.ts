@@ -104,8 +104,38 @@ export class SolanaTxView {
   configMask = 0;
   configValuesOffset = 0;
   numInstructions = 0;
-  /** IX_STRIDE entries per instruction: program index, accounts offset/length, data offset/length. */
+  /**
+   * IX_STRIDE entries per instruction: program index, accounts offset/length,
+   * data offset/length. Read `numInstructions` entries: a reused view (see
+   * `decodeSolanaTransaction`'s `into`) keeps a larger table whose tail is stale.
+   */
   instructions: Uint32Array = NO_INSTRUCTIONS;
+  /** Whether this view is decoded into again and again (its table is kept and grown, never shrunk). */
+  reused = false;
+
+  /** Back to the freshly constructed state, keeping a reused view's table. */
+  reset(): void {
+    this.version = 'legacy';
+    this.size = 0;
+    this.numSignatures = 0;
+    this.signaturesOffset = 0;
+    this.messageOffset = 0;
+    this.messageLength = 0;
+    this.numRequiredSignatures = 0;
+    this.numReadonlySigned = 0;
+    this.numReadonlyUnsigned = 0;
+    this.accountKeysOffset = 0;
+    this.numStaticKeys = 0;
+    this.recentBlockhashOffset = 0;
+    this.numLookups = 0;
+    this.lookupsOffset = 0;
+    this.numWritableLookupKeys = 0;
+    this.numReadonlyLookupKeys = 0;
+    this.numLookupKeys = 0;
+    this.configMask = 0;
+    this.configValuesOffset = 0;
+    this.numInstructions = 0;
+  }
 
   /** Static keys plus lookup-loaded addresses: the range of an instruction account index. */
   get numAccounts(): number {
@@ -155,13 +185,20 @@ const reader = new ByteReader();
  * `maxSize` is the transport's limit (use `maxSizeFor`). Independently of it,
  * legacy/v0 never exceed 1232 bytes and v1 never exceeds 4096, as on chain.
  */
-export function decodeSolanaTransaction(bytes: Uint8Array, maxSize: number): SolanaTxView {
+export function decodeSolanaTransaction(bytes: Uint8Array, maxSize: number, into?: SolanaTxView): SolanaTxView {
   const len = bytes.length;
   // Size first, before reading a byte of structure (the ws receiver approach).
   if (len > maxSize) throw new DecodeError(`transaction is ${len} bytes, over the ${maxSize}-byte limit`);
   if (len === 0) throw new DecodeError('empty transaction');
   const first = bytes[0]!;
-  const view = new SolanaTxView();
+  let view: SolanaTxView;
+  if (into === undefined) view = new SolanaTxView();
+  else {
+    // The hot path decodes every transaction into one per-thread view: no garbage per decode.
+    view = into;
+    view.reset();
+    view.reused = true;
+  }
   view.size = len;
   const r = reader.reset(bytes);
   try {
@@ -182,6 +219,16 @@ export function decodeSolanaTransaction(bytes: Uint8Array, maxSize: number): Sol
     reader.release();
   }
   return view;
+}
+
+/** The instruction table for `numIx` instructions: exact for a fresh view, the kept (grown) one for a reused view. */
+function instructionTable(view: SolanaTxView, numIx: number): Uint32Array {
+  if (numIx === 0) return view.reused ? view.instructions : NO_INSTRUCTIONS;
+  const need = numIx * IX_STRIDE;
+  if (!view.reused) return new Uint32Array(need);
+  // 64 instructions (the v1 cap) covers nearly every transaction at the first allocation.
+  if (view.instructions.length < need) view.instructions = new Uint32Array(Math.max(need, 64 * IX_STRIDE));
+  return view.instructions;
 }
 
 /** Primitive steps taken by the last decode (DoS tests: must stay linear in input length). */
@@ -223,7 +270,7 @@ function decodeSignaturesFirst(r: ByteReader, view: SolanaTxView): void {
 
   const numIx = r.shortU16();
   if (numIx * MIN_INSTRUCTION_BYTES > r.remaining()) throw new DecodeError(`${numIx} instructions cannot fit in the transaction`);
-  const table = numIx === 0 ? NO_INSTRUCTIONS : new Uint32Array(numIx * IX_STRIDE);
+  const table = instructionTable(view, numIx);
   let maxAccountIndex = -1;
   for (let i = 0, t = 0; i < numIx; i++, t += IX_STRIDE) {
     const program = r.u8();
@@ -310,7 +357,7 @@ function decodeV1(r: ByteReader, view: SolanaTxView): void {
   }
 
   const headersOffset = r.skip(numIx * 4);
-  const table = numIx === 0 ? NO_INSTRUCTIONS : new Uint32Array(numIx * IX_STRIDE);
+  const table = instructionTable(view, numIx);
   for (let i = 0, t = 0, h = headersOffset; i < numIx; i++, t += IX_STRIDE, h += 4) {
     const program = r.u8At(h);
     checkProgramIndex(i, program, numAddresses);

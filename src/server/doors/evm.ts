@@ -37,7 +37,8 @@ const PREFLIGHT: Headers = [
 export interface BatchRecorder {
   newId(): string;
   persist(rec: { batch_id: string; received_at: string; account_id: number; client_ip: string; tx_hashes: (string | null)[] }): Promise<void>;
-  updateOutcome(batchId: string, items: BatchItem[]): void;
+  /** Resolves once the items' outcomes are durable (fsync'd); rejects if they could not be written. */
+  updateOutcome(batchId: string, items: BatchItem[]): Promise<void>;
 }
 
 /** `Authorization: Bearer <uuid>` → the UUID; '' when the header is present but not a Bearer credential. */
@@ -108,7 +109,7 @@ export function registerEvmDoors(ctx: DoorContext): void {
   ctx.rpc.register('eth_sendRawTransaction', (reply, info, call) => {
     let rec: AccountRecord;
     try {
-      rec = admission.gate('evm', bearer(info.authorization), info.ip, 1);
+      rec = admission.gate('evm', bearer(info.authorization), null, 1);
     } catch (e) {
       return errorReply(reply, e as RelayError, call.id);
     }
@@ -174,6 +175,13 @@ export function registerEvmDoors(ctx: DoorContext): void {
     }
     const batches = ctx.batches;
     if (!batches) return errorReply(reply, new RelayError(E.BATCH_RECORD), call.id);
+    // The record budget (issue 8): records per account are bounded by its own family A rate,
+    // so a refused flood writes nothing. Such a batch is answered like an all-limited one.
+    const wait = admission.takeRecordCredit(rec);
+    if (wait > 0) {
+      const err = new RelayError(E.RATE_ACCOUNT, String(rec.evm.tps), wait);
+      return errorReply(reply, err, call.id);
+    }
     const inputs: BatchInput[] = (p as string[]).map((hex) => {
       let bytes: Uint8Array;
       try {
@@ -197,12 +205,17 @@ export function registerEvmDoors(ctx: DoorContext): void {
       })
       .then(
         () => {
-          admission.evmBatch(rec, inputs, info.ip, (items, status, retryAfterMs) => {
-            batches.updateOutcome(batchId, items);
-            const body = `{"jsonrpc":"2.0","id":${call.id},"result":${JSON.stringify({ batch_id: batchId, transactions: items })}}`;
-            const headers: Headers = [['x-svc-batch-id', batchId]];
-            const retry = status === 429 ? retryAfterHeaders(retryAfterMs) : [];
-            reply(status, JSON_CT, body, [...headers, ...retry]);
+          admission.evmBatch(rec, inputs, (items, status, retryAfterMs) => {
+            const answer = () => {
+              const body = `{"jsonrpc":"2.0","id":${call.id},"result":${JSON.stringify({ batch_id: batchId, transactions: items })}}`;
+              const headers: Headers = [['x-svc-batch-id', batchId]];
+              const retry = status === 429 ? retryAfterHeaders(retryAfterMs) : [];
+              reply(status, JSON_CT, body, [...headers, ...retry]);
+            };
+            // The outcome is durable before the answer, so a crash right after it leaves the
+            // record complete. If it cannot be written the items are queued all the same: the
+            // answer stands (the record still holds every hash) and the failure is counted.
+            batches.updateOutcome(batchId, items).then(answer, answer);
           });
         },
         () => {

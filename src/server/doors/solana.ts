@@ -115,7 +115,7 @@ export function registerSolanaDoors(ctx: DoorContext): void {
       reply(err.spec.http, JSON_CT, rpcErrorBody(err, call.id));
     };
     try {
-      admission.gate('solana', info.apiKey, info.ip, 1);
+      admission.gate('solana', info.apiKey, null, 1);
     } catch (e) {
       return fail(e as RelayError);
     }

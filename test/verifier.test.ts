@@ -1,0 +1,183 @@
+/**
+ * Where checks run (issue 7): inline on the acceptor while it has headroom,
+ * answered before `run` returns; on the workers through the shared ring when
+ * offloaded, with the acceptor helping busy workers; and a worker that dies
+ * never leaves a transaction unanswered (issue 8: an infrastructure fault is a
+ * retry-safe failure, not "invalid transaction").
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Slab } from '../src/shared/slab.js';
+import { DedupFilter } from '../src/shared/dedup.js';
+import { systemClock } from '../src/shared/clock.js';
+import { initKeccak } from '../src/chains/evm/hash.js';
+import { Verifier, type VerifierOptions } from '../src/workers/pool.js';
+import { JobKind, JobResult, JobTable, S_RESULT } from '../src/workers/jobs.js';
+import { legacyTransfer } from './helpers/solana.js';
+import { signed1559 } from './helpers/evm.js';
+
+await initKeccak();
+
+function setup(opts: Partial<VerifierOptions> = {}) {
+  const slab = Slab.create({ capacity: 4 << 20 });
+  const jobs = JobTable.create(1024);
+  const dedup = DedupFilter.create({ windowMs: 60_000, capacity: 100_000 });
+  const v = new Verifier({ threads: 1, jobs, slab, dedup, chainId: 1n, clock: systemClock, ...opts });
+  const job = (kind: JobKind, bytes: Uint8Array): number => {
+    const off = slab.alloc(bytes.length);
+    slab.bytes.set(bytes, off);
+    const s = jobs.acquire();
+    jobs.set(s, kind, off, bytes.length, 0);
+    return s;
+  };
+  /** Runs a job and resolves with its result; also reports whether the answer came before run() returned. */
+  const check = (kind: JobKind, bytes: Uint8Array) =>
+    new Promise<{ result: JobResult; sync: boolean }>((resolve) => {
+      let returned = false;
+      const s = job(kind, bytes);
+      v.run(s, () => {
+        const result = jobs.field(s, S_RESULT) as JobResult;
+        jobs.release(s);
+        resolve({ result, sync: !returned });
+      });
+      returned = true;
+    });
+  return { v, jobs, slab, dedup, check };
+}
+
+function forgedOf(tx: Uint8Array): Uint8Array {
+  const forged = Uint8Array.from(tx);
+  forged[forged.length - 1]! ^= 1; // message changed, signature kept
+  return forged;
+}
+
+test('a lightly loaded acceptor checks inline and has the answer before run() returns: no hop to a worker', async () => {
+  const { v, check } = setup();
+  await v.start();
+  try {
+    const r = await check(JobKind.SolanaTx, legacyTransfer().bytes);
+    assert.deepEqual(r, { result: JobResult.Ok, sync: true });
+    assert.equal(v.stats.inline, 1);
+    assert.equal(v.stats.offloaded, 0);
+  } finally {
+    await v.close();
+  }
+});
+
+test('valid, forged, duplicate and malformed transactions get the same verdicts inline and on a worker', async () => {
+  for (const inline of ['auto', 'never'] as const) {
+    const { v, check } = setup({ inline, threads: inline === 'never' ? 1 : 0 });
+    await v.start();
+    try {
+      const sol = legacyTransfer().bytes;
+      const evm = (await signed1559({ nonce: 7 })).raw;
+      assert.equal((await check(JobKind.SolanaTx, forgedOf(sol))).result, JobResult.BadSignature, inline);
+      assert.equal((await check(JobKind.SolanaTx, sol)).result, JobResult.Ok, inline);
+      assert.equal((await check(JobKind.SolanaTx, sol)).result, JobResult.Duplicate, `${inline}: second submission`);
+      assert.equal((await check(JobKind.SolanaTx, Uint8Array.of(1, 2, 3))).result, JobResult.Invalid, inline);
+      assert.equal((await check(JobKind.EvmTx, evm)).result, JobResult.Ok, inline);
+      assert.equal((await check(JobKind.EvmTx, evm)).result, JobResult.Duplicate, inline);
+      assert.equal((await check(JobKind.EvmTx, evm.subarray(0, evm.length - 1))).result, JobResult.Invalid, `${inline}: truncated`);
+      if (inline === 'never') assert.equal(v.stats.inline, 0, 'offload mode never checks inline while a worker serves');
+      // With no worker the acceptor checks everything: inline, or deferred to a later turn past its budget.
+      else assert.equal(v.stats.offloaded, v.stats.helped);
+    } finally {
+      await v.close();
+    }
+  }
+});
+
+test('a forged copy never takes the dedup key of the genuine transaction, before it or alongside it', async () => {
+  const { v, check } = setup({ inline: 'never' });
+  await v.start();
+  try {
+    const genuine = legacyTransfer().bytes;
+    assert.equal((await check(JobKind.SolanaTx, forgedOf(genuine))).result, JobResult.BadSignature, 'forged first');
+    assert.equal((await check(JobKind.SolanaTx, genuine)).result, JobResult.Ok, 'then the genuine one is admitted');
+    // In flight together: the genuine one is admitted whichever is checked first; the forged one never is.
+    const other = legacyTransfer().bytes;
+    const [f, g] = await Promise.all([check(JobKind.SolanaTx, forgedOf(other)), check(JobKind.SolanaTx, other)]);
+    assert.equal(g.result, JobResult.Ok);
+    assert.ok(f.result === JobResult.BadSignature || f.result === JobResult.Duplicate, `forged: ${f.result}`);
+  } finally {
+    await v.close();
+  }
+});
+
+test('two identical submissions in flight at once: both are verified, exactly one wins the claim', async () => {
+  const { v, check } = setup({ inline: 'never', threads: 2 });
+  await v.start();
+  try {
+    const tx = legacyTransfer().bytes;
+    const results = (await Promise.all([check(JobKind.SolanaTx, tx), check(JobKind.SolanaTx, tx), check(JobKind.SolanaTx, tx)])).map((r) => r.result);
+    assert.deepEqual(results.slice().sort(), [JobResult.Ok, JobResult.Duplicate, JobResult.Duplicate]);
+  } finally {
+    await v.close();
+  }
+});
+
+test('past its per-turn budget the acceptor defers checks to the following turns instead of one long turn', async () => {
+  const { v, check } = setup({ threads: 0 });
+  await v.start();
+  try {
+    const txs = Array.from({ length: 200 }, () => legacyTransfer().bytes);
+    // 200 ed25519 checks is ~10 ms of work: all arrive in one turn, as when 200 connections are readable at once.
+    let turns = 0;
+    let ended = false;
+    const counter = (): void => {
+      turns++;
+      if (!ended) setImmediate(counter);
+    };
+    setImmediate(counter);
+    const results = await Promise.all(txs.map((t) => check(JobKind.SolanaTx, t)));
+    ended = true;
+    assert.ok(results.every((r) => r.result === JobResult.Ok));
+    assert.ok(v.stats.inline > 0 && v.stats.inline < 200, `inline ${v.stats.inline}`);
+    assert.equal(v.stats.helped, 200 - v.stats.inline, 'the rest were checked by the acceptor in later turns');
+    assert.ok(turns >= 3, `the work was spread over ${turns} turns`);
+  } finally {
+    await v.close();
+  }
+});
+
+test('offloaded work the worker cannot keep up with is partly checked by the acceptor at the end of its turn', async () => {
+  const { v, check } = setup({ inline: 'never' });
+  await v.start();
+  try {
+    const txs = Array.from({ length: 300 }, () => legacyTransfer().bytes);
+    const results = await Promise.all(txs.map((t) => check(JobKind.SolanaTx, t)));
+    assert.ok(results.every((r) => r.result === JobResult.Ok && !r.sync));
+    assert.equal(v.stats.offloaded, 300);
+    assert.ok(v.stats.helped > 0, 'the acceptor helped');
+    assert.ok(v.stats.helped < 300, 'the worker did its share');
+  } finally {
+    await v.close();
+  }
+});
+
+test('a worker that dies mid-check leaves no transaction unanswered: its job fails retry-safe, the worker restarts', async () => {
+  const died = new SharedArrayBuffer(4);
+  const errors: number[] = [];
+  const { v, check } = setup({
+    inline: 'never',
+    worker: { filename: new URL('./fixtures/dying-verify-worker.js', import.meta.url), data: { died } },
+    onWorkerError: (i) => errors.push(i),
+  });
+  await v.start();
+  try {
+    // Enough work that the acceptor, helping 1 ms a turn, cannot take it all before the worker claims one.
+    const txs = Array.from({ length: 200 }, () => legacyTransfer().bytes);
+    const results = (await Promise.all(txs.map((t) => check(JobKind.SolanaTx, t)))).map((r) => r.result);
+    assert.equal(results.filter((r) => r === JobResult.Internal).length, 1, 'exactly the job it held');
+    assert.equal(results.filter((r) => r === JobResult.Ok).length, 199);
+    assert.deepEqual(errors, [0]);
+    assert.equal(v.stats.workerRestarts, 1);
+    assert.equal(v.stats.internal, 1);
+    // The restarted worker serves.
+    const before = v.stats.offloaded;
+    assert.equal((await check(JobKind.SolanaTx, legacyTransfer().bytes)).result, JobResult.Ok);
+    assert.equal(v.stats.offloaded, before + 1);
+  } finally {
+    await v.close();
+  }
+});
