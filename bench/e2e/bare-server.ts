@@ -1,13 +1,24 @@
 /**
  * The acceptor ceiling: a bare uWS server (the same build txrelay loads)
- * answering txrelay's request shapes with a constant status and a body of the
- * same size, after reading the body fully through onData as txrelay's doors
- * do. Whatever it costs per request is the floor of any uWS-based relay.
+ * answering txrelay's request shapes with a constant status and a body of
+ * about the same size, after reading the body fully through onData as
+ * txrelay's doors do. Whatever it costs per request is the floor of any uWS-based relay.
  *
  *   node dist/bench/e2e/bare-server.js <port>     prints READY <port>
  *   GET /__count → requests answered so far (read by the orchestrator).
+ *
+ * With BARE_CHECK=1 the single-transaction doors also run the crypto
+ * ceiling's check on the body (bench/e2e/check.ts) before answering: the
+ * floor of a relay that checks inline, measured as one process. Serially,
+ * that floor is well above the sum of the two ceilings measured apart
+ * (each in its own hot loop), and the report shows both.
  */
 import { loadUws, type HttpResponse, type HttpRequest } from '../../src/server/uws.js';
+import { initKeccak } from '../../src/chains/evm/hash.js';
+import { checkTx } from './check.js';
+
+const CHECK = process.env.BARE_CHECK === '1';
+if (CHECK) await initKeccak();
 
 const port = Number(process.argv[2] ?? 0);
 const { uws } = loadUws();
@@ -18,32 +29,69 @@ const SIG = '5'.repeat(88);
 const HASH = '0x' + 'a'.repeat(64);
 const SOLANA_OK = `{"jsonrpc":"2.0","result":"${SIG}","id":null}`;
 const EVM_OK = `{"jsonrpc":"2.0","id":null,"result":"${HASH}","message":"Successfully forwarded"}`;
+const BATCH_ID = '01JD' + '0'.repeat(22);
+const evmItem = (i: number) =>
+  `{"tx_index":${i},"tx_hash":"${HASH}","status":"queued","duplicate":false,"retry":"do_not_retry_automatically","message":"Successfully forwarded"}`;
+/** Family A batch answers by item count, built once. */
+const evmBatch = new Map<number, string>();
+function evmBatchOk(n: number): string {
+  let a = evmBatch.get(n);
+  if (a === undefined) {
+    a = `{"jsonrpc":"2.0","id":1,"result":{"batch_id":"${BATCH_ID}","transactions":[${Array.from({ length: n }, (_, i) => evmItem(i)).join(',')}]}}`;
+    evmBatch.set(n, a);
+  }
+  return a;
+}
+const bundleOk = (n: number) => `{"jsonrpc":"2.0","id":null,"result":[${Array.from({ length: n }, () => `"${SIG}"`).join(',')}]}`;
 
-function answer(res: HttpResponse, status: string, body: string, evm: boolean): void {
+type Answer = { status: string; body: string; headers: [string, string][] };
+const EVM_HEADERS: [string, string][] = [
+  ['x-svc-submission-state', 'queued'],
+  ['access-control-allow-origin', '*'],
+];
+const SOLANA: Answer = { status: '200 OK', body: SOLANA_OK, headers: [] };
+const EVM: Answer = { status: '202 Accepted', body: EVM_OK, headers: EVM_HEADERS };
+
+/** Reads the whole body (copied, as txrelay copies it: a chunk is only valid during its callback), then answers what `decide` picks. */
+function answer(res: HttpResponse, decide: (body: Buffer) => Answer): void {
   let aborted = false;
   res.onAborted(() => {
     aborted = true;
   });
-  let len = 0;
+  const chunks: Buffer[] = [];
   res.onData((chunk, isLast) => {
-    // Copy like txrelay does (the chunk is only valid during the callback).
-    len += Buffer.from(new Uint8Array(chunk)).length;
+    chunks.push(Buffer.from(new Uint8Array(chunk)));
     if (!isLast || aborted) return;
     count++;
+    const a = decide(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     res.cork(() => {
-      res.writeStatus(status).writeHeader('content-type', 'application/json');
-      if (evm) res.writeHeader('x-svc-submission-state', 'queued').writeHeader('access-control-allow-origin', '*');
-      res.end(body);
+      res.writeStatus(a.status).writeHeader('content-type', 'application/json');
+      for (const [k, v] of a.headers) res.writeHeader(k, v);
+      res.end(a.body);
     });
   });
 }
 
+const BATCH_METHOD = Buffer.from('svc_sendRawTransactionBatch');
+const HEX_ITEM = Buffer.from('"0x');
+
+function countOf(body: Buffer, needle: Buffer): number {
+  let n = 0;
+  for (let i = body.indexOf(needle); i !== -1; i = body.indexOf(needle, i + needle.length)) n++;
+  return n;
+}
+
 const app = uws.App();
-app.post('/v2', (res) => answer(res, '200 OK', SOLANA_OK, false));
-app.post('/v2/svc_send_raw_transaction', (res) => answer(res, '202 Accepted', EVM_OK, true));
+app.post('/v2', (res) => answer(res, (body) => (CHECK ? (checkTx('solana-v2', body), SOLANA) : SOLANA)));
+app.post('/v2/svc_send_raw_transaction', (res) => answer(res, (body) => (CHECK ? (checkTx('evm-text', body), EVM) : EVM)));
+app.post('/v2/batch', (res) => answer(res, (body) => ({ status: '200 OK', body: bundleOk(body[0] ?? 1), headers: [] })));
 app.post('/', (res, req: HttpRequest) => {
-  const solana = req.getHeader('api-key') !== '';
-  answer(res, solana ? '200 OK' : '202 Accepted', solana ? SOLANA_OK : EVM_OK, !solana);
+  if (req.getHeader('api-key') !== '') return answer(res, (body) => (CHECK ? (checkTx('solana-rpc', body), SOLANA) : SOLANA));
+  answer(res, (body) =>
+    CHECK && !body.includes(BATCH_METHOD)
+      ? (checkTx('evm-rpc', body), EVM)
+      : body.includes(BATCH_METHOD) ? { status: '202 Accepted', body: evmBatchOk(countOf(body, HEX_ITEM)), headers: [['x-svc-batch-id', BATCH_ID], ...EVM_HEADERS] } : EVM,
+  );
 });
 app.get('/__count', (res) => {
   res.cork(() => res.end(String(count)));

@@ -12,13 +12,10 @@
  * system, same meaning as /proc utime+stime) and wall µs per transaction.
  */
 import { readBodies } from './bodies.js';
-import { decodeSolanaTransaction, maxSizeFor } from '../../src/chains/solana/decode.js';
-import { verifySolanaTransaction, ed25519Backend } from '../../src/chains/solana/verify.js';
-import { parseHexTransaction } from '../../src/chains/evm/hex.js';
-import { decodeEvmTransaction } from '../../src/chains/evm/decode.js';
-import { validateEvmTransaction } from '../../src/chains/evm/validate.js';
-import { initKeccak, txHash, signingHash, keccakBackend } from '../../src/chains/evm/hash.js';
-import { recoverSender, secpBackend } from '../../src/chains/evm/recover.js';
+import { ed25519Backend } from '../../src/chains/solana/verify.js';
+import { initKeccak, keccakBackend } from '../../src/chains/evm/hash.js';
+import { secpBackend } from '../../src/chains/evm/recover.js';
+import { checkEvmHex, checkSolana } from './check.js';
 
 const [family, file, secondsArg] = process.argv.slice(2);
 const seconds = Number(secondsArg ?? 3);
@@ -26,21 +23,11 @@ const items = readBodies(file!);
 if (items.length === 0) throw new Error('no transactions');
 await initKeccak();
 
-const EVM_OPTS = { chainId: 1n };
 let ok = 0;
 
 function one(i: number): void {
   const b = items[i % items.length]!;
-  if (family === 'solana') {
-    const view = decodeSolanaTransaction(b, maxSizeFor(b, false));
-    if (verifySolanaTransaction(b, view)) ok++;
-  } else {
-    const raw = parseHexTransaction(b.toString('latin1'));
-    const tx = decodeEvmTransaction(raw);
-    validateEvmTransaction(tx, EVM_OPTS);
-    txHash(raw, tx);
-    if (recoverSender(tx, signingHash(raw, tx)).length === 20) ok++;
-  }
+  if (family === 'solana' ? checkSolana(b) : checkEvmHex(b.toString('latin1'))) ok++;
 }
 
 // Warm-up: JIT and the libraries' first-call costs stay out of the figure.

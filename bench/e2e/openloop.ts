@@ -1,8 +1,7 @@
 /**
  * A fixed-rate (open-loop) HTTP/1.1 load generator for the end-to-end
- * benchmark, used when src/bench/generator.ts is absent or cannot take
- * pre-built bodies. wrk is closed-loop (Debian has no wrk2), so latency at a
- * given fraction of capacity needs this.
+ * benchmark, fed the same pre-built bodies as wrk. wrk is closed-loop
+ * (Debian has no wrk2), so a fixed offered rate (2x capacity) needs this.
  *
  * Request i is due at t0 + i/rate whether or not earlier ones were answered;
  * latency is measured from that due time (no coordinated omission), so a
@@ -78,7 +77,13 @@ const pct = (h: hdr.Histogram): Percentiles => ({
 const CRLF2 = Buffer.from('\r\n\r\n');
 const CL = /\r\ncontent-length:\s*(\d+)/i;
 
-export async function openLoop(o: OpenLoopOpts): Promise<OpenLoopResult> {
+/** Called when the schedule starts and when its last request is due: the measured window (the drain after it is not). */
+export interface OpenLoopMarks {
+  start(): void;
+  end(): void;
+}
+
+export async function openLoop(o: OpenLoopOpts, marks?: OpenLoopMarks): Promise<OpenLoopResult> {
   const bodies = readBodies(o.bodiesFile);
   const total = Math.min(bodies.length, Math.round(o.rate * o.seconds));
   let head = `POST ${o.path} HTTP/1.1\r\nhost: ${o.host}:${o.port}\r\n`;
@@ -156,6 +161,7 @@ export async function openLoop(o: OpenLoopOpts): Promise<OpenLoopResult> {
   idle.push(...conns);
 
   t0 = performance.now() + 5;
+  marks?.start();
   let next = 0;
   await new Promise<void>((resolve) => {
     const tick = (): void => {
@@ -171,6 +177,7 @@ export async function openLoop(o: OpenLoopOpts): Promise<OpenLoopResult> {
     };
     tick();
   });
+  marks?.end();
   // Drain: wait for the last answers (bounded, so a stuck relay still ends the run).
   const endBy = performance.now() + 5000;
   await new Promise<void>((resolve) => {
@@ -200,7 +207,10 @@ export async function openLoop(o: OpenLoopOpts): Promise<OpenLoopResult> {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const r = await openLoop(JSON.parse(process.argv[2]!) as OpenLoopOpts);
+  const r = await openLoop(JSON.parse(process.argv[2]!) as OpenLoopOpts, {
+    start: () => process.stdout.write('E2E_START\n'),
+    end: () => process.stdout.write('E2E_END\n'),
+  });
   process.stdout.write('E2E_JSON ' + JSON.stringify(r) + '\n');
   process.exit(0);
 }

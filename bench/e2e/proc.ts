@@ -3,7 +3,7 @@
  * threads: main, verify worker, libuv, GC) and resident memory, read from
  * outside so the figures do not depend on the load generator's view.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 
 export interface ProcCpu {
@@ -51,6 +51,40 @@ export function clockTicks(): number {
 export function cpuSeconds(pid: number): number {
   const c = parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   return (c.utime + c.stime) / clockTicks();
+}
+
+/**
+ * CPU seconds of each thread of a process, by thread id, from
+ * `/proc/<pid>/task/<tid>/stat` (same layout as the process's stat). The main
+ * thread's tid is the pid. Threads that exit between listing and reading are
+ * skipped: their time is gone from the process total too.
+ */
+export function threadSeconds(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const t of tids) {
+    try {
+      const c = parseProcStat(readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8'));
+      out.set(Number(t), (c.utime + c.stime) / clockTicks());
+    } catch {
+      // thread ended
+    }
+  }
+  return out;
+}
+
+/** CPU seconds used so far, or NaN once the process is gone. */
+export function cpuSecondsOrNaN(pid: number): number {
+  try {
+    return cpuSeconds(pid);
+  } catch {
+    return NaN;
+  }
 }
 
 export function rssKb(pid: number): number {
@@ -104,8 +138,10 @@ export function parseCoreBusy(stat: string, core: number): number {
   return user! + nice! + system! + irq! + softirq! + (steal ?? 0);
 }
 
-export function coreBusySeconds(core: number): number {
-  return parseCoreBusy(readFileSync('/proc/stat', 'utf8'), core) / clockTicks();
+/** Busy seconds of every CPU so far, index = CPU number. */
+export function coresBusySeconds(cores: number): number[] {
+  const stat = readFileSync('/proc/stat', 'utf8');
+  return Array.from({ length: cores }, (_, i) => parseCoreBusy(stat, i) / clockTicks());
 }
 
 export function loadAvg(): string {

@@ -1,177 +1,284 @@
 /** The end-to-end report's shape and its Markdown rendering (bench/results/*.md). */
-import type { OpenLoopResult } from './openloop.js';
+import type { Goal, GoalName, Verdict } from './goals.js';
 import type { ProfileSummary } from './profile.js';
+import type { GcSummary } from './gc.js';
+import type { RunStats } from './window.js';
 
-export interface RunReport {
-  fraction: number;
+export interface CryptoCeiling {
   tool: string;
-  cpuUsPerAccepted: number;
-  accepted: number;
-  rssPeakKb: number;
-  rejected: Record<string, number>;
-  otherOnCorePct: number;
-  /** From the relay's txrelay_accept_seconds histogram: handler start to answer, every answer (admitted and shed). */
-  relaySide?: { count: number; p50UpperMs: number; p99UpperMs: number };
-  load: OpenLoopResult;
+  n: number;
+  cpuUsPerTx: number;
+  wallUsPerTx: number;
+  backend: string;
 }
+
+export interface ProfileRun {
+  layout: string;
+  window: string;
+  /** One summary per thread (file = "main thread" / "worker thread N"). */
+  threads: ProfileSummary[];
+}
+
+type Runs<K extends string> = Record<K, RunStats | null>;
 
 export interface DoorReport {
   door: string;
   label: string;
-  acceptor: { tool: string; requestsPerSec: number; cpuUsPerRequest: number; lat_p50_us: number; lat_p99_us: number };
-  crypto: { tool: string; n: number; cpuUsPerTx: number; wallUsPerTx: number; backend: string };
-  sumUs: number;
-  relay: {
-    capacity: {
-      tool: string;
-      acceptedPerSec: number;
-      requestsPerSec: number;
-      cpuUsPerAccepted: number;
-      wrk: { lat_p50_us: number; lat_p99_us: number; status_err: number; requests: number };
-      rejected: Record<string, number>;
-      rssPeakKb: number;
-      otherOnCorePct: number;
-    };
-    rssIdleKb: number;
-    runs: RunReport[];
-  };
+  family: string;
+  /** Transactions per request, and admitted units per request (bench/e2e/doors.ts): per-tx figures are per unit. */
+  txPerRequest: number;
+  unitsPerRequest: number;
+  crypto: CryptoCeiling;
+  /** checkSerial: the bare server checking each transaction inline (BARE_CHECK=1), one connection: the in-process floor. */
+  bare: Runs<'serial' | 'c16' | 'c256'> & { checkSerial?: RunStats | null };
+  pinned: Runs<'serial' | 'c16' | 'c256' | 'c1024' | 'open2x' | 'refusal'>;
+  defaultLayout: Runs<'serial' | 'c16' | 'c256'>;
+  /** Relay CPU µs per refused answer at 256 connections (goals.ts shedCpuUs), null when too few were refused. */
+  shedCpuUs: number | null;
+  goals: Record<GoalName, Verdict>;
+  profiles: ProfileRun[];
   notes: string[];
-  profile: ProfileSummary[] | null;
-  evaluation?: Record<string, { value: number; limit: number; met: boolean | null }>;
 }
 
 export interface Report {
   date: string;
   durationS: number;
+  smoke: boolean;
   hardware: { loadAvg: string; cpu: string; cores: number; node: string; os: string };
-  placement: { relayCore: string; loadCore: string; verifyThreads: number };
+  placement: { relayCore: string; loadCore: string; allCores: string };
   settings: Record<string, number | string>;
-  targets: Record<string, number>;
+  goals: Record<GoalName, Goal>;
   doors: DoorReport[];
 }
 
-const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '–');
-const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '–');
-const k = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '–');
-const ms = (us: number) => (us > 0 ? (us / 1000).toFixed(2) : '–');
-const mb = (kb: number) => (kb > 0 ? (kb / 1024).toFixed(0) : '–');
+const fin = (x: number | null | undefined): x is number => typeof x === 'number' && Number.isFinite(x);
+const f0 = (x: number | null | undefined) => (fin(x) ? Math.round(x).toLocaleString('en-US') : '–');
+const f1 = (x: number | null | undefined) => (fin(x) ? x.toFixed(1) : '–');
+const f2 = (x: number | null | undefined) => (fin(x) ? x.toFixed(2) : '–');
+const kb = (bytes: number | null | undefined) => (fin(bytes) ? (bytes / 1024).toFixed(2) : '–');
+const mib = (k: number | null | undefined) => (fin(k) && k > 0 ? (k / 1024).toFixed(0) : '–');
 
-function verdict(e: { value: number; limit: number; met: boolean | null } | undefined, unit: string, lowerIsBetter = true): string {
-  if (!e || e.met === null) return 'n/a';
-  if (e.met) return `met (${f2(e.value)}${unit} vs ${e.limit}${unit})`;
-  const by = lowerIsBetter ? e.value / e.limit : e.limit / e.value;
-  return `**missed** (${f2(e.value)}${unit} vs ${e.limit}${unit}: ${f2(by)}x the limit)`;
+/** "**1.84x** missed" / "1.10x met" / "n/a". */
+export function verdictCell(v: Verdict | undefined): string {
+  if (!v || v.met === null) return 'n/a';
+  return v.met ? `${f2(v.value)}x met` : `**${f2(v.value)}x** missed`;
+}
+
+const cmp = (g: Goal) => `${g.better === 'lower' ? '≤' : '≥'} ${g.limit}`;
+
+function runRow(r: RunStats | null, name: string): string {
+  if (!r) return `| ${name} | not measured (see notes) ||||||||||||||`;
+  const rej = Object.entries(r.rejected)
+    .map(([k, v]) => `${k} ${f0(v)}`)
+    .join(', ');
+  const st = Object.entries(r.statuses)
+    .filter(([, v]) => v > 0)
+    .map(([k, v]) => `${k}: ${f0(v)}`)
+    .join(', ');
+  // A quantile beyond the last finite bucket has no upper bound to print.
+  const bound = (ms: number) => (Number.isFinite(ms) ? `≤ ${ms}` : '> last bucket');
+  const rs = r.relaySide && r.relaySide.count > 0 ? `${bound(r.relaySide.p50UpperMs)} / ${bound(r.relaySide.p99UpperMs)}` : '–';
+  const load = `${f0(r.loadPct.generator)} / ${f0(r.loadPct.sink)} / ${f0(r.loadPct.orchestrator)} / ${f0(r.loadPct.rest)}`;
+  const busy = r.coreBusyPct.map((x) => f0(Math.min(100, x))).join(' / ');
+  return (
+    `| ${name} | ${r.tool} | ${f1(r.windowS)} | ${f0(r.answers)} | ${f0(r.accepted)} | ${f0(r.acceptedPerSec)} | ${rej || '–'} | ${st || '–'} | ` +
+    `${f2(r.cores)} | ${r.accepted > 0 ? f1(r.cpuUsPerAccepted) : '–'} / ${f1(r.cpuUsPerAnswer)} | ${f0(r.latency.p50Us)} / ${f0(r.latency.p99Us)} | ${rs} | ${load} | ${busy} | ${mib(r.rssPeakKb)} |` +
+    (r.notes.length ? ` ${r.notes.join('; ')} |` : ' |')
+  );
+}
+
+function gcCells(g: GcSummary[] | null, which: 'main' | 'workers'): string {
+  if (!g) return '–';
+  const sel = g.filter((x) => (which === 'main' ? x.isolate === 'main' : x.isolate !== 'main'));
+  if (sel.length === 0) return '–';
+  return sel
+    .map((x) => `${x.scavenges} scav., p99 ${f2(x.scavengeP99Ms)} / max ${f2(x.scavengeMaxMs)} ms; ${x.fullGcs} full${x.fullGcs ? `, max ${f1(x.fullMaxMs)} ms` : ''}`)
+    .join('<br>');
 }
 
 export function renderMarkdown(r: Report): string {
   const L: string[] = [];
+  const h = r.hardware;
   L.push(`# txrelay end-to-end benchmark — ${r.date.slice(0, 16).replace('T', ' ')} UTC`, '');
+  if (r.smoke) L.push('**Smoke run** (`--smoke`: 1 s windows, no warm-up, small pool): it checks that the harness works end to end; its figures mean nothing.', '');
   L.push(
-    `${r.hardware.cpu}, ${r.hardware.cores} cores (shared VM), ${r.hardware.os}, Node ${r.hardware.node}. Whole run ${r.durationS.toFixed(0)} s, ` +
-      `measured windows of ${r.settings.seconds} s after ${r.settings.warmSeconds} s of warm-up; every figure below comes from this one run. ` +
-      `Other work shared the machine (load average ${r.hardware.loadAvg}); each run below says how much of the relay's core other processes took.`,
+    `${h.cpu}, ${h.cores} cores (shared VM), ${h.os}, Node ${h.node}; load average ${h.loadAvg}. Whole run ${r.durationS.toFixed(0)} s; ` +
+      `every window lasts ${r.settings.seconds} s after ${r.settings.warmSeconds} s of warm-up, and every ratio below divides two figures from this one run.`,
     '',
   );
   L.push(
-    `**Placement.** txrelay (${
-      r.placement.verifyThreads === 0
-        ? '`workers.threads = 0`: on its one-core affinity mask it verifies inline on the main thread'
-        : `main thread + \`workers.threads = ${r.placement.verifyThreads}\` verify worker`
-    }) is pinned to core ${r.placement.relayCore} with \`taskset\`, ` +
-      `and so are the two ceilings (bare uWS server, crypto loop); wrk, the Node open-loop generator, the sink (${r.settings.sink}) and the orchestrator run on core ${r.placement.loadCore}. ` +
-      `One core carries all of the relay's work exactly as it carries all of each ceiling's, so CPU per transaction compares like with like, ` +
-      `and no load generator steals cycles from the measured process. Capacity is therefore one core's worth.`,
+    `**Placement.** The measured process is on core ${r.placement.relayCore}: the bare uWS server, the crypto loop, and txrelay "pinned" ` +
+      `(\`taskset\`; on a one-core mask \`workers.threads\` auto verifies inline on the main thread). The "default layout" is txrelay as a user starts it: ` +
+      `no pinning (cores ${r.placement.allCores}), \`workers.threads\` auto (one verify worker per core beyond the main thread). ` +
+      `Load generators (wrk, the Node open-loop generator), the upstream (\`${r.settings.sink}\`, its own process) and the orchestrator run on core ${r.placement.loadCore} in every run, ` +
+      `so in the default layout the relay shares that core with them: each run says what share of a core they took ("load %").`,
     '',
   );
   L.push(
-    '**Sources.** CPU: `/proc/<pid>/stat` utime+stime of the measured process (all threads), divided by txrelay\'s own `txrelay_admitted_total` delta ' +
-      '(bare server: its own request count; crypto loop: `process.cpuUsage`). Capacity and the bare server\'s rate: wrk ' +
-      `(${r.settings.wrkThreads} threads, closed loop, distinct transactions from a Lua script; ${r.settings.wrkConnections} connections against the bare server, ` +
-      `${r.settings.relayWrkConnections} against txrelay so its verify-queue budget does not shed and bill shed answers to accepted ones). ` +
-      'Latency at 50%/90%/200% of capacity: the Node open-loop generator (`bench/e2e/openloop.ts`, fixed rate, latency from each request\'s due time, ' +
-      `${r.settings.openConnections} connections, ${r.settings.overloadConnections} at 200%). RSS: \`/proc/<pid>/status\` VmRSS sampled every 100 ms.`,
+    '**Sources.** A window is exactly the generator\'s timed phase (wrk\'s "Running" to "requests in" lines, the open-loop schedule). ' +
+      'CPU: `/proc/<pid>/stat` utime+stime of the measured process, all threads, and `/proc/<pid>/task/<tid>/stat` per thread (main thread: tid = pid). ' +
+      'Accepted and refused: the relay\'s `txrelay_admitted_total` and `txrelay_rejected_total{code}` deltas (bare server: its own count). ' +
+      'Latency: wrk\'s percentiles (all answers) or the open-loop generator\'s (accepted answers, from each request\'s due time). ' +
+      'Allocation and pauses: the relay runs under `--trace-gc-nvp`; heap bytes allocated in a window are the sum of `allocated=` over its collections (JS heap only: Buffer contents are off-heap).',
     '',
   );
 
-  L.push('## CPU per transaction (µs of one core)', '');
-  L.push('| door | acceptor ceiling (bare uWS) | crypto ceiling | sum | txrelay at capacity | ratio to sum | txrelay at 90% | capacity, accepted tx/s (wrk) | bare uWS req/s (wrk) |');
-  L.push('|---|---|---|---|---|---|---|---|---|');
+  const G = r.goals;
+  L.push('## Goals (issue 7 item 5)', '');
+  L.push(
+    `| door | serial latency ${cmp(G.serialLatency)} | serial CPU ${cmp(G.serialCpu)} | saturation CPU ${cmp(G.saturationCpu)} | goodput 256 ÷ 16 ${cmp(G.goodput256)} | two cores ÷ one ${cmp(G.multiCore)} |`,
+    '|---|---|---|---|---|---|',
+  );
   for (const d of r.doors) {
-    const r90 = d.relay.runs.find((x) => x.fraction === 0.9);
+    const g = d.goals;
+    L.push(`| ${d.door} | ${verdictCell(g.serialLatency)} | ${verdictCell(g.serialCpu)} | ${verdictCell(g.saturationCpu)} | ${verdictCell(g.goodput256)} | ${verdictCell(g.multiCore)} |`);
+  }
+  L.push('');
+  for (const [name, goal] of Object.entries(G) as [GoalName, Goal][]) {
+    if (goal.item !== 5) continue;
+    L.push(`- **${name}**: ${goal.label}. ${r.doors.map((d) => `${d.door}: ${d.goals[name].why}`).join('; ')}.`);
+  }
+  L.push('');
+
+  L.push('## Overload (issue 7 item 3)', '');
+  L.push(
+    `| door | goodput 1024 ÷ 16 ${cmp(G.goodput1024)} | goodput, ${r.settings.openFactor}x offered open loop ${cmp(G.goodputOpen2x)} | shed answer ÷ bare uWS ${cmp(G.shedCost)} | refused at 256 connections | ` +
+      `gate refusal, µs CPU/answer | bare uWS at 256, µs CPU/req | ${r.settings.openFactor}x open loop: accepted p50 / p99 µs |`,
+    '|---|---|---|---|---|---|---|---|',
+  );
+  for (const d of r.doors) {
+    const c256 = d.pinned.c256;
+    const o = d.pinned.open2x;
     L.push(
-      `| ${d.door} | ${f1(d.acceptor.cpuUsPerRequest)} | ${f1(d.crypto.cpuUsPerTx)} | ${f1(d.sumUs)} | ${f1(d.relay.capacity.cpuUsPerAccepted)} | ` +
-        `**${f2(d.relay.capacity.cpuUsPerAccepted / d.sumUs)}x** | ${r90 ? f1(r90.cpuUsPerAccepted) : '–'} | ${k(d.relay.capacity.acceptedPerSec)} | ${k(d.acceptor.requestsPerSec)} |`,
+      `| ${d.door} | ${verdictCell(d.goals.goodput1024)} | ${verdictCell(d.goals.goodputOpen2x)} | ${verdictCell(d.goals.shedCost)} | ` +
+        `${c256 ? `${f0((100 * c256.refused) / Math.max(1, c256.answers))}% of ${f0(c256.answers)}` : '–'} | ${f1(d.pinned.refusal?.cpuUsPerAnswer)} | ${f1(d.bare.c256?.cpuUsPerAnswer)} | ` +
+        `${o ? `${f0(o.latency.p50Us)} / ${f0(o.latency.p99Us)}` : '–'} |`,
+    );
+  }
+  L.push(
+    '',
+    `Shed answer: the 256-connection run's relay CPU beyond its accepted transactions (priced at the 16-connection run's µs per accepted tx) divided by its refused answers; ` +
+      'n/a when refusals are under 5% of the answers. Gate refusal: a relay started with `limits.ip_rps = 0`, so every request is refused (429) at the gate before its body is looked at: the floor of any refusal. ' +
+      `Default layout at 256 connections: ${r.doors.map((d) => `${d.door} ${f0(d.defaultLayout.c256?.acceptedPerSec)} tx/s (${f2((d.defaultLayout.c256?.acceptedPerSec ?? NaN) / (d.defaultLayout.c16?.acceptedPerSec ?? NaN))}x its 16-connection rate)`).join(', ')}.`,
+    '',
+  );
+
+  L.push('## One connection, serial requests (items 1 and 2)', '');
+  L.push(
+    'The goal ratios divide by the sum of two ceilings each measured in its own hot loop. The last two columns add ' +
+      'the floor measured as one process: the bare uWS server checking each transaction inline before answering ' +
+      '(no relay logic at all), and the relay pinned divided by it.',
+    '',
+    '| door | bare uWS p50 / p99 µs | crypto wall µs/tx | relay pinned p50 / p99 µs | default layout p50 / p99 µs | bare uWS µs CPU/req | crypto µs CPU/tx | relay pinned µs CPU/tx | default layout µs CPU/tx (main thread) | bare uWS checking inline: p50 µs, µs CPU/tx | relay pinned ÷ that: p50, CPU |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+  );
+  for (const d of r.doors) {
+    const b = d.bare.serial;
+    const k = d.bare.checkSerial ?? null;
+    const p = d.pinned.serial;
+    const q = d.defaultLayout.serial;
+    const main = q?.threads.find((t) => t.label === 'main');
+    L.push(
+      `| ${d.door} | ${f0(b?.latency.p50Us)} / ${f0(b?.latency.p99Us)} | ${f1(d.crypto.wallUsPerTx)} | ${f0(p?.latency.p50Us)} / ${f0(p?.latency.p99Us)} | ${f0(q?.latency.p50Us)} / ${f0(q?.latency.p99Us)} | ` +
+        `${f1(b?.cpuUsPerAnswer)} | ${f1(d.crypto.cpuUsPerTx)} | ${f1(p?.cpuUsPerAccepted)} | ${f1(q?.cpuUsPerAccepted)} (${f1(main?.cpuUsPerAccepted)}) | ` +
+        `${f0(k?.latency.p50Us)}, ${f1(k?.cpuUsPerAnswer)} | ${f2((p?.latency.p50Us ?? NaN) / (k?.latency.p50Us ?? NaN))}x, ${f2((p?.cpuUsPerAccepted ?? NaN) / (k?.cpuUsPerAnswer ?? NaN))}x |`,
     );
   }
   L.push('');
 
-  L.push('## Accept latency under fixed-rate load (open loop, ms)', '');
-  L.push('| door | 50%: rate → p50 / p90 / p99 | 90%: rate → p50 / p90 / p99 | 200%: offered → answered/s, accepted/s | 200%: admitted p50 / p99 | 200%: shed (503/429) count, p50 / p99 | relay-side p99 at 50% / 90% / 200% (histogram bound) | RSS idle → peak at 200% (MiB) |');
-  L.push('|---|---|---|---|---|---|---|---|');
+  L.push('## Saturation, 16 connections (items 1, 2 and 5)', '');
+  L.push(
+    '| door | bare uWS µs CPU/req | crypto µs CPU/tx | relay pinned µs CPU/tx | pinned tx/s | default layout tx/s | default µs CPU/tx, whole process | default main thread µs/tx | default: cores used by the relay | default: load side % of a core (generator + sink + orchestrator) |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+  );
   for (const d of r.doors) {
-    const cell = (fr: number) => {
-      const x = d.relay.runs.find((y) => y.fraction === fr);
-      if (!x) return '–';
-      const a = x.load.accepted;
-      return `${k(x.load.targetRate)}/s → ${ms(a.p50_us)} / ${ms(a.p90_us)} / ${ms(a.p99_us)}`;
-    };
-    const o = d.relay.runs.find((y) => y.fraction === 2);
-    const win = o ? o.load.sent / o.load.targetRate : 1;
+    const p = d.pinned.c16;
+    const q = d.defaultLayout.c16;
+    const main = q?.threads.find((t) => t.label === 'main');
     L.push(
-      `| ${d.door} | ${cell(0.5)} | ${cell(0.9)} | ${o ? `${k(o.load.targetRate)}/s → ${k(o.load.achievedRate)}/s, ${k(o.accepted / win)}/s` : '–'} | ` +
-        `${o ? `${ms(o.load.accepted.p50_us)} / ${ms(o.load.accepted.p99_us)}` : '–'} | ${o ? `${k(o.load.shed.count)}, ${ms(o.load.shed.p50_us)} / ${ms(o.load.shed.p99_us)}` : '–'} | ` +
-        `${[0.5, 0.9, 2].map((fr) => d.relay.runs.find((y) => y.fraction === fr)?.relaySide?.p99UpperMs ?? NaN).map((v) => (Number.isFinite(v) ? `≤ ${v}` : '–')).join(' / ')} ms | ` +
-        `${mb(d.relay.rssIdleKb)} → ${o ? mb(o.rssPeakKb) : '–'} |`,
+      `| ${d.door} | ${f1(d.bare.c16?.cpuUsPerAnswer)} | ${f1(d.crypto.cpuUsPerTx)} | ${f1(p?.cpuUsPerAccepted)} | ${f0(p?.acceptedPerSec)} | ${f0(q?.acceptedPerSec)} | ${f1(q?.cpuUsPerAccepted)} | ${f1(main?.cpuUsPerAccepted)} | ${f2(q?.cores)} | ` +
+        `${q ? f0(q.loadPct.generator + q.loadPct.sink + q.loadPct.orchestrator) : '–'} |`,
     );
   }
   L.push('');
+  L.push('Per thread in the default layout at 16 connections (Node names every thread "node"; "thread k" ranks the others by CPU, the first is the verify worker when one is busy):', '');
+  L.push('| door | thread | µs CPU per accepted tx | % of a core |', '|---|---|---|---|');
+  for (const d of r.doors) for (const t of d.defaultLayout.c16?.threads ?? []) L.push(`| ${d.door} | ${t.label} | ${f1(t.cpuUsPerAccepted)} | ${f0(t.corePct)} |`);
+  L.push('');
 
-  L.push('## Targets (issue item 5)', '');
-  L.push(`| door | CPU ≤ ${r.targets.cpuRatio}x sum of ceilings | p99 < ${r.targets.p99At50Ms} ms at 50% | admitted p99 < ${r.targets.p99AdmittedAt2xMs} ms at 2x | shed p99 ≤ ${r.targets.p99ShedAt2xMs} ms at 2x |`);
-  L.push('|---|---|---|---|---|');
+  L.push('## Allocation and GC pauses (item 4)', '');
+  L.push('| door | run | JS heap KB allocated per accepted tx (all isolates) | main thread: scavenges, p99 / max pause; full GCs | verify workers |', '|---|---|---|---|---|');
   for (const d of r.doors) {
-    const e = d.evaluation ?? {};
-    L.push(`| ${d.door} | ${verdict(e.cpuRatio, 'x')} | ${verdict(e.p99At50Ms, ' ms')} | ${verdict(e.p99AdmittedAt2xMs, ' ms')} | ${verdict(e.p99ShedAt2xMs, ' ms')} |`);
+    for (const [name, run] of [
+      ['pinned, 16 connections', d.pinned.c16],
+      ['default layout, 16 connections', d.defaultLayout.c16],
+      ['pinned, 256 connections', d.pinned.c256],
+    ] as const) {
+      if (!run) continue;
+      L.push(`| ${d.door} | ${name} | ${kb(run.gcBytesPerAccepted)} | ${gcCells(run.gc, 'main')} | ${gcCells(run.gc, 'workers')} |`);
+    }
   }
-  L.push('', 'The CPU target applies to the Solana `/v2` and EVM plain-text doors; the other doors are reported with the same method.', '');
+  L.push('');
 
-  L.push('## Details', '');
+  L.push('## Every window', '');
+  L.push(
+    'Cores used: the measured process\'s CPU ÷ the window. Load % = share of one core taken by the generator / the sink / the orchestrator / everything else on the machine. ' +
+      'CPUs busy % = each CPU\'s busy time over the window (all processes): on a pinned run, CPU 0 busy beyond the relay\'s own share is other work crowding it. ' +
+      'Latency: wrk, all answers; open loop, accepted answers. Relay side: its `txrelay_accept_seconds` histogram (bucket upper bounds, ms).',
+    '',
+  );
   for (const d of r.doors) {
     L.push(`### ${d.label} (\`${d.door}\`)`, '');
-    L.push(`- crypto ceiling: ${f1(d.crypto.cpuUsPerTx)} µs CPU/tx (${f1(d.crypto.wallUsPerTx)} µs wall) over ${k(d.crypto.n)} distinct transactions, ${d.crypto.backend}`);
-    L.push(`- bare uWS: ${k(d.acceptor.requestsPerSec)} req/s, wrk p50 ${ms(d.acceptor.lat_p50_us)} ms / p99 ${ms(d.acceptor.lat_p99_us)} ms`);
-    const c = d.relay.capacity;
-    L.push(
-      `- txrelay flat out (wrk): ${k(c.requestsPerSec)} req/s answered, ${k(c.acceptedPerSec)} tx/s accepted, non-2xx ${k(c.wrk.status_err)}, ` +
-        `wrk p50 ${ms(c.wrk.lat_p50_us)} ms / p99 ${ms(c.wrk.lat_p99_us)} ms, rejections ${JSON.stringify(c.rejected)}, other processes on the relay's core ${c.otherOnCorePct.toFixed(0)}%`,
-    );
-    for (const x of d.relay.runs) {
-      const l = x.load;
+    L.push(`- crypto ceiling: ${f1(d.crypto.cpuUsPerTx)} µs CPU/tx (${f1(d.crypto.wallUsPerTx)} µs wall) over ${f0(d.crypto.n)} transactions, ${d.crypto.backend}`);
+    if (d.txPerRequest > 1)
       L.push(
-        `- ${x.fraction * 100}% (${k(l.targetRate)}/s offered, open loop): statuses ${JSON.stringify(l.byStatus)}, ${f1(x.cpuUsPerAccepted)} µs CPU per accepted tx, ` +
-          `accepted p50/p90/p99/max ${ms(l.accepted.p50_us)}/${ms(l.accepted.p90_us)}/${ms(l.accepted.p99_us)}/${ms(l.accepted.max_us)} ms ` +
-          `(service time from the socket write: p99 ${ms(l.acceptedService.p99_us)} ms), generator's worst send lag ${l.maxSendLagMs.toFixed(2)} ms, RSS peak ${mb(x.rssPeakKb)} MiB, other processes on the relay's core ${x.otherOnCorePct.toFixed(0)}%` +
-          (x.relaySide ? `; relay-side (its accept histogram, all answers): p50 ≤ ${x.relaySide.p50UpperMs} ms, p99 ≤ ${x.relaySide.p99UpperMs} ms` : '') +
-          (l.errors ? `, ${l.errors} socket errors` : ''),
+        `- ${d.txPerRequest} transactions per request, admitted as ${d.unitsPerRequest === 1 ? 'one unit' : `${d.unitsPerRequest} units`}: this door's per-tx figures and goals are per admitted unit ` +
+          `(the crypto floor is ${d.txPerRequest / d.unitsPerRequest}x the per-transaction figure, the bare uWS floor 1/${d.unitsPerRequest} of a request)`,
       );
-    }
     for (const n of d.notes) L.push(`- note: ${n}`);
-    if (d.profile) {
-      L.push(
-        '',
-        'CPU profile of one flat-out window (`node --cpu-prof`, separate relay start, same load as the capacity run), self time by function, one table per thread. ' +
-          'The profiler samples each thread\'s wall time: in the verify worker `atomicsWaitLoop` is piscina blocked in `Atomics.wait` for the next task (off CPU), not work.',
-        '',
-      );
-      for (const p of d.profile) {
-        if (p.busyMs < 1) continue;
-        L.push(`*${p.file}*: busy ${p.busyMs.toFixed(0)} ms of ${p.totalMs.toFixed(0)} ms`, '');
-        L.push('| self ms | % of busy | function |', '|---|---|---|');
-        for (const t of p.top) L.push(`| ${t.selfMs.toFixed(0)} | ${t.pct.toFixed(1)} | \`${t.fn}\` |`);
-        L.push('');
-      }
-    }
+    L.push('');
+    L.push(
+      '| run | generator | window s | answers | accepted | accepted/s | refused by code | generator statuses | cores used | µs CPU per accepted / per answer | p50 / p99 µs | relay side p50 / p99 ms | load % | CPUs busy % | RSS peak MiB | notes |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    );
+    const rows: [string, RunStats | null][] = [
+      ['bare uWS, 1 connection', d.bare.serial],
+      ['bare uWS checking inline, 1', d.bare.checkSerial ?? null],
+      ['bare uWS, 16', d.bare.c16],
+      ['bare uWS, 256', d.bare.c256],
+      ['pinned, 1', d.pinned.serial],
+      ['pinned, 16', d.pinned.c16],
+      ['pinned, 256', d.pinned.c256],
+      ['pinned, 1024', d.pinned.c1024],
+      [`pinned, ${r.settings.openFactor}x open loop`, d.pinned.open2x],
+      ['pinned, all refused at the gate, 256', d.pinned.refusal],
+      ['default, 1', d.defaultLayout.serial],
+      ['default, 16', d.defaultLayout.c16],
+      ['default, 256', d.defaultLayout.c256],
+    ];
+    for (const [name, run] of rows) L.push(runRow(run, name));
     L.push('');
   }
-  return L.join('\n');
+
+  if (r.doors.some((d) => d.profiles.length)) {
+    L.push('## CPU profiles', '');
+    L.push(
+      '`node --cpu-prof` in a separate relay start per layout (warm-up plus one 16-connection window; the profile covers the whole process lifetime, start-up included), ' +
+        'self time by function, one table per thread. The profiler samples wall time: in a verify worker `atomicsWaitLoop` is piscina blocked in `Atomics.wait` for work (off CPU).',
+      '',
+    );
+    for (const d of r.doors) {
+      for (const p of d.profiles) {
+        L.push(`### ${d.door}, ${p.layout} layout`, '');
+        for (const t of p.threads) {
+          if (t.busyMs < 1) continue;
+          L.push(`*${t.file}*: busy ${t.busyMs.toFixed(0)} ms of ${t.totalMs.toFixed(0)} ms`, '');
+          L.push('| self ms | % of busy | function |', '|---|---|---|');
+          for (const e of t.top) L.push(`| ${e.selfMs.toFixed(0)} | ${e.pct.toFixed(1)} | \`${e.fn}\` |`);
+          L.push('');
+        }
+      }
+    }
+  }
+  return L.join('\n') + '\n';
 }

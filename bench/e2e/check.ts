@@ -1,0 +1,38 @@
+/**
+ * The per-transaction check of the crypto ceiling, as the body of each door
+ * carries the transaction: shared by the crypto loop (bench/e2e/crypto-loop.ts,
+ * raw transactions / hex texts) and the checking bare server (bare-server.ts
+ * with BARE_CHECK=1, request bodies). Solana: decode + ed25519 verification of
+ * every signature (sodium-native). EVM: hex parse + strict decode + stateless
+ * validation + tx hash + signing hash + sender recovery (libsecp256k1).
+ * Returns whether the transaction passed.
+ */
+import { decodeSolanaTransaction, maxSizeFor } from '../../src/chains/solana/decode.js';
+import { verifySolanaTransaction } from '../../src/chains/solana/verify.js';
+import { parseHexTransaction } from '../../src/chains/evm/hex.js';
+import { decodeEvmTransaction } from '../../src/chains/evm/decode.js';
+import { validateEvmTransaction } from '../../src/chains/evm/validate.js';
+import { txHash, signingHash } from '../../src/chains/evm/hash.js';
+import { recoverSender } from '../../src/chains/evm/recover.js';
+
+const EVM_OPTS = { chainId: 1n };
+
+export function checkSolana(tx: Uint8Array): boolean {
+  return verifySolanaTransaction(tx, decodeSolanaTransaction(tx, maxSizeFor(tx, false)));
+}
+
+export function checkEvmHex(text: string): boolean {
+  const raw = parseHexTransaction(text);
+  const tx = decodeEvmTransaction(raw);
+  validateEvmTransaction(tx, EVM_OPTS);
+  txHash(raw, tx);
+  return recoverSender(tx, signingHash(raw, tx)).length === 20;
+}
+
+/** The check on a door's request body (single-transaction doors). */
+export function checkTx(door: 'solana-v2' | 'solana-rpc' | 'evm-text' | 'evm-rpc', body: Buffer): boolean {
+  if (door === 'solana-v2') return checkSolana(body);
+  if (door === 'evm-text') return checkEvmHex(body.toString('latin1').trim());
+  const params = (JSON.parse(body.toString('utf8')) as { params: string[] }).params;
+  return door === 'solana-rpc' ? checkSolana(Buffer.from(params[0]!, 'base64')) : checkEvmHex(params[0]!);
+}

@@ -1,0 +1,91 @@
+/**
+ * The two load generators as window specs (window.ts): wrk, closed loop,
+ * through bench/e2e/wrk/bodies.lua (every request a distinct pre-signed
+ * transaction), and the Node open-loop generator (openloop.ts) for a fixed
+ * offered rate.
+ */
+import type { Door } from './doors.js';
+import type { OpenLoopOpts, OpenLoopResult } from './openloop.js';
+import type { LoadSpec } from './window.js';
+
+export interface WrkResult {
+  requests: number;
+  duration_us: number;
+  connect_err: number;
+  read_err: number;
+  write_err: number;
+  status_err: number;
+  timeout_err: number;
+  lat_p50_us: number;
+  lat_p90_us: number;
+  lat_p99_us: number;
+  lat_max_us: number;
+  exhausted_threads: number;
+}
+
+export function jsonLine<T>(out: string, what: string): T {
+  const line = out.split('\n').find((l) => l.startsWith('E2E_JSON '));
+  if (!line) throw new Error(`${what}: no result line in its output:\n${out.slice(-2000)}`);
+  return JSON.parse(line.slice('E2E_JSON '.length)) as T;
+}
+
+export interface WrkOpts {
+  name: string;
+  what: string;
+  port: number;
+  door: Door;
+  uuid: string;
+  bodiesFile: string;
+  seconds: number;
+  connections: number;
+  /** Repeat the bodies when they run out (the bare server has no dedup); the relay must never see one twice. */
+  cycle: boolean;
+  lua: string;
+}
+
+/** wrk threads: one per connection up to two (this box has one load core; two keep wrk ahead of a relay on the other). */
+export const wrkThreads = (connections: number) => Math.min(2, connections);
+
+export function wrkSpec(o: WrkOpts): LoadSpec {
+  const threads = wrkThreads(o.connections);
+  const headers = Object.entries(o.door.headers(o.uuid))
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('\n');
+  return {
+    name: o.name,
+    what: o.what,
+    tool: `wrk -t${threads} -c${o.connections} (closed loop)`,
+    connections: o.connections,
+    // stdbuf: wrk's "Running" and "requests in" lines must arrive when printed, they delimit the window.
+    argv: ['stdbuf', '-oL', 'wrk', `-t${threads}`, `-c${o.connections}`, `-d${Math.max(1, Math.round(o.seconds))}s`, '-s', o.lua, `http://127.0.0.1:${o.port}`],
+    env: { E2E_BODIES: o.bodiesFile, E2E_THREADS: String(threads), E2E_PATH: o.door.path(o.uuid), E2E_HEADERS: headers, E2E_CYCLE: o.cycle ? '1' : '0' },
+    startMarker: 'Running ',
+    endMarker: ' requests in ',
+    parse(out) {
+      const w = jsonLine<WrkResult>(out, 'wrk');
+      const errors = w.connect_err + w.read_err + w.write_err + w.timeout_err;
+      const statuses: Record<string, number> = { '2xx/3xx': w.requests - w.status_err, 'other status': w.status_err };
+      if (errors) statuses['socket errors'] = errors;
+      return { latency: { p50Us: w.lat_p50_us, p99Us: w.lat_p99_us, maxUs: w.lat_max_us }, statuses, generator: { ...w } };
+    },
+  };
+}
+
+export function openLoopSpec(name: string, what: string, script: string, o: OpenLoopOpts): LoadSpec {
+  return {
+    name,
+    what,
+    tool: `node open loop, ${o.rate} req/s offered, ${o.connections} connections`,
+    connections: o.connections,
+    argv: [process.execPath, script, JSON.stringify(o)],
+    startMarker: 'E2E_START',
+    endMarker: 'E2E_END',
+    parse(out) {
+      const r = jsonLine<OpenLoopResult>(out, 'open-loop generator');
+      const statuses: Record<string, number> = { ...r.byStatus };
+      if (r.errors) statuses['socket errors'] = r.errors;
+      if (r.sent > r.answered) statuses.unanswered = r.sent - r.answered;
+      return { latency: { p50Us: r.accepted.p50_us, p99Us: r.accepted.p99_us, maxUs: r.accepted.max_us }, statuses, generator: { ...r } };
+    },
+  };
+}
