@@ -177,8 +177,9 @@ const probes = [
   {
     name: `${MANY_HEADERS} headers besides Host`,
     finding: '8: too many headers',
-    expect: { statuses: [431] },
-    note: 'RFC 6585 5: 431 Request Header Fields Too Large',
+    // Served is fine too (the finding was a close without a status); the probe below finds where 431 starts.
+    expect: { statuses: [431], alternatives: [[200]] },
+    note: 'RFC 6585 5: 431 Request Header Fields Too Large, if refused at all',
     payload: () => head(['GET /ping HTTP/1.1', 'Host: relay', ...Array.from({ length: MANY_HEADERS }, (_, i) => `X-H${i}: v`)]),
   },
   {
@@ -205,6 +206,7 @@ const probes = [
     name: 'request line that is not HTTP',
     finding: 'framing',
     expect: { statuses: [400] },
+    known: 'uWS answers 505 to a request line it cannot read as HTTP/1.1: a status, not the 400 RFC 9112 suggests',
     payload: () => Buffer.from('HELLO THERE\r\n\r\n'),
   },
 ];

@@ -10,9 +10,11 @@
  *   baseline   nothing else;
  *   trickle    `--trickle` connections each sending a request head one byte
  *              per second, never finishing it, reopened when closed;
- *   idle       the relay's soft fd limit (read from /proc/<pid>/limits) plus
- *              `--beyond` idle connections, from attacker processes, reopened
- *              when closed;
+ *   idle-one   the relay's soft fd limit (read from /proc/<pid>/limits) plus
+ *              `--beyond` idle connections from ONE address (the finding's
+ *              attack: the per-IP cap must keep the rest of the world served);
+ *   idle       as many idle connections spread over 16 addresses, each under
+ *              the per-IP cap: only the total cap stands against them;
  *   recovery   attackers gone.
  * Reported per phase: ping latency and success on both paths, the relay's
  * open fds (peak), CPU and RSS, and for the attackers how long the relay let
@@ -38,16 +40,16 @@ const FRESH_EVERY_MS = 100;
 const KEEPALIVE_EVERY_MS = 20;
 
 const o = args({ trickle: 1000, beyond: 1000, seconds: 20 });
-deadline(NAME, 120_000 + o.seconds * 2000);
+deadline(NAME, 150_000 + o.seconds * 4000);
 
 const relay = await startRelay({ env: { TXRELAY_UDP_ENABLED: 'false' } });
 const limit = fdLimit(relay.pid);
 
-function attack(mode, count, seconds) {
+function attack(mode, count, seconds, only = null) {
   const procs = [];
   for (let left = count, i = 0; left > 0; left -= PER_ATTACKER, i++) {
     const n = Math.min(PER_ATTACKER, left);
-    const addrs = ATTACKER_ADDRS.filter((_, j) => j % Math.ceil(count / PER_ATTACKER) === i % Math.ceil(count / PER_ATTACKER));
+    const addrs = only ?? ATTACKER_ADDRS.filter((_, j) => j % Math.ceil(count / PER_ATTACKER) === i % Math.ceil(count / PER_ATTACKER));
     const child = track(
       spawn(process.execPath, [new URL('./slowloris-attacker.mjs', import.meta.url).pathname, JSON.stringify({ port: relay.httpPort, mode, count: n, seconds, addrs, byteEveryMs: 1000 })], {
         stdio: ['ignore', 'pipe', 'inherit'],
@@ -102,6 +104,9 @@ async function phase(name, seconds, attackFn) {
 const phases = [];
 phases.push(await phase('baseline', BASELINE_S));
 phases.push(await phase('trickle', TRICKLE_S, () => attack('trickle', o.trickle, TRICKLE_S)));
+phases.push(await phase('idle-one', o.seconds, () => attack('idle', limit + o.beyond, o.seconds, [ATTACKER_ADDRS[0]])));
+// Let the relay close what the first attack left before the second starts.
+await sleep(RECOVERY_S * 1000);
 phases.push(await phase('idle', o.seconds, () => attack('idle', limit + o.beyond, o.seconds)));
 phases.push(await phase('recovery', RECOVERY_S));
 await Promise.all([keep.stop(), fresh.stop()]);
@@ -114,13 +119,14 @@ const line = (p) =>
   (p.attackers
     ? `\n            attackers: ${p.attackers.opened} opened (max ${p.attackers.max_open} at once), ${p.attackers.closed_by_relay} closed by the relay after ${p.attackers.lifetime_ms ? `${p.attackers.lifetime_ms.min}-${p.attackers.lifetime_ms.max} ms (p50 ${p.attackers.lifetime_ms.p50})` : '-'}, connect time-outs ${p.attackers.connect_timeouts}, errors ${JSON.stringify(p.attackers.connect_errors)}`
     : '');
-const idle = phases.find((p) => p.phase === 'idle');
+const idleOne = phases.find((p) => p.phase === 'idle-one');
 const trickle = phases.find((p) => p.phase === 'trickle');
+// The spread attack ('idle') is reported, not checked: past the total cap a new connection is refused until idle ones time out (docs/RELIABILITY.md, finding 6).
 const checks = [
   {
-    what: `new connections are answered while ${limit + o.beyond} idle connections fill the fd limit (finding 6)`,
-    got: `${idle.ping_new_connection.ok} of ${idle.ping_new_connection.pings}, none answered for ${idle.ping_new_connection.longest_without_answer_ms} ms`,
-    pass: (idle.ping_new_connection.success_rate ?? 0) >= NEW_CONNECTION_SUCCESS,
+    what: `new connections are answered while one address opens ${limit + o.beyond} idle connections, past the fd limit (finding 6)`,
+    got: `${idleOne.ping_new_connection.ok} of ${idleOne.ping_new_connection.pings}, none answered for ${idleOne.ping_new_connection.longest_without_answer_ms} ms`,
+    pass: (idleOne.ping_new_connection.success_rate ?? 0) >= NEW_CONNECTION_SUCCESS,
   },
   {
     what: 'connections that trickle a request head are closed',
