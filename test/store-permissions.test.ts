@@ -58,6 +58,24 @@ test('an existing 0755 data directory is tightened to 0700, and lmdb files are c
   });
 });
 
+test('a data directory whose name has a dot (relay.data) opens, with lmdb\'s files inside it', async (t) => {
+  // lmdb-js reads a path with an extension as the database file itself unless told otherwise.
+  const root = mkdtempSync(join(tmpdir(), 'txrelay-perm-'));
+  t.after(() => rmSync(root, { recursive: true, force: true }));
+  for (const dir of [join(root, 'relay.data'), join(root, 'new.d')]) {
+    if (dir.endsWith('relay.data')) mkdirSync(dir);
+    const store = Store.open(dir);
+    try {
+      const accounts = AccountStore.open(store);
+      await accounts.create({}, { free: { evm_tps: 5, solana_tps: 2, min_tip_lamports: 1000 }, paid: { evm_tps: 50, solana_tps: 2, min_tip_lamports: 1000 } });
+      assert.deepEqual(readdirSync(dir).sort(), ['data.mdb', 'lock.mdb'], dir);
+      assert.equal(mode(dir), 0o700);
+    } finally {
+      await store.close();
+    }
+  }
+});
+
 test('lmdb files an older version left 0644 are made 0600 on open', async (t) => {
   const dir = looseDir(t);
   await Store.open(dir).close();

@@ -137,6 +137,8 @@ export class Store {
     secureDataFiles(dataDir, opts.log);
     const options: EnvOptions = {
       path: dataDir,
+      // lmdb-js takes a path with an extension ("relay.data") for the database file itself; ours is always a directory.
+      noSubdir: false,
       permissionsMode: DATA_FILE_MODE,
       overlappingSync: false,
       noSync: false,
