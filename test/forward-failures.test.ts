@@ -1,8 +1,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Lane } from '../src/forward/lane.js';
 import type { LogLevel } from '../src/forward/upstream.js';
 import { startUpstream, type TestUpstream } from './helpers/upstream.js';
+import { laneHarness } from './helpers/lanes.js';
 
 // Upstream trouble must never surface as an unhandled rejection (it would crash the node).
 const unhandled: unknown[] = [];
@@ -12,17 +12,7 @@ process.on('unhandledRejection', onUnhandled);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const hexTx = (i: number): string => '0x02f8' + i.toString(16).padStart(8, '0') + 'cd'.repeat(40);
 
-const open: { close(): Promise<void> }[] = [];
-async function upstream(...args: Parameters<typeof startUpstream>): Promise<TestUpstream> {
-  const u = await startUpstream(...args);
-  open.push(u);
-  return u;
-}
-function lane<N extends ConstructorParameters<typeof Lane>[0]>(name: N, opts: ConstructorParameters<typeof Lane>[1]): Lane<N> {
-  const l = new Lane(name, opts);
-  open.push(l);
-  return l;
-}
+const { upstream, lane, closeAll } = laneHarness();
 function logger(): { lines: { level: LogLevel; msg: string; fields?: Record<string, unknown> }[]; log: (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void } {
   const lines: { level: LogLevel; msg: string; fields?: Record<string, unknown> }[] = [];
   return { lines, log: (level, msg, fields) => void lines.push({ level, msg, fields }) };
@@ -36,7 +26,7 @@ async function until(pred: () => boolean, timeoutMs = 3_000): Promise<void> {
 }
 
 after(async () => {
-  for (const o of open.reverse()) await o.close();
+  await closeAll();
   process.off('unhandledRejection', onUnhandled);
   assert.deepEqual(unhandled, [], 'no unhandled rejections');
 });

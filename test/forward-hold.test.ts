@@ -6,10 +6,10 @@
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Lane } from '../src/forward/lane.js';
 import { Forwarder } from '../src/forward/forwarder.js';
 import type { LogLevel } from '../src/forward/upstream.js';
-import { startUpstream, type TestUpstream } from './helpers/upstream.js';
+import type { TestUpstream } from './helpers/upstream.js';
+import { laneHarness } from './helpers/lanes.js';
 
 const unhandled: unknown[] = [];
 const onUnhandled = (e: unknown): void => void unhandled.push(e);
@@ -19,17 +19,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const b64Tx = (i: number): string => Buffer.alloc(120, i % 251).fill(i >> 8, 0, 1).toString('base64');
 const hexTx = (i: number): string => '0x02f8' + i.toString(16).padStart(8, '0') + 'ab'.repeat(40);
 
-const open: { close(): Promise<void> }[] = [];
-async function upstream(...args: Parameters<typeof startUpstream>): Promise<TestUpstream> {
-  const u = await startUpstream(...args);
-  open.push(u);
-  return u;
-}
-function lane<N extends ConstructorParameters<typeof Lane>[0]>(name: N, opts: ConstructorParameters<typeof Lane>[1]): Lane<N> {
-  const l = new Lane(name, opts);
-  open.push(l);
-  return l;
-}
+const { upstream, lane, track, closeAll } = laneHarness();
 async function until(pred: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!pred()) {
@@ -41,7 +31,7 @@ async function until(pred: () => boolean, timeoutMs: number, what: string): Prom
 const acceptedTxs = (up: TestUpstream): Set<string> => new Set(up.results.map((c) => c.params[0] as string));
 
 after(async () => {
-  for (const o of open.reverse()) await o.close();
+  await closeAll();
   process.off('unhandledRejection', onUnhandled);
   assert.deepEqual(unhandled, [], 'no unhandled rejections');
 });
@@ -193,7 +183,7 @@ test('drain counts what it abandons: items no upstream accepted are dropped as s
   const hung = await upstream({ mode: 'hang' });
   const ok = await upstream();
   const f = new Forwarder({ lanes: { 'solana-single': [hung.url], 'evm-paid': [hung.url, ok.url] }, timeoutMs: 5_000 });
-  open.push(f);
+  track(f);
   for (let i = 0; i < 5; i++) f.lane('solana-single').offer(b64Tx(i));
   for (let i = 0; i < 3; i++) f.lane('evm-paid').offer(hexTx(i));
   await until(() => f.lane('evm-paid').stats().forwarded === 3, 2_000, 'evm items accepted by the healthy upstream');

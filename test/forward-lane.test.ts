@@ -1,25 +1,16 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Lane, MAX_BATCH, MAX_BATCH_BYTES } from '../src/forward/lane.js';
-import { startUpstream, type TestUpstream } from './helpers/upstream.js';
+import type { TestUpstream } from './helpers/upstream.js';
+import { laneHarness } from './helpers/lanes.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const hexTx = (i: number): string => '0x02f8' + i.toString(16).padStart(8, '0') + 'ab'.repeat(40);
 const b64Tx = (i: number, len = 200): string => Buffer.alloc(len, i % 251).toString('base64');
 
-const open: { close(): Promise<void> }[] = [];
-async function upstream(...args: Parameters<typeof startUpstream>): Promise<TestUpstream> {
-  const u = await startUpstream(...args);
-  open.push(u);
-  return u;
-}
-function lane<N extends ConstructorParameters<typeof Lane>[0]>(name: N, opts: ConstructorParameters<typeof Lane>[1]): Lane<N> {
-  const l = new Lane(name, opts);
-  open.push(l);
-  return l;
-}
+const { upstream, lane, closeAll } = laneHarness();
 after(async () => {
-  for (const o of open.reverse()) await o.close();
+  await closeAll();
 });
 
 /** Params in lane order: requests sorted by their first id, batches flattened. */

@@ -8,18 +8,11 @@ import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import { startTestRelay, eventually } from './helpers/relay.js';
 import { legacyTransfer } from './helpers/solana.js';
+import { udpPacket, uuidBytes } from '../src/client/solana.js';
 
 const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
 const runtimeHasReusePort = major > 22 || (major === 22 && minor >= 12);
 
-function packet(uuid: string, tx: Uint8Array): Buffer {
-  const p = Buffer.alloc(23 + tx.length);
-  p.set([43, 6, 58, 10, 0]);
-  Buffer.from(uuid.replaceAll('-', ''), 'hex').copy(p, 5);
-  p.writeUInt16LE(tx.length, 21);
-  p.set(tx, 23);
-  return p;
-}
 
 test(`udp.sockets = 4 binds ${runtimeHasReusePort ? 'four sockets to the one port' : 'one socket (no reusePort before Node 22.12)'}; datagrams from many sources are all admitted`, async () => {
   const relay = await startTestRelay({ udp: { sockets: 4 } });
@@ -30,7 +23,7 @@ test(`udp.sockets = 4 binds ${runtimeHasReusePort ? 'four sockets to the one por
     const n = 40;
     for (let i = 0; i < n; i++) {
       const s = dgram.createSocket('udp4');
-      await new Promise<void>((res, rej) => s.send(packet(acct.uuid, legacyTransfer().bytes), relay.udpPort, '127.0.0.1', (e) => (e ? rej(e) : res())));
+      await new Promise<void>((res, rej) => s.send(udpPacket(uuidBytes(acct.uuid), legacyTransfer().bytes), relay.udpPort, '127.0.0.1', (e) => (e ? rej(e) : res())));
       s.close();
     }
     await eventually(async () => (await relay.metric('txrelay_udp_datagrams_total', { outcome: 'admitted' })) === n, 5000, 'every datagram admitted');
