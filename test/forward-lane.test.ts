@@ -1,4 +1,4 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Lane, MAX_BATCH, MAX_BATCH_BYTES } from '../src/forward/lane.js';
 import type { TestUpstream } from './helpers/upstream.js';
@@ -8,10 +8,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const hexTx = (i: number): string => '0x02f8' + i.toString(16).padStart(8, '0') + 'ab'.repeat(40);
 const b64Tx = (i: number, len = 200): string => Buffer.alloc(len, i % 251).toString('base64');
 
-const { upstream, lane, closeAll } = laneHarness();
-after(async () => {
-  await closeAll();
-});
+const { upstream, lane } = laneHarness();
 
 /** Params in lane order: requests sorted by their first id, batches flattened. */
 function paramsInIdOrder(up: TestUpstream): unknown[] {

@@ -8,7 +8,8 @@
  * relay's internals except the bench transaction generator and, for
  * accounts-cap, the store it writes to before the relay starts.
  */
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { cpuSeconds, rssKb } from '../../dist/bench/e2e/proc.js';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -118,33 +119,12 @@ export function fdLimit(pid) {
 
 // ---- /proc of a running relay ------------------------------------------------------
 
-let ticks = 0;
-function clockTicks() {
-  if (ticks === 0) {
-    try {
-      ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-    } catch {
-      ticks = 100;
-    }
-  }
-  return ticks;
-}
-
-/** CPU seconds (user + system, every thread) a process has used so far. */
-export function cpuSeconds(pid) {
-  const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Field 2 (the command) is parenthesised and may hold spaces: count after the last ')'.
-  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return (Number(rest[11]) + Number(rest[12])) / clockTicks();
-}
+// CPU and RSS are read as bench:e2e reads them (dist/bench/e2e/proc.js).
+export { cpuSeconds };
 
 export function rssMb(pid) {
-  try {
-    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Math.round(Number(m[1]) / 1024) : -1;
-  } catch {
-    return -1;
-  }
+  const kb = rssKb(pid);
+  return kb < 0 ? -1 : Math.round(kb / 1024);
 }
 
 export function fdCount(pid) {
