@@ -74,10 +74,37 @@ export function guard(res: HttpResponse, timer?: LatencyTimer): Res {
 /**
  * Writes a whole response; corked, so it is safe after an await. No-op once
  * aborted or answered. `close` ends the connection after it (framing errors).
+ *
+ * The first answer of an event-loop turn is written at once; later answers of
+ * the same turn are held until the turn ends (`setImmediate`) and then written
+ * back to back. On loopback and in VMs, each answer that reaches a client
+ * asleep in epoll costs the sender a wake-up of the client's CPU (an IPI,
+ * a VM exit under a hypervisor): answers spaced one check apart (~80 µs)
+ * wake the client once each, answers written together wake it once. Measured
+ * with `npm run bench:e2e` on the 2-core VM, /v2 pinned at 16 connections:
+ * ~15-30% less relay CPU per transaction (README, "Answer coalescing").
+ * A lone request (serial clients, light load) is never held, and forwarding
+ * is not held either: only the acknowledgement of the 2nd+ answer in a turn,
+ * by at most the turn's length (inline checks stop at 1 ms per turn).
  */
 export function send(res: Res, status: number, contentType: string | null, body: string | Uint8Array, headers?: Headers, close = false): void {
   if (res.aborted || res.done) return;
   res.done = true;
+  if (answersThisTurn++ === 0) {
+    setImmediate(endTurn);
+    write(res, status, contentType, body, headers, close);
+    return;
+  }
+  const i = held.length;
+  held.push(res);
+  heldStatus[i] = status;
+  heldType[i] = contentType;
+  heldBody[i] = body;
+  heldHeaders[i] = headers;
+  heldClose[i] = close;
+}
+
+function write(res: Res, status: number, contentType: string | null, body: string | Uint8Array, headers: Headers | undefined, close: boolean): void {
   res.cork(() => {
     res.writeStatus(statusLine(status));
     if (contentType) res.writeHeader('content-type', contentType);
@@ -85,6 +112,29 @@ export function send(res: Res, status: number, contentType: string | null, body:
     res.end(body, close);
   });
   if (res.timer) res.timer.observe((performance.now() - res.t0!) / 1000);
+}
+
+// Answers held for the end of the turn, in parallel arrays: holding one costs no closure.
+let answersThisTurn = 0;
+const held: Res[] = [];
+const heldStatus: number[] = [];
+const heldType: (string | null)[] = [];
+const heldBody: (string | Uint8Array | undefined)[] = [];
+const heldHeaders: (Headers | undefined)[] = [];
+const heldClose: boolean[] = [];
+
+function endTurn(): void {
+  answersThisTurn = 0;
+  // An answer written here may run user callbacks that answer more: those join this flush, in order.
+  for (let i = 0; i < held.length; i++) {
+    const res = held[i]!;
+    // A client that went away while its answer was held gets nothing (uWS forbids writing to it).
+    if (!res.aborted) write(res, heldStatus[i]!, heldType[i]!, heldBody[i]!, heldHeaders[i], heldClose[i]!);
+    held[i] = undefined as unknown as Res;
+    heldBody[i] = undefined;
+    heldHeaders[i] = undefined;
+  }
+  held.length = 0;
 }
 
 export function sendJson(res: Res, status: number, body: string, headers?: Headers): void {

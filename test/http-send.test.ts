@@ -1,0 +1,122 @@
+/**
+ * Answer coalescing in `send` (src/server/http.ts): the first answer of an
+ * event-loop turn is written at once, later answers of the same turn at the
+ * end of the turn, back to back; an answer whose client went away meanwhile
+ * is dropped, never written.
+ *
+ * Which answers are held inside one turn cannot be seen through a socket, so
+ * the first two tests drive `send` with a recording stand-in for uWS's
+ * response object (the one place this file does not use the real thing);
+ * the last one answers parked requests in one turn through the real acceptor
+ * (uWS where a build loads, node:http otherwise) over real sockets.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { guard, send, type Res } from '../src/server/http.js';
+import { loadAcceptor, type HttpResponse, type us_listen_socket } from '../src/server/uws.js';
+import { RawConnection } from './helpers/raw-http.js';
+
+/** Records what a handler wrote; `abort()` plays a client closing its connection. */
+function recorder(log: string[], name: string): Res & { abort(): void } {
+  let onAborted: (() => void) | null = null;
+  const r = {
+    onAborted(h: () => void) {
+      onAborted = h;
+      return r;
+    },
+    cork(cb: () => void) {
+      cb();
+      return r;
+    },
+    writeStatus(s: string) {
+      log.push(`${name} ${s}`);
+      return r;
+    },
+    writeHeader() {
+      return r;
+    },
+    end(body: string) {
+      log.push(`${name} body ${body}`);
+      return r;
+    },
+    abort() {
+      onAborted?.();
+    },
+  };
+  return guard(r as unknown as HttpResponse) as Res & { abort(): void };
+}
+
+test('the first answer of a turn is written at once; later answers of that turn at its end, in order', async () => {
+  await nextTurn(); // start from a fresh turn
+  const log: string[] = [];
+  const [a, b, c] = ['a', 'b', 'c'].map((n) => recorder(log, n));
+  send(a!, 200, null, '1');
+  assert.deepEqual(log, ['a 200 OK', 'a body 1'], 'the first answer went out synchronously');
+  send(b!, 429, null, '2');
+  send(c!, 503, null, '3');
+  assert.equal(log.length, 2, 'the second and third answers are held until the turn ends');
+  await nextTurn();
+  assert.deepEqual(log, ['a 200 OK', 'a body 1', 'b 429 Too Many Requests', 'b body 2', 'c 503 Service Unavailable', 'c body 3']);
+  const d = recorder(log, 'd');
+  send(d, 200, null, '4');
+  assert.deepEqual(log.slice(-2), ['d 200 OK', 'd body 4'], 'a new turn starts with an immediate answer again');
+});
+
+test('a held answer whose client went away before the turn ended is dropped, and the others still go out', async () => {
+  await nextTurn();
+  const log: string[] = [];
+  const [a, b, c] = ['a', 'b', 'c'].map((n) => recorder(log, n));
+  send(a!, 200, null, '1');
+  send(b!, 200, null, '2');
+  send(c!, 200, null, '3');
+  b!.abort();
+  await nextTurn();
+  assert.deepEqual(log, ['a 200 OK', 'a body 1', 'c 200 OK', 'c body 3']);
+  // Answering twice is still a no-op, held or not.
+  send(c!, 500, null, 'again');
+  await nextTurn();
+  assert.equal(log.length, 4);
+});
+
+test('requests answered together in one turn all get their own answer, over real sockets', async () => {
+  const acceptor = loadAcceptor('auto');
+  const app = acceptor.uws.App();
+  const parked: Res[] = [];
+  const N = 8;
+  app.post('/park', (r) => {
+    const res = guard(r);
+    parked.push(res);
+    // Read the (empty) body so uWS considers the request complete.
+    res.onData(() => {});
+    if (parked.length === N) {
+      // One turn answers all of them: the first at once, the rest at the turn's end.
+      parked.forEach((p, i) => send(p, 200, 'text/plain', `answer ${i}`));
+    }
+  });
+  const listen = await new Promise<us_listen_socket>((resolve, reject) =>
+    app.listen('127.0.0.1', 0, (s) => (s ? resolve(s) : reject(new Error('listen failed')))),
+  );
+  const port = acceptor.uws.us_socket_local_port(listen);
+  const conns: RawConnection[] = [];
+  try {
+    for (let i = 0; i < N; i++) {
+      const c = new RawConnection(port);
+      conns.push(c);
+      await c.write(`POST /park HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n`);
+      // Keep arrival order = park order, so answer i belongs to connection i.
+      while (parked.length < i + 1) await nextTurn();
+    }
+    await Promise.all(conns.map((c) => c.until(() => c.responses().length >= 1, 5_000)));
+    conns.forEach((c, i) => {
+      const r = c.responses();
+      assert.equal(r.length, 1, `connection ${i} got exactly one answer`);
+      assert.equal(r[0]!.status, 200);
+      assert.equal(r[0]!.body, `answer ${i}`);
+    });
+  } finally {
+    for (const c of conns) c.destroy();
+    acceptor.uws.us_listen_socket_close(listen);
+    app.close();
+  }
+});
