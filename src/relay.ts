@@ -33,7 +33,6 @@ import { registerEvmDoors, type BatchRecorder } from './server/doors/evm.js';
 import { UdpIngress } from './server/udp.js';
 import { createAdminApp } from './server/admin.js';
 import { Metrics, labelled } from './obs/metrics.js';
-import type { RelayError } from './errors.js';
 import { silentLogger, scrub, type Logger } from './obs/log.js';
 import { base58Backend } from './native/base58.js';
 
@@ -195,19 +194,11 @@ export class Relay {
     ]);
     const app = uws.App();
     const ip = (res: Parameters<typeof clientIp>[0], req: Parameters<typeof clientIp>[1]) => clientIp(res, req, cfg.http.trust_proxy);
-    const refusal = (step: () => void): RelayError | null => {
-      try {
-        step();
-        return null;
-      } catch (e) {
-        return e as RelayError;
-      }
-    };
     const rpc = new RpcDispatcher(
       cfg.http.max_body_bytes,
       cfg.evm.max_batch,
-      (ip, n) => refusal(() => admission.limitIp(ip, n)),
-      () => refusal(() => admission.shed()),
+      (ip, n) => admission.limitIp(ip, n),
+      () => admission.shed(),
     );
     const ctx = { app, admission, rpc, config: cfg, ip, batches: recorder, timer: (door: string) => accept.labels(door) };
     if (cfg.solana.enabled) registerSolanaDoors(ctx);

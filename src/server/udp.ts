@@ -14,7 +14,7 @@
  */
 import dgram from 'node:dgram';
 import { availableParallelism } from 'node:os';
-import type { RelayError } from '../errors.js';
+import { RelayError } from '../errors.js';
 import { PACKET_DATA_SIZE } from '../chains/solana/decode.js';
 import type { Admission, SolanaOutcome } from '../pipeline/admission.js';
 import { CounterSet } from '../obs/metrics.js';
@@ -65,11 +65,8 @@ export class UdpIngress {
     const txLen = msg[LEN_OFFSET]! | (msg[LEN_OFFSET + 1]! << 8);
     if (txLen > PACKET_DATA_SIZE) return o.inc('too_large');
     if (msg.length !== HEADER + txLen || txLen === 0) return o.inc('bad_length');
-    try {
-      this.admission.gateBytes('solana', msg, KEY_OFFSET, ip, 1);
-    } catch (e) {
-      return o.inc((e as RelayError).spec?.code ?? 'rejected');
-    }
+    const refused = this.admission.gateBytes('solana', msg, KEY_OFFSET, ip, 1);
+    if (refused instanceof RelayError) return o.inc(refused.spec.code);
     const block = this.admission.copyRange(msg, HEADER, msg.length);
     if (block === null) return o.inc('TXR_CAPACITY');
     this.admission.solanaSingle(block, true, this.done);

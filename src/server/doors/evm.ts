@@ -107,12 +107,8 @@ export function registerEvmDoors(ctx: DoorContext): void {
 
   // JSON-RPC single (SPEC 4.2): Bearer only; `?auth=` authenticates nothing here (DECISIONS 4).
   ctx.rpc.register('eth_sendRawTransaction', (reply, info, call) => {
-    let rec: AccountRecord;
-    try {
-      rec = admission.gate('evm', bearer(info.authorization), null, 1);
-    } catch (e) {
-      return errorReply(reply, e as RelayError, call.id);
-    }
+    const rec = admission.gate('evm', bearer(info.authorization), null, 1);
+    if (rec instanceof RelayError) return errorReply(reply, rec, call.id);
     const p = call.params;
     if (!Array.isArray(p) || p.length !== 1 || typeof p[0] !== 'string') {
       return errorReply(reply, new RelayError(E.INVALID_PARAMS, 'params must be ["0x…"]'), call.id);
@@ -141,12 +137,8 @@ export function registerEvmDoors(ctx: DoorContext): void {
     if (fromQuery instanceof RelayError) return fail(fromQuery);
     const fromHeader = bearer(req.getHeader('authorization') || null);
     if (fromQuery !== null && fromHeader !== null) return fail(new RelayError(E.INVALID_REQUEST, 'use exactly one authentication method'));
-    let rec: AccountRecord;
-    try {
-      rec = admission.gate('evm', fromQuery ?? fromHeader, ip, 1);
-    } catch (e) {
-      return fail(e as RelayError);
-    }
+    const rec = admission.gate('evm', fromQuery ?? fromHeader, ip, 1);
+    if (rec instanceof RelayError) return fail(rec);
     readBody(
       res,
       req,
@@ -162,12 +154,8 @@ export function registerEvmDoors(ctx: DoorContext): void {
 
   // Batch (SPEC 4.3, DECISIONS 6): record first, then rate checks and admission per item.
   ctx.rpc.register('svc_sendRawTransactionBatch', (reply, info, call) => {
-    let rec: AccountRecord;
-    try {
-      rec = admission.authenticate('evm', bearer(info.authorization));
-    } catch (e) {
-      return errorReply(reply, e as RelayError, call.id);
-    }
+    const rec = admission.authenticate('evm', bearer(info.authorization));
+    if (rec instanceof RelayError) return errorReply(reply, rec, call.id);
     const p = call.params;
     const max = ctx.config.evm.max_batch;
     if (!Array.isArray(p) || p.length < 1 || p.length > max || !p.every((x) => typeof x === 'string')) {

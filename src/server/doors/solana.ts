@@ -47,11 +47,8 @@ export function registerSolanaDoors(ctx: DoorContext): void {
   app.post('/v2', (r: HttpResponse, req: HttpRequest) => {
     const res = guard(r, v2Timer);
     const ip = ctx.ip(res, req);
-    try {
-      admission.gate('solana', req.getHeader('api-key') || null, ip, 1);
-    } catch (e) {
-      return sendPlainError(res, e as RelayError);
-    }
+    const refused = admission.gate('solana', req.getHeader('api-key') || null, ip, 1);
+    if (refused instanceof RelayError) return sendPlainError(res, refused);
     let block: Block | null = null;
     readBody(
       res,
@@ -85,12 +82,8 @@ export function registerSolanaDoors(ctx: DoorContext): void {
   app.post('/v2/batch', (r: HttpResponse, req: HttpRequest) => {
     const res = guard(r, batchTimer);
     const ip = ctx.ip(res, req);
-    let rec;
-    try {
-      rec = admission.gate('solana', req.getHeader('api-key') || null, ip, 1, true);
-    } catch (e) {
-      return sendPlainError(res, e as RelayError);
-    }
+    const rec = admission.gate('solana', req.getHeader('api-key') || null, ip, 1, true);
+    if (rec instanceof RelayError) return sendPlainError(res, rec);
     const minTip = rec.solana.min_tip_lamports;
     readBody(
       res,
@@ -114,11 +107,8 @@ export function registerSolanaDoors(ctx: DoorContext): void {
       if (err.spec.http === 401 || err.spec.http === 429) return reply(err.spec.http, TEXT, err.text, retryHeaders(err));
       reply(err.spec.http, JSON_CT, rpcErrorBody(err, call.id));
     };
-    try {
-      admission.gate('solana', info.apiKey, null, 1);
-    } catch (e) {
-      return fail(e as RelayError);
-    }
+    const refused = admission.gate('solana', info.apiKey, null, 1);
+    if (refused instanceof RelayError) return fail(refused);
     const tx = parseSendTransactionParams(call.params);
     if (tx instanceof RelayError) return fail(tx);
     const block = decodeInto(admission, tx.data, tx.encoding);
