@@ -257,7 +257,7 @@ async function runDoor(door: Door, txs: Buffer[], crypto: CryptoCeiling, sink: S
   log(`${door.name}: acceptor ceiling (bare uWS on core ${RELAY_CORE}) at ${SERIAL}, ${SATURATION}, ${OVERLOAD} connections`);
   const bare = await startBare(RELAY_CORE, join(DIST, 'bench', 'e2e', 'bare-server.js'));
   const bareTxs = txs.slice(0, BARE_BODIES * door.txPerRequest);
-  const b = { serial: null as RunStats | null, c16: null as RunStats | null, c256: null as RunStats | null, checkSerial: null as RunStats | null };
+  const b = { serial: null as RunStats | null, c16: null as RunStats | null, c256: null as RunStats | null, checkSerial: null as RunStats | null, check16: null as RunStats | null };
   try {
     if (WARM_SECONDS > 0) await wrkRun(c, bare, 'bench', 'warm-up', 'warm-up', SATURATION, 1, bareTxs, true);
     b.serial = await phase(c, 'bare serial', () => wrkRun(c, bare, 'bench', 'serial', 'bare uWS, one connection', SERIAL, S, bareTxs, true));
@@ -266,7 +266,7 @@ async function runDoor(door: Door, txs: Buffer[], crypto: CryptoCeiling, sink: S
   } finally {
     await stopChild(bare.child);
   }
-  // The in-process floor: the same bare server checking each transaction inline, serially.
+  // The in-process floor: the same bare server checking each transaction inline, serially and at 16 connections.
   if (door.txPerRequest === 1 && door.name in CHECKED_DOORS) {
     const checking = await startBare(RELAY_CORE, join(DIST, 'bench', 'e2e', 'bare-server.js'), { BARE_CHECK: '1' });
     try {
@@ -274,6 +274,9 @@ async function runDoor(door: Door, txs: Buffer[], crypto: CryptoCeiling, sink: S
       if (WARM_SECONDS > 0) await wrkRun(c, checking, 'bench', 'warm-up', 'warm-up', SATURATION, 1, checkTxs, true);
       b.checkSerial = await phase(c, 'bare checking serial', () =>
         wrkRun(c, checking, 'bench', 'serial', 'bare uWS checking each transaction inline, one connection', SERIAL, S, checkTxs, true),
+      );
+      b.check16 = await phase(c, 'bare checking 16', () =>
+        wrkRun(c, checking, 'bench', 'saturation', `bare uWS checking each transaction inline, ${SATURATION} connections`, SATURATION, S, checkTxs, true),
       );
     } finally {
       await stopChild(checking.child);
