@@ -125,6 +125,16 @@ const heldClose: boolean[] = [];
 
 function endTurn(): void {
   answersThisTurn = 0;
+  flushHeldAnswers();
+}
+
+/**
+ * Writes every held answer now. The turn's `setImmediate` does it for answers
+ * made while reading sockets; answers made inside a `setImmediate` callback
+ * (the verifier collecting worker results) would otherwise wait a whole
+ * further loop iteration, so that caller flushes when it is done.
+ */
+export function flushHeldAnswers(): void {
   // An answer written here may run user callbacks that answer more: those join this flush, in order.
   for (let i = 0; i < held.length; i++) {
     const res = held[i]!;

@@ -106,6 +106,8 @@ export interface VerifierOptions {
   worker?: { filename: URL; data?: Record<string, unknown> };
   /** Called once per worker that died unexpectedly (for logs). */
   onWorkerError?: (index: number, error: unknown) => void;
+  /** Called after answers collected outside a socket callback were handed out (the acceptor flushes held answers). */
+  afterAnswers?: () => void;
 }
 
 export interface VerifierStats {
@@ -135,6 +137,7 @@ export class Verifier {
   private readonly serving: (Promise<void> | null)[];
   private readonly cbs: (JobCallback | undefined)[];
   private readonly onWorkerError: ((index: number, error: unknown) => void) | undefined;
+  private readonly afterAnswers: () => void;
   private readonly inlineAuto: boolean;
   /** Jobs submitted to the ring whose answer has not been collected. */
   private outstanding = 0;
@@ -161,6 +164,7 @@ export class Verifier {
     this.jobs = opts.jobs;
     this.clock = opts.clock;
     this.onWorkerError = opts.onWorkerError;
+    this.afterAnswers = opts.afterAnswers ?? (() => {});
     this.inlineAuto = (opts.inline ?? 'auto') === 'auto';
     this.controller = new QueueController(opts.controller);
     this.ctx = { jobs: opts.jobs, slab: opts.slab.bytes, dedup: opts.dedup, chainId: opts.chainId, clock: opts.clock };
@@ -314,9 +318,11 @@ export class Verifier {
         this.settle(s);
       }
       this.collect();
+      this.afterAnswers();
       // Jobs still wait: keep helping next turn (sockets are read in between) rather than sleep.
       if (this.jobs.waiting() > 0) return this.scheduleTick();
     }
+    this.afterAnswers();
     if (this.outstanding > 0) this.arm();
   };
 
@@ -353,6 +359,7 @@ export class Verifier {
   private readonly wake = (): void => {
     this.armed = false;
     this.collect();
+    this.afterAnswers();
     if (this.outstanding > 0) this.arm();
   };
 
