@@ -36,9 +36,15 @@ export type RpcHandler = (reply: Reply, info: RequestInfo, call: RpcCall) => voi
 
 /** Renders a JSON-RPC error object from the catalogue. */
 export function rpcErrorBody(err: RelayError, id: string, extra?: Record<string, unknown>): string {
-  const data: Record<string, unknown> = { ...extra };
-  if (err.spec.retry) data.retry = err.spec.retry;
-  const dataJson = Object.keys(data).length ? `,"data":${JSON.stringify(data)}` : '';
+  let dataJson = '';
+  if (extra) {
+    const data: Record<string, unknown> = { ...extra };
+    if (err.spec.retry) data.retry = err.spec.retry;
+    if (Object.keys(data).length) dataJson = `,"data":${JSON.stringify(data)}`;
+  } else if (err.spec.retry) {
+    // The common case (every refusal at the gate): no object to build and stringify. `retry` is one of two fixed words.
+    dataJson = `,"data":{"retry":"${err.spec.retry}"}`;
+  }
   return `{"jsonrpc":"2.0","id":${id},"error":{"code":${err.spec.rpc},"message":${JSON.stringify(err.message)}${dataJson}}}`;
 }
 
