@@ -26,7 +26,7 @@ import { TipAccounts } from './chains/solana/tip.js';
 import { initKeccak } from './chains/evm/hash.js';
 import { loadAcceptor, describeAcceptor, type TemplatedApp, type Uws, type us_listen_socket } from './server/uws.js';
 import { attachConnectionCaps, connectionCaps, type ConnectionCaps } from './server/conn-caps.js';
-import { clientIp, flushHeldAnswers } from './server/http.js';
+import { clientIp, flushHeldAnswers, setAnswerCoalescing } from './server/http.js';
 import { RpcDispatcher } from './server/doors/jsonrpc.js';
 import { registerSolanaDoors } from './server/doors/solana.js';
 import { registerEvmDoors, type BatchRecorder } from './server/doors/evm.js';
@@ -193,6 +193,7 @@ export class Relay {
     const accept = metrics.histogram('txrelay_accept_seconds', 'Time from the start of a request handler to its answer, by door.', 'door', [
       0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1,
     ]);
+    setAnswerCoalescing(cfg.http.coalesce_answers);
     const app = uws.App();
     const ip = (res: Parameters<typeof clientIp>[0], req: Parameters<typeof clientIp>[1]) => clientIp(res, req, cfg.http.trust_proxy);
     const rpc = new RpcDispatcher(

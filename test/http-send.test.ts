@@ -13,7 +13,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { flushHeldAnswers, guard, send, type Res } from '../src/server/http.js';
+import { flushHeldAnswers, guard, send, setAnswerCoalescing, type Res } from '../src/server/http.js';
 import { loadAcceptor, type HttpResponse, type us_listen_socket } from '../src/server/uws.js';
 import { RawConnection } from './helpers/raw-http.js';
 
@@ -91,6 +91,20 @@ test('answers held in a turn go out when their maker flushes, before the turn en
   assert.equal(log.length, 4, 'the turn has not ended: later answers are still held');
   await nextTurn();
   assert.deepEqual(log.slice(-2), ['c 200 OK', 'c body 3']);
+});
+
+test('with http.coalesce_answers off every answer is written when it is made', async () => {
+  await nextTurn();
+  const log: string[] = [];
+  const [a, b] = ['a', 'b'].map((n) => recorder(log, n));
+  setAnswerCoalescing(false);
+  try {
+    send(a!, 200, null, '1');
+    send(b!, 200, null, '2');
+    assert.deepEqual(log, ['a 200 OK', 'a body 1', 'b 200 OK', 'b body 2']);
+  } finally {
+    setAnswerCoalescing(true);
+  }
 });
 
 test('requests answered together in one turn all get their own answer, over real sockets', async () => {

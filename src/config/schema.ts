@@ -44,6 +44,8 @@ export const configSchema = {
       max_connections: { type: 'integer', minimum: 0, maximum: 10_000_000, default: 0 },
       // 4x the 1024 connections one load generator opens in the benchmarks; 0: no per-IP cap.
       max_connections_per_ip: { type: 'integer', minimum: 0, maximum: 10_000_000, default: 4096 },
+      // Later answers of a busy event-loop turn written together at its end (README, "Answer coalescing").
+      coalesce_answers: { type: 'boolean', default: true },
     }),
     udp: section({
       enabled: { type: 'boolean', default: true },
@@ -118,6 +120,7 @@ export interface Config {
     acceptor: 'auto' | 'uws' | 'node';
     max_connections: number;
     max_connections_per_ip: number;
+    coalesce_answers: boolean;
   };
   udp: { enabled: boolean; host: string; port: number; sockets: number; ip_rps: number; ip_burst: number };
   admin: { host: string; port: number; token: string };

@@ -80,9 +80,9 @@ export function guard(res: HttpResponse, timer?: LatencyTimer): Res {
  * back to back. On loopback and in VMs, each answer that reaches a client
  * asleep in epoll costs the sender a wake-up of the client's CPU (an IPI,
  * a VM exit under a hypervisor): answers spaced one check apart (~80 µs)
- * wake the client once each, answers written together wake it once. Measured
- * with `npm run bench:e2e` on the 2-core VM, /v2 pinned at 16 connections:
- * ~15-30% less relay CPU per transaction (README, "Answer coalescing").
+ * wake the client once each, answers written together wake it once.
+ * `npm run bench:coalesce` on the 2-core VM, /v2 pinned at 16 connections:
+ * 1.19x the relay CPU per transaction with it off (README, "Answer coalescing").
  * A lone request (serial clients, light load) is never held, and forwarding
  * is not held either: only the acknowledgement of the 2nd+ answer in a turn,
  * by at most the turn's length (inline checks stop at 1 ms per turn).
@@ -90,6 +90,7 @@ export function guard(res: HttpResponse, timer?: LatencyTimer): Res {
 export function send(res: Res, status: number, contentType: string | null, body: string | Uint8Array, headers?: Headers, close = false): void {
   if (res.aborted || res.done) return;
   res.done = true;
+  if (!coalescing) return write(res, status, contentType, body, headers, close);
   if (answersThisTurn++ === 0) {
     setImmediate(endTurn);
     write(res, status, contentType, body, headers, close);
@@ -114,7 +115,13 @@ function write(res: Res, status: number, contentType: string | null, body: strin
   if (res.timer) res.timer.observe((performance.now() - res.t0!) / 1000);
 }
 
+/** `http.coalesce_answers`: off, every answer is written when it is made. */
+export function setAnswerCoalescing(on: boolean): void {
+  coalescing = on;
+}
+
 // Answers held for the end of the turn, in parallel arrays: holding one costs no closure.
+let coalescing = true;
 let answersThisTurn = 0;
 const held: Res[] = [];
 const heldStatus: number[] = [];
