@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { DOORS } from './e2e/doors.js';
 import { readBodies, writeBodies } from './e2e/bodies.js';
 import { startRelay, startSink, stopChild, stopRelay, type Relay } from './e2e/relay.js';
-import { wrkSpec } from './e2e/generators.js';
+import { wrkSpec, type WrkResult } from './e2e/generators.js';
 import { measureWindow, type RunStats } from './e2e/window.js';
 import { solanaTransfers } from '../src/bench/txgen.js';
 
@@ -55,9 +55,15 @@ writeBodies(windowFile, txs.slice(WARM_TXS, WARM_TXS + WINDOW_TXS).map((t, i) =>
 const sink = await startSink(LOAD_CORE, MAIN);
 const windowEnv = { loadCore: LOAD_CORE, cores: 2, sinkPid: sink.pid };
 
-async function window(relay: Relay, name: string, connections: number, seconds: number, file: string): Promise<RunStats> {
-  const spec = wrkSpec({ name, what: name, port: relay.port, door, uuid: relay.uuid, bodiesFile: file, seconds, connections, cycle: false, lua: LUA });
-  return measureWindow(relay, spec, windowEnv);
+/**
+ * `cycle`: repeat the bodies when they run out. Only where nothing is admitted: a repeat would be a
+ * duplicate, and without cycling wrk sends a 404 probe instead, which costs CPU no answer counts.
+ */
+async function window(relay: Relay, name: string, connections: number, seconds: number, file: string, cycle: boolean): Promise<RunStats> {
+  const spec = wrkSpec({ name, what: name, port: relay.port, door, uuid: relay.uuid, bodiesFile: file, seconds, connections, cycle, lua: LUA });
+  const r = await measureWindow(relay, spec, windowEnv);
+  if ((r.generator as unknown as WrkResult).exhausted_threads > 0) log(`${name}: wrk ran out of distinct transactions: this run's figures are not valid`);
+  return r;
 }
 
 async function run(mode: Mode, kind: 'saturation' | 'refusal'): Promise<RunStats> {
@@ -65,8 +71,9 @@ async function run(mode: Mode, kind: 'saturation' | 'refusal'): Promise<RunStats
   if (kind === 'refusal') Object.assign(env, { TXRELAY_LIMITS_IP_RPS: '0', TXRELAY_LIMITS_IP_BURST: '1' });
   const relay = await startRelay({ layout: 'pinned', cores: { relay: RELAY_CORE, all: '0-1' }, main: MAIN, sinkUrl: sink.url, env });
   try {
-    await window(relay, 'warm-up', 16, WARM_SECONDS, warmFile);
-    return await window(relay, `${kind}, coalescing ${mode}`, kind === 'saturation' ? 16 : 256, SECONDS, windowFile);
+    const refusing = kind === 'refusal';
+    await window(relay, 'warm-up', 16, WARM_SECONDS, warmFile, refusing);
+    return await window(relay, `${kind}, coalescing ${mode}`, refusing ? 256 : 16, SECONDS, windowFile, refusing);
   } finally {
     await stopRelay(relay);
   }
