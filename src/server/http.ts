@@ -82,7 +82,8 @@ export function guard(res: HttpResponse, timer?: LatencyTimer): Res {
  * a VM exit under a hypervisor): answers spaced one check apart (~80 µs)
  * wake the client once each, answers written together wake it once.
  * `npm run bench:coalesce` on the 2-core VM, /v2 pinned at 16 connections:
- * 1.19x the relay CPU per transaction with it off (README, "Answer coalescing").
+ * 0.91-1.28x the relay CPU per transaction with it off in three runs, cheaper
+ * with it on in 10 of 12 rounds (README, "Answer coalescing").
  * A lone request (serial clients, light load) is never held, and forwarding
  * is not held either: only the acknowledgement of the 2nd+ answer in a turn,
  * by at most the turn's length (inline checks stop at 1 ms per turn).
