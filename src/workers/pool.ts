@@ -318,11 +318,10 @@ export class Verifier {
         this.settle(s);
       }
       this.collect();
-      this.afterAnswers();
-      // Jobs still wait: keep helping next turn (sockets are read in between) rather than sleep.
-      if (this.jobs.waiting() > 0) return this.scheduleTick();
     }
     this.afterAnswers();
+    // Jobs still wait: keep helping next turn (sockets are read in between) rather than sleep.
+    if (this.jobs.waiting() > 0) return this.scheduleTick();
     if (this.outstanding > 0) this.arm();
   };
 
