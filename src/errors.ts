@@ -95,20 +95,23 @@ export const E = {
 
 export type ErrorKey = keyof typeof E;
 
-/** A rejection travelling through the pipeline: the catalogue entry plus a detail for `{}`. */
-export class RelayError extends Error {
+/**
+ * A rejection travelling through the pipeline: the catalogue entry plus a
+ * detail for `{}`. Plain data, not an Error: it is returned, never thrown on
+ * the hot path, and a refusal at the gate is made per request under
+ * overload, where V8's Error constructor (a stack-frame walk even with
+ * `stackTraceLimit` 0) and formatting a message nobody reads were measurable.
+ * The message and the plain-text body are formatted when asked for.
+ */
+export class RelayError {
   readonly spec: ErrorSpec;
   readonly detail: string;
   /** Milliseconds until a retry can succeed (rate limits only). */
   readonly retryAfterMs: number;
+  /** What failed underneath (a store write), for logs. */
+  cause: unknown = undefined;
 
   constructor(s: ErrorSpec, detail = '', retryAfterMs = 0) {
-    // A rejection is data, not a bug: skip V8's stack capture, which bench:e2e
-    // found costing 5-6% of the main thread while shedding overload.
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    super(fill(s.message, detail));
-    Error.stackTraceLimit = limit;
     this.spec = s;
     this.detail = detail;
     this.retryAfterMs = retryAfterMs;
@@ -118,9 +121,22 @@ export class RelayError extends Error {
     return this.spec.code;
   }
 
+  get name(): string {
+    return 'RelayError';
+  }
+
+  /** The catalogue message with the detail filled in. */
+  get message(): string {
+    return fill(this.spec.message, this.detail);
+  }
+
   /** Family B plain-text body. */
   get text(): string {
     return fill(this.spec.text ?? this.spec.message, this.detail);
+  }
+
+  toString(): string {
+    return `${this.name} ${this.code}: ${this.message}`;
   }
 }
 

@@ -13,7 +13,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { flushHeldAnswers, guard, send, setAnswerCoalescing, type Res } from '../src/server/http.js';
+import { begin, flushHeldAnswers, guard, send, setAnswerCoalescing, type Res } from '../src/server/http.js';
 import { loadAcceptor, type HttpResponse, type us_listen_socket } from '../src/server/uws.js';
 import { RawConnection } from './helpers/raw-http.js';
 
@@ -142,6 +142,34 @@ test('requests answered together in one turn all get their own answer, over real
       assert.equal(r[0]!.status, 200);
       assert.equal(r[0]!.body, `answer ${i}`);
     });
+  } finally {
+    for (const c of conns) c.destroy();
+    acceptor.uws.us_listen_socket_close(listen);
+    app.close();
+  }
+});
+
+test('answers made in their handlers, several in one turn, go out without the door registering an abort handler', async () => {
+  // A refusal at the gate is answered before its handler returns, with no abort handler of its own;
+  // a second one in the same turn is held past the return, which uWS allows only with one (else it
+  // aborts the process, and the node:http acceptor throws): send registers it for what it holds.
+  const acceptor = loadAcceptor('auto');
+  const app = acceptor.uws.App();
+  let n = 0;
+  app.post('/refuse', (r) => send(begin(r), 429, 'text/plain', `refused ${n++}`));
+  const listen = await new Promise<us_listen_socket>((resolve, reject) =>
+    app.listen('127.0.0.1', 0, (s) => (s ? resolve(s) : reject(new Error('listen failed')))),
+  );
+  const port = acceptor.uws.us_socket_local_port(listen);
+  const N = 8;
+  const conns = Array.from({ length: N }, () => new RawConnection(port));
+  try {
+    await Promise.all(conns.map((c) => c.connected()));
+    // Written together, read by the acceptor in one poll: one turn answers them all.
+    await Promise.all(conns.map((c) => c.write(`POST /refuse HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}`)));
+    await Promise.all(conns.map((c) => c.until(() => c.responses().length >= 1, 5_000)));
+    for (const c of conns) assert.deepEqual(c.responses().map((r) => r.status), [429]);
+    assert.equal(n, N);
   } finally {
     for (const c of conns) c.destroy();
     acceptor.uws.us_listen_socket_close(listen);

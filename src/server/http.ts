@@ -1,7 +1,9 @@
 /**
  * uWebSockets.js plumbing shared by every door. The rules this file exists to
  * keep in one place (uWS aborts the process or corrupts memory otherwise):
- * - `onAborted` is registered before any asynchronous step;
+ * - `onAborted` is registered before any asynchronous step (`readBody` does
+ *   it; a request answered in its handler needs none, which is what keeps a
+ *   refusal at the gate about as cheap as a bare request);
  * - a response written after an await is corked;
  * - `onData` chunks are copied before the callback returns (they are neutered after);
  * - body bytes are counted while streaming, and an oversized body is answered
@@ -21,6 +23,8 @@ export interface LatencyTimer {
 export interface Res extends HttpResponse {
   aborted?: boolean;
   done?: boolean;
+  /** Whether the abort handler is registered. */
+  watching?: boolean;
   /** performance.now() when the handler started, for the accept-latency histogram. */
   t0?: number;
   timer?: LatencyTimer | undefined;
@@ -52,22 +56,66 @@ export function statusLine(code: number): string {
   return REASONS[code] ?? `${code} Status`;
 }
 
+/**
+ * Protocol text that every answer repeats (status lines, header names,
+ * content types), encoded once. uWS.js copies a JS string argument through
+ * V8's Utf8Value (a length pass, a heap allocation and a copy) on every call;
+ * bytes it reads in place. Only texts from this module's own constants and
+ * the doors' constant header lists come through here, so the cache stays small.
+ */
+const encoded = new Map<string, Uint8Array>();
+function bytesOf(text: string): Uint8Array {
+  let b = encoded.get(text);
+  if (b === undefined) {
+    b = Buffer.from(text, 'latin1');
+    if (encoded.size < MAX_ENCODED) encoded.set(text, b);
+  }
+  return b;
+}
+/** A bound on the cache, should a caller ever pass varying text. */
+const MAX_ENCODED = 256;
+const statusBytes = new Map<number, Uint8Array>();
+function statusBytesOf(code: number): Uint8Array {
+  let b = statusBytes.get(code);
+  if (b === undefined) {
+    b = Buffer.from(statusLine(code), 'latin1');
+    statusBytes.set(code, b);
+  }
+  return b;
+}
+const CONTENT_TYPE = bytesOf('content-type');
+
 export type Headers = readonly (readonly [string, string])[];
 
 /**
- * Registers the abort handler; must be the first thing a handler does before
- * going async. With a timer, the time until `send` is recorded (from the
- * handler's start: kernel and uWS parsing time before it are not included).
+ * Starts a request's state. With a timer, the time until `send` is recorded
+ * (from the handler's start: kernel and uWS parsing time before it are not
+ * included). An answer written before the handler returns needs nothing
+ * more; anything asynchronous needs `watchAbort` first (readBody calls it).
  */
-export function guard(res: HttpResponse, timer?: LatencyTimer): Res {
+export function begin(res: HttpResponse, timer?: LatencyTimer): Res {
   const r = res as Res;
   r.aborted = false;
   r.done = false;
+  r.watching = false;
   r.timer = timer;
   if (timer) r.t0 = performance.now();
+  return r;
+}
+
+/** Registers the abort handler (once): required before the request goes asynchronous. */
+export function watchAbort(r: Res): void {
+  if (r.watching) return;
+  r.watching = true;
   r.onAborted(() => {
     r.aborted = true;
   });
+}
+
+/** `begin` and `watchAbort` at once, for handlers that go asynchronous without reading a body. */
+export function guard(res: HttpResponse, timer?: LatencyTimer): Res {
+  const r = begin(res, timer);
+  watchAbort(r);
   return r;
 }
 
@@ -97,6 +145,8 @@ export function send(res: Res, status: number, contentType: string | null, body:
     write(res, status, contentType, body, headers, close);
     return;
   }
+  // Held past the handler's return: uWS wants an abort handler for that.
+  watchAbort(res);
   const i = held.length;
   held.push(res);
   heldStatus[i] = status;
@@ -106,13 +156,37 @@ export function send(res: Res, status: number, contentType: string | null, body:
   heldClose[i] = close;
 }
 
+// The answer being written, for `writeCorked`: one module-level callback instead of a closure per answer.
+let wRes: Res | null = null;
+let wStatus = 0;
+let wType: string | null = null;
+let wBody: string | Uint8Array = '';
+let wHeaders: Headers | undefined;
+let wClose = false;
+
+function writeCorked(): void {
+  const res = wRes!;
+  res.writeStatus(statusBytesOf(wStatus));
+  if (wType) res.writeHeader(CONTENT_TYPE, bytesOf(wType));
+  const h = wHeaders;
+  if (h) for (let i = 0; i < h.length; i++) res.writeHeader(bytesOf(h[i]![0]), h[i]![1]);
+  res.end(wBody, wClose);
+}
+
 function write(res: Res, status: number, contentType: string | null, body: string | Uint8Array, headers: Headers | undefined, close: boolean): void {
-  res.cork(() => {
-    res.writeStatus(statusLine(status));
-    if (contentType) res.writeHeader('content-type', contentType);
-    if (headers) for (let i = 0; i < headers.length; i++) res.writeHeader(headers[i]![0], headers[i]![1]);
-    res.end(body, close);
-  });
+  wRes = res;
+  wStatus = status;
+  wType = contentType;
+  wBody = body;
+  wHeaders = headers;
+  wClose = close;
+  try {
+    res.cork(writeCorked);
+  } finally {
+    wRes = null;
+    wBody = '';
+    wHeaders = undefined;
+  }
   if (res.timer) res.timer.observe((performance.now() - res.t0!) / 1000);
 }
 
@@ -172,11 +246,20 @@ export function retryHeaders(err: RelayError): Headers {
 export function retryAfterHeaders(ms: number): Headers {
   // A request that can never fit (n > burst, or a 0 TPS account) gets a minute: retrying sooner cannot succeed.
   const wait = Number.isFinite(ms) ? Math.max(1, Math.ceil(ms)) : 60_000;
-  return [
+  // Refusals come in runs with the same wait (a flood over one limit): the last pair is reused, never mutated.
+  if (wait === lastWait) return lastRetry;
+  lastWait = wait;
+  lastRetry = [
     ['retry-after', String(Math.ceil(wait / 1000))],
     ['x-ratelimit-retry-after-ms', String(wait)],
   ];
+  return lastRetry;
 }
+let lastWait = 60_000;
+let lastRetry: Headers = [
+  ['retry-after', '60'],
+  ['x-ratelimit-retry-after-ms', '60000'],
+];
 
 // Framing check state: uWS hands headers one callback at a time; module-level so a request allocates no closure.
 let lengths = 0;
@@ -235,6 +318,7 @@ export function readBody(
   }
   let buf: Uint8Array | null = null;
   let len = 0;
+  watchAbort(res);
   res.onData((chunk, isLast) => {
     if (res.aborted || res.done) return;
     const c = new Uint8Array(chunk);

@@ -149,6 +149,11 @@ const CONNECTION = Symbol('txrelay.connection');
 // ---------------------------------------------------------------- request / response
 
 const FORBIDDEN_REQ = 'uWS.HttpRequest must not be accessed after its route handler returns (copy what you need first)';
+/** uWS takes protocol text as a string or as its bytes; node:http wants strings. */
+function text(v: string | Uint8Array): string {
+  return typeof v === 'string' ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('latin1');
+}
+
 const FORBIDDEN_RES = 'uWS.HttpResponse must not be accessed after onAborted fired or after the response was ended';
 
 class NodeRequest implements HttpRequest {
@@ -290,8 +295,9 @@ class NodeResponse implements HttpResponse {
     return this;
   }
 
-  writeStatus(status: string): HttpResponse {
+  writeStatus(line: string | Uint8Array): HttpResponse {
     this.check();
+    const status = text(line);
     const code = Number(status.slice(0, 3));
     if (!Number.isInteger(code) || code < 100) throw new Error(`writeStatus: not a status line: ${JSON.stringify(status)}`);
     this.status = code;
@@ -299,9 +305,9 @@ class NodeResponse implements HttpResponse {
     return this;
   }
 
-  writeHeader(key: string, value: string): HttpResponse {
+  writeHeader(key: string | Uint8Array, value: string | Uint8Array): HttpResponse {
     this.check();
-    this.headers.push(key, value);
+    this.headers.push(text(key), text(value));
     return this;
   }
 

@@ -49,9 +49,9 @@ export interface HttpResponse {
   /** Body chunks; a chunk's memory is only valid during the call (uWS neuters it after). */
   onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): HttpResponse;
   cork(cb: () => void): HttpResponse;
-  /** e.g. '202 Accepted'; non-standard codes (605) go out as written. */
-  writeStatus(status: string): HttpResponse;
-  writeHeader(key: string, value: string): HttpResponse;
+  /** e.g. '202 Accepted'; non-standard codes (605) go out as written. Text or its latin1 bytes. */
+  writeStatus(status: string | Uint8Array): HttpResponse;
+  writeHeader(key: string | Uint8Array, value: string | Uint8Array): HttpResponse;
   end(body?: string | Uint8Array, closeConnection?: boolean): HttpResponse;
   endWithoutBody(reportedContentLength?: number, closeConnection?: boolean): HttpResponse;
   /** Closes the connection at once. */

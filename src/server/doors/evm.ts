@@ -9,7 +9,7 @@ import { parseHexTransaction } from '../../chains/evm/hex.js';
 import type { Admission, BatchInput, BatchItem, EvmOutcome, LaneName } from '../../pipeline/admission.js';
 import { FORWARDED_MESSAGE } from '../../pipeline/admission.js';
 import type { AccountRecord } from '../../store/accounts.js';
-import { guard, readBody, retryAfterHeaders, retryHeaders, send, type Headers, type Res } from '../http.js';
+import { begin, readBody, retryAfterHeaders, retryHeaders, send, type Headers, type Res } from '../http.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import type { DoorContext } from './context.js';
 import { rpcErrorBody, type Reply } from './jsonrpc.js';
@@ -127,7 +127,7 @@ export function registerEvmDoors(ctx: DoorContext): void {
 
   const textTimer = ctx.timer('evm-text');
   app.post('/v2/svc_send_raw_transaction', (r: HttpResponse, req: HttpRequest) => {
-    const res = guard(r, textTimer);
+    const res = begin(r, textTimer);
     const reply: Reply = (status, ct, body, headers) => send(res, status, ct, body, headers);
     const fail = (err: RelayError) => errorReply(reply, err, 'null', CORS);
     const ip = ctx.ip(res, req);

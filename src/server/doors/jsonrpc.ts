@@ -12,7 +12,7 @@
  * a few hundred bytes per call plus the ids the client sent.
  */
 import { E, RelayError } from '../../errors.js';
-import { guard, readBody, retryAfterHeaders, send, type Headers, type LatencyTimer, type Res } from '../http.js';
+import { begin, readBody, retryAfterHeaders, send, type Headers, type LatencyTimer, type Res } from '../http.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '../uws.js';
 
 export interface RpcCall {
@@ -73,7 +73,7 @@ export class RpcDispatcher {
 
   mount(app: TemplatedApp, ip: (res: HttpResponse, req: HttpRequest) => string, timer?: LatencyTimer): void {
     app.post('/', (r, req) => {
-      const res = guard(r, timer);
+      const res = begin(r, timer);
       const info: RequestInfo = {
         ip: ip(res, req),
         apiKey: req.getHeader('api-key') || null,
