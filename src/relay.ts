@@ -380,10 +380,9 @@ function registerMetrics(
   m.counter('txrelay_udp_socket_datagrams_total', 'UDP datagrams received by each socket of the SO_REUSEPORT pool.', ['socket'], () =>
     p.udp ? p.udp.received.map((n, i) => [{ socket: String(i) }, n] as [Record<string, string>, number]) : [],
   );
-  m.counter('txrelay_verify_jobs_total', 'Transaction checks by where they ran: inline on the acceptor, offloaded to a worker, or taken back by the acceptor to help busy workers.', ['where'], () => [
-    [{ where: 'inline' }, p.pool.stats.inline],
-    [{ where: 'worker' }, p.pool.stats.offloaded - p.pool.stats.helped],
-    [{ where: 'helped' }, p.pool.stats.helped],
+  m.counter('txrelay_verify_jobs_total', 'Transaction checks by the thread that ran them: the acceptor (inline, or at the end of its event-loop turn) or a verification worker.', ['where'], () => [
+    [{ where: 'acceptor' }, p.pool.stats.acceptor],
+    [{ where: 'worker' }, p.pool.stats.workers],
   ]);
   m.counter('txrelay_verify_failed_total', 'Checks that failed on this node rather than on the transaction (answered 503 retry-safe).', [], () => [[{}, p.pool.stats.internal]]);
   m.counter('txrelay_verify_worker_restarts_total', 'Verification workers restarted after dying.', [], () => [[{}, p.pool.stats.workerRestarts]]);

@@ -266,7 +266,12 @@ export class JobTable {
     Atomics.sub(c, C_SLEEPERS, 1);
   }
 
-  /** Wakes one parked worker (main thread, after `submit` said one sleeps). */
+  /** Whether a worker is parked (or about to park) and needs `wakeOne` to see new jobs. */
+  hasSleeper(): boolean {
+    return Atomics.load(this.ctrl, C_SLEEPERS) > 0;
+  }
+
+  /** Wakes one parked worker (main thread, after `submit` or `hasSleeper` said one sleeps). */
   wakeOne(): void {
     Atomics.notify(this.ctrl, C_SUBMITTED, 1);
   }

@@ -1,22 +1,38 @@
 /**
- * Where transaction checks run: inline on the acceptor while it has headroom,
- * on the verification workers when it does not.
+ * Where transaction checks run: inline on the acceptor when a turn carries
+ * one request; at the end of the turn, back to back, when turns carry
+ * several; on the verification workers too, when there are any and the
+ * acceptor is busy.
  *
  * Measured on these 2-core machines (issue 7): handing one transaction to a
  * worker and waking the acceptor for its answer costs ~20 µs of main-thread
  * CPU per wake-up either way (Atomics.waitAsync or a MessagePort), and ~50 µs
- * of latency; an ed25519 check costs ~45 µs. So a lightly loaded relay checks
+ * of latency; an ed25519 check costs ~40 µs. So a lightly loaded relay checks
  * inline, in the request handler, and answers before returning to the event
- * loop: no hop at all. Only when the acceptor is busy (event-loop utilisation
- * over ELU_INLINE_MAX) are jobs submitted to the shared ring (jobs.ts); a busy
- * acceptor never sleeps, so it collects answers at the end of each loop turn
- * without paying for wake-ups. When the workers fall behind, the acceptor
- * helps: at the end of a turn it takes waiting jobs itself, within a budget,
- * so both cores stay busy and no turn grows long. Inline checks too have a
- * budget per turn (INLINE_TURN_BUDGET_MS): past it, arrivals wait in the ring
- * and are checked over the next turns, by workers or, with none, by the
- * acceptor a slice at a time, so sockets (upstream answers included) are
- * read every few milliseconds even when thousands of requests arrive at once.
+ * loop: no hop at all, and pipelined requests are answered in order.
+ *
+ * Once the previous turn carried more than one request (or this one already
+ * has one), a handler only submits its job to the shared ring (jobs.ts) and
+ * the turn's checks run together after its sockets are read
+ * (`setImmediate`); their transactions then reach the lanes together and
+ * their answers are written together. Checking in each handler answers and
+ * forwards between checks, which wakes the client and the upstream once per
+ * transaction instead of once per turn: on the 2-core VM (`/v2` pinned, 16
+ * connections, one build switched between the two, two windows each) it
+ * cost 59-60 µs of relay CPU per transaction against 53-54 µs, nearly all of
+ * the difference kernel time. The signal is requests per turn, not the event
+ * loop's utilisation: a serial client keeps a fast relay ~75% busy with one
+ * request per turn, where deferring only adds a hop (the utilisation gauge
+ * flipped serial `/v2` into deferral and cost it ~10%, `npm run bench:ab`).
+ *
+ * A busy acceptor (event-loop utilisation over ELU_INLINE_MAX) wakes a
+ * worker per submission when there are workers, and takes waiting jobs
+ * itself within its slice, so both cores stay busy; it does not sleep, so it
+ * collects the workers' answers at the end of each turn without paying for
+ * wake-ups. Its slice is TURN_BUDGET_MS per turn: what is left waits in the
+ * ring for the workers, or, with none, for the acceptor's next turn, so
+ * sockets (upstream answers included) are read every few milliseconds even
+ * when thousands of requests arrive at once.
  *
  * The workers are piscina threads, each running one long task (`serve` in
  * verify-worker.ts) that claims jobs from the ring until told to stop;
@@ -26,8 +42,8 @@
  *
  * Admission control (controller.ts) is fed every LAG_TICK_MS with the worst
  * of: the age of the oldest waiting job, the longest wait of jobs started
- * since the last sample, and the event loop's lag (what inline checks waited
- * in the kernel) — the lag only as far as the acceptor's own checks in that
+ * since the last sample, and the event loop's lag (what arrivals waited in
+ * the kernel) — the lag only as far as the acceptor's own checks in that
  * window explain it. A loop slowed by anything else (a GC pause, a starved
  * CPU, other work in the process) is not a queue of transactions, and
  * shedding them would not shorten it. Likewise the ring counts only while at
@@ -44,37 +60,23 @@ import { runCheck, type CheckContext } from './check.js';
 import { QueueController, Shed, type ControllerOptions } from './controller.js';
 import { C_COMPLETED, JobResult, S_RESULT, S_WORKER, SlotState, T_END, T_START, T_SUBMIT, type JobTable, type JobTableHandle } from './jobs.js';
 
-/** Inline while the acceptor's event-loop utilisation over the last window is below this. */
+/** Over this event-loop utilisation (last window) the acceptor is busy: with workers, checks go to them (woken) instead of inline. */
 const ELU_INLINE_MAX = 0.75;
 /** How often the utilisation is re-read: short enough to follow a load step, long enough to be a stable ratio. */
 const ELU_WINDOW_MS = 5;
 /** Controller sampling period; also bounds how stale its view of the queue gets. */
 const LAG_TICK_MS = 5;
 /**
- * Inline checks per event-loop turn before further ones wait in the ring.
- * A turn handles every request that became readable at once: at 1024
- * connections, checking them all inline made turns of ~100 ms, in which each
- * upstream connection could carry one request, so forwarding fell behind
- * admission and the lanes filled (measured). Bounding the inline work keeps
- * turns short; what is deferred is checked in the following turns, between
- * which sockets are read.
+ * Most the acceptor spends checking per event-loop turn. A turn handles
+ * every request that became readable at once: at 1024 connections, checking
+ * them all in one turn made turns of ~100 ms, in which each upstream
+ * connection could carry one request, so forwarding fell behind admission
+ * and the lanes filled (measured). Past the slice, jobs wait for the workers
+ * or the next turn, and sockets are read in between. It is also the longest
+ * an admitted transaction of a busy turn waits for the lanes (they are fed
+ * when the turn's checks are done).
  */
-const INLINE_TURN_BUDGET_MS = 1;
-/**
- * A gap this long since the last inline check means the event loop went back
- * to the sockets in between: the turn's inline budget starts afresh. Within
- * one long turn consecutive checks are only an HTTP request apart (~10 µs).
- */
-const TURN_GAP_MS = 0.2;
-/** Checks of deferred jobs per turn when no worker serves (the acceptor alone). */
-const ALONE_TICK_BUDGET_MS = 2;
-/**
- * Most the acceptor spends checking jobs for busy workers per loop turn,
- * the same slice as its own inline budget. While jobs still wait it helps
- * again next turn instead of sleeping: measured on 2 cores, helping only
- * 0.2 ms per turn left the acceptor idle 23% of the time with jobs waiting.
- */
-const HELP_BUDGET_MS = 1;
+const TURN_BUDGET_MS = 1;
 /** Starting per-check estimate (sodium-native ed25519 ~42 µs here) until checks are timed. */
 const INITIAL_SERVICE_MS = 0.05;
 /** A single sample is clamped so one stall cannot dominate the average. */
@@ -97,9 +99,11 @@ export interface VerifierOptions {
   clock: Clock;
   controller?: ControllerOptions;
   /**
-   * `auto`: check inline while the acceptor has headroom (the default);
-   * `never`: always hand checks to the workers when there are any (keeps the
-   * acceptor for HTTP alone, e.g. on hosts with many cores).
+   * `auto` (the default): the acceptor checks inline while turns carry one
+   * request each, at the end of the turn once they carry several, and wakes
+   * workers for deferred jobs once its event loop is busy; `never`: every
+   * submission wakes a worker when there are any (the acceptor still takes
+   * jobs that wait at the end of its turn).
    */
   inline?: 'auto' | 'never';
   /** The worker module and extra workerData (tests use a worker that dies). */
@@ -108,12 +112,15 @@ export interface VerifierOptions {
   onWorkerError?: (index: number, error: unknown) => void;
   /** Called after answers collected outside a socket callback were handed out (the acceptor flushes held answers). */
   afterAnswers?: () => void;
+  /** The acceptor's checking slice per turn in ms (default TURN_BUDGET_MS; tests that are about order, not time, widen it). */
+  sliceMs?: number;
 }
 
 export interface VerifierStats {
-  inline: number;
-  offloaded: number;
-  helped: number;
+  /** Jobs checked on the acceptor (main thread). */
+  acceptor: number;
+  /** Jobs checked on a worker thread. */
+  workers: number;
   /** Jobs whose check failed internally (a bug, or the worker died): answered retry-safe 503. */
   internal: number;
   workerRestarts: number;
@@ -129,7 +136,7 @@ export interface WorkerData {
 export class Verifier {
   readonly threads: number;
   readonly controller: QueueController;
-  readonly stats: VerifierStats = { inline: 0, offloaded: 0, helped: 0, internal: 0, workerRestarts: 0 };
+  readonly stats: VerifierStats = { acceptor: 0, workers: 0, internal: 0, workerRestarts: 0 };
   private readonly jobs: JobTable;
   private readonly ctx: CheckContext;
   private readonly clock: Clock;
@@ -139,6 +146,8 @@ export class Verifier {
   private readonly onWorkerError: ((index: number, error: unknown) => void) | undefined;
   private readonly afterAnswers: () => void;
   private readonly inlineAuto: boolean;
+  /** Workers whose serve loop runs. */
+  private live = 0;
   /** Jobs submitted to the ring whose answer has not been collected. */
   private outstanding = 0;
   private armed = false;
@@ -152,15 +161,17 @@ export class Verifier {
   private worstSojourn = 0;
   /** Milliseconds the acceptor spent checking since the last controller sample. */
   private checkMs = 0;
-  /** Milliseconds of inline checks in the current event-loop turn (reset by `tick`, or after a gap). */
-  private turnMs = 0;
-  private lastInlineAt = 0;
+  /** Jobs run in the current event-loop turn, and in the one before (counted by `tick` at each turn's end). */
+  private turnJobs = 0;
+  private prevTurnJobs = 0;
   private lagTimer: NodeJS.Timeout | null = null;
   private lagExpected = 0;
   private restarts: number[] = [];
+  private readonly sliceMs: number;
 
   constructor(opts: VerifierOptions) {
     this.threads = opts.threads;
+    this.sliceMs = opts.sliceMs ?? TURN_BUDGET_MS;
     this.jobs = opts.jobs;
     this.clock = opts.clock;
     this.onWorkerError = opts.onWorkerError;
@@ -213,22 +224,24 @@ export class Verifier {
 
   /**
    * Checks the job in held slot `s` (filled with `jobs.set`). `done(s)` runs
-   * once the result is in the slot: synchronously when checked inline.
+   * once the result is in the slot: before `run` returns when checked inline,
+   * at the end of this event-loop turn when the acceptor checks it there,
+   * later when a worker does.
    */
   run(s: number, done: JobCallback): void {
-    if (performance.now() - this.lastInlineAt > TURN_GAP_MS) this.turnMs = 0;
-    if (this.inlineNow()) {
-      this.turnMs += this.checkHere(s);
-      this.lastInlineAt = performance.now();
-      this.stats.inline++;
-      this.finish(s, done);
+    const inline = this.inlineNow();
+    this.turnJobs++;
+    // The tick also ends the turn's count, inline or not.
+    this.scheduleTick();
+    if (inline) {
+      this.checkHere(s);
+      this.stats.acceptor++;
+      this.answer(s, done);
       return;
     }
     this.cbs[s] = done;
     this.outstanding++;
-    this.stats.offloaded++;
-    if (this.jobs.submit(s, this.clock())) this.jobs.wakeOne();
-    this.scheduleTick();
+    if (this.jobs.submit(s, this.clock()) && this.live > 0 && (this.busy || !this.inlineAuto)) this.jobs.wakeOne();
   }
 
   /** Jobs checked or being checked outside the current call stack. */
@@ -251,18 +264,22 @@ export class Verifier {
     // Whatever no worker took before stopping is checked here: no caller is left without an answer.
     for (let s = this.jobs.claim(-1, this.clock()); s >= 0; s = this.jobs.claim(-1, this.clock())) {
       this.checkHere(s);
+      this.stats.acceptor++;
       this.settle(s);
     }
     await this.piscina?.destroy();
   }
 
-  // ---- inline or offload -----------------------------------------------------
+  // ---- acceptor or workers ----------------------------------------------------
 
+  /**
+   * Whether to check this job now, in the handler: it is the turn's first,
+   * the turn before had at most one (one request per turn is a serial client
+   * or light load, where batching saves nothing), nothing waits ahead of it,
+   * and the acceptor may check first. Also refreshes `busy` (event-loop
+   * utilisation), which decides whether a deferred job wakes a worker.
+   */
   private inlineNow(): boolean {
-    // Something already waits (deferred, or workers behind): keep arrival order.
-    if (this.jobs.waiting() > 0 || this.turnMs >= INLINE_TURN_BUDGET_MS) return false;
-    if (this.threads === 0 || this.serving.every((p) => p === null)) return true;
-    if (!this.inlineAuto) return false;
     const now = performance.now();
     if (now - this.eluAt >= ELU_WINDOW_MS) {
       const e = performance.eventLoopUtilization();
@@ -271,27 +288,23 @@ export class Verifier {
       this.eluAt = now;
       this.busy = d.utilization > ELU_INLINE_MAX;
     }
-    return !this.busy;
+    if (this.turnJobs > 0 || this.prevTurnJobs > 1 || this.jobs.waiting() > 0) return false;
+    if (this.live > 0 && (this.busy || !this.inlineAuto)) return false;
+    return true;
   }
 
-  /** Runs a check on this thread and accounts for its time; returns the milliseconds it took. */
-  private checkHere(s: number): number {
+  /** Runs a check on this thread and accounts for its time. */
+  private checkHere(s: number): void {
     const t0 = performance.now();
     runCheck(this.ctx, s);
     this.jobs.markDone(s);
     const ms = performance.now() - t0;
     this.checkMs += ms;
     this.noteService(ms);
-    return ms;
   }
 
   private noteService(ms: number): void {
     this.serviceMs = this.serviceMs * 0.9 + Math.min(ms, MAX_SAMPLE_MS) * 0.1;
-  }
-
-  private finish(s: number, done: JobCallback): void {
-    if (this.jobs.field(s, S_RESULT) === JobResult.Internal) this.stats.internal++;
-    done(s);
   }
 
   // ---- collecting answers ----------------------------------------------------
@@ -302,25 +315,32 @@ export class Verifier {
     setImmediate(this.tick);
   }
 
-  /** End of a loop turn with jobs outstanding: collect answers, help busy workers, then wait for the rest. */
+  /**
+   * End of a loop turn with jobs outstanding: collect the workers' answers,
+   * check what waits within the acceptor's slice, hand what is left to the
+   * workers, write the answers, then wait for the rest.
+   */
   private readonly tick = (): void => {
     this.tickScheduled = false;
-    this.turnMs = 0;
+    this.prevTurnJobs = this.turnJobs;
+    this.turnJobs = 0;
     this.collect();
-    // With no worker (threads 0, a crash loop, shutdown) the acceptor checks all that waits, a slice per turn.
-    const alone = this.serving.every((p) => p === null);
     if (this.jobs.waiting() > 0) {
-      const until = performance.now() + (alone ? ALONE_TICK_BUDGET_MS : HELP_BUDGET_MS);
+      const until = performance.now() + this.sliceMs;
       let s: number;
-      while (performance.now() < until && (s = this.jobs.claim(-1, this.clock())) >= 0) {
+      do {
+        s = this.jobs.claim(-1, this.clock());
+        if (s < 0) break;
         this.checkHere(s);
-        this.stats.helped++;
+        this.stats.acceptor++;
         this.settle(s);
-      }
+      } while (performance.now() < until);
       this.collect();
+      // Left over past the slice: the workers take it now rather than after the next turn.
+      if (this.jobs.waiting() > 0 && this.live > 0 && this.jobs.hasSleeper()) this.jobs.wakeOne();
     }
     this.afterAnswers();
-    // Jobs still wait: keep helping next turn (sockets are read in between) rather than sleep.
+    // Jobs still wait: check more next turn (sockets are read in between) rather than sleep.
     if (this.jobs.waiting() > 0) return this.scheduleTick();
     if (this.outstanding > 0) this.arm();
   };
@@ -330,6 +350,7 @@ export class Verifier {
     for (let s = this.jobs.nextDone(); s >= 0; s = this.jobs.nextDone()) {
       const t = this.jobs.time(s, T_END) - this.jobs.time(s, T_START);
       if (t >= 0) this.noteService(t);
+      this.stats.workers++;
       this.settle(s);
     }
   }
@@ -340,7 +361,12 @@ export class Verifier {
     this.outstanding--;
     const done = this.cbs[s]!;
     this.cbs[s] = undefined;
-    this.finish(s, done);
+    this.answer(s, done);
+  }
+
+  private answer(s: number, done: JobCallback): void {
+    if (this.jobs.field(s, S_RESULT) === JobResult.Internal) this.stats.internal++;
+    done(s);
   }
 
   /** Sleeps until a worker publishes an answer (the event loop stays free meanwhile). */
@@ -379,12 +405,15 @@ export class Verifier {
   // ---- workers ---------------------------------------------------------------
 
   private serve(index: number): void {
+    this.live++;
     const p = this.piscina!.run({ index }).then(
       () => {
         this.serving[index] = null;
+        this.live--;
       },
       (err: unknown) => {
         this.serving[index] = null;
+        this.live--;
         if (this.closed) return;
         this.onWorkerError?.(index, err);
         this.recover(index);
