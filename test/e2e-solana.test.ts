@@ -279,6 +279,32 @@ test('JSON-RPC validation errors are 400 with -32602; bad JSON is -32700; unknow
   assert.equal(r.json.error.code, -32601);
 });
 
+test('sendTransaction base64 is strict (standard alphabet, padded, canonical): anything else is 400 -32602 and not forwarded', async () => {
+  const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  // A transaction whose base64 has padding and a '+' or '/', so every variant below applies to it.
+  let tx = legacyTransfer();
+  while (!(tx.bytes.length % 3 !== 0 && /[+/]/.test(b64(tx.bytes)))) tx = legacyTransfer();
+  const text = b64(tx.bytes);
+  const body = text.replace(/=+$/, '');
+  const last = body[body.length - 1]!;
+  const variants: Record<string, string> = {
+    'URL-safe alphabet': text.replaceAll('+', '-').replaceAll('/', '_'),
+    'a character outside the alphabet': '!' + text.slice(1),
+    'non-zero trailing bits': body.slice(0, -1) + B64[B64.indexOf(last) + 1] + text.slice(body.length),
+    'padding left out': body,
+  };
+  for (const [what, bad] of Object.entries(variants)) {
+    assert.notEqual(bad, text, what);
+    const r = await rpc({ jsonrpc: '2.0', id: 9, method: 'sendTransaction', params: [bad, { encoding: 'base64' }] });
+    assert.equal(r.status, 400, what);
+    assert.equal(r.json.error.code, -32602, what);
+  }
+  const ok = await sendTx(tx.bytes, 10);
+  assert.equal(ok.status, 200);
+  await eventually(() => receivedSingles().includes(text), 5000, 'the canonical text forwarded as sent');
+  assert.equal(receivedSingles().filter((t) => Buffer.from(t, 'base64').equals(Buffer.from(tx.bytes))).length, 1, 'no variant was forwarded');
+});
+
 test('a duplicate is answered as a success with x-svc-duplicate: true and not forwarded again (DECISIONS 6)', async () => {
   const tx = legacyTransfer();
   const first = await post('/v2', tx.bytes);

@@ -267,9 +267,11 @@ export class Admission {
 
   /**
    * Admits one Solana transaction (JSON-RPC, /v2, UDP). Takes ownership of
-   * `block`. `done` runs exactly once, possibly synchronously.
+   * `block`. `done` runs exactly once, possibly synchronously. `base64` is the
+   * client's canonical base64 of the same bytes when the door has it
+   * (forwarded as is, saving an encode).
    */
-  solanaSingle(block: Block, overUdp: boolean, done: (o: SolanaOutcome) => void): void {
+  solanaSingle(block: Block, overUdp: boolean, done: (o: SolanaOutcome) => void, base64: string | null = null): void {
     const lane: LaneName = 'solana-single';
     const s = this.slotFor(lane, 1);
     if (s < 0) {
@@ -277,10 +279,10 @@ export class Admission {
       return done({ ok: false, error: this.capacityError('verification or forwarding queue full') });
     }
     this.jobs.set(s, JobKind.SolanaTx, block.offset, block.length, overUdp ? F_OVER_UDP : 0);
-    this.d.verifier.run(s, () => this.solanaSingleDone(s, block, lane, done));
+    this.d.verifier.run(s, () => this.solanaSingleDone(s, block, lane, done, base64));
   }
 
-  private solanaSingleDone(s: number, block: Block, lane: LaneName, done: (o: SolanaOutcome) => void): void {
+  private solanaSingleDone(s: number, block: Block, lane: LaneName, done: (o: SolanaOutcome) => void, base64: string | null): void {
     const r = this.jobs.field(s, S_RESULT) as JobResult;
     if (r !== JobResult.Ok && r !== JobResult.Duplicate) {
       const error = this.checkError(s, E.SOL_DECODE, '');
@@ -296,7 +298,7 @@ export class Admission {
       this.duplicates.inc(lane);
       return done({ ok: true, signatures: [sig], duplicate: true });
     }
-    const payload = this.slabBuf.toString('base64', block.offset, block.offset + block.length);
+    const payload = base64 ?? this.slabBuf.toString('base64', block.offset, block.offset + block.length);
     if (!this.d.forwarder.lane(lane).offer(payload)) {
       this.unclaim(KEY_SOLANA_SINGLE, [sigAt]);
       this.release(block);
