@@ -257,7 +257,14 @@ async function runDoor(door: Door, txs: Buffer[], crypto: CryptoCeiling, sink: S
   log(`${door.name}: acceptor ceiling (bare uWS on core ${RELAY_CORE}) at ${SERIAL}, ${SATURATION}, ${OVERLOAD} connections`);
   const bare = await startBare(RELAY_CORE, join(DIST, 'bench', 'e2e', 'bare-server.js'));
   const bareTxs = txs.slice(0, BARE_BODIES * door.txPerRequest);
-  const b = { serial: null as RunStats | null, c16: null as RunStats | null, c256: null as RunStats | null, checkSerial: null as RunStats | null, check16: null as RunStats | null };
+  const b = {
+    serial: null as RunStats | null,
+    c16: null as RunStats | null,
+    c256: null as RunStats | null,
+    checkSerial: null as RunStats | null,
+    check16: null as RunStats | null,
+    checkTurn16: null as RunStats | null,
+  };
   try {
     if (WARM_SECONDS > 0) await wrkRun(c, bare, 'bench', 'warm-up', 'warm-up', SATURATION, 1, bareTxs, true);
     b.serial = await phase(c, 'bare serial', () => wrkRun(c, bare, 'bench', 'serial', 'bare uWS, one connection', SERIAL, S, bareTxs, true));
@@ -280,6 +287,17 @@ async function runDoor(door: Door, txs: Buffer[], crypto: CryptoCeiling, sink: S
       );
     } finally {
       await stopChild(checking.child);
+    }
+    // The same floor with the turn's checks and answers together at its end, as a busy txrelay works.
+    const perTurn = await startBare(RELAY_CORE, join(DIST, 'bench', 'e2e', 'bare-server.js'), { BARE_CHECK: 'turn' });
+    try {
+      const checkTxs = txs.slice(0, Math.min(txs.length, BARE_BODIES));
+      if (WARM_SECONDS > 0) await wrkRun(c, perTurn, 'bench', 'warm-up', 'warm-up', SATURATION, 1, checkTxs, true);
+      b.checkTurn16 = await phase(c, 'bare checking per turn 16', () =>
+        wrkRun(c, perTurn, 'bench', 'saturation', `bare uWS checking each turn's transactions at its end, ${SATURATION} connections`, SATURATION, S, checkTxs, true),
+      );
+    } finally {
+      await stopChild(perTurn.child);
     }
   }
   // Expected request rates, for sizing each run's share of the pool: one core's worth from the ceilings.

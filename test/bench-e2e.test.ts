@@ -284,3 +284,23 @@ test('bench:e2e --smoke measures every phase and reports the five goals and the 
     rmSync(out, { recursive: true, force: true });
   }
 });
+
+test('bench:ab --smoke runs both relays through every kind of window and prints the paired table', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
+  const { spawn, spawnSync } = await import('node:child_process');
+  const missing = ['wrk', 'taskset', 'stdbuf', 'nice'].filter((tool) => spawnSync(tool, ['--version']).error);
+  if (missing.length) return t.skip(`${missing.join(', ')} not installed (apt-get install wrk): skipping the bench:ab smoke run`);
+  if (Number(spawnSync('nproc', ['--all'], { encoding: 'utf8' }).stdout) < 2) return t.skip('bench:ab needs 2 cores: skipping its smoke run');
+  const script = new URL('../bench/ab.js', import.meta.url).pathname;
+  const child = spawn('nice', ['-n', '19', process.execPath, script, '--coalesce', '--smoke', '--runs', 'serial,saturation,refusal'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (err += d));
+  const code = await new Promise((r) => child.on('close', r));
+  assert.equal(code, 0, err.slice(-3000));
+  assert.doesNotMatch(err, /ran out of distinct transactions/);
+  for (const what of ['1 connections', '16 connections', '256 connections, refused at the gate']) {
+    for (const relay of ['coalescing on', 'coalescing off']) assert.match(out, new RegExp(`^\\| solana-v2 \\| ${what} \\| ${relay} \\| \\d+\\.\\d \\|`, 'm'), `${what}, ${relay}`);
+    assert.match(out, new RegExp(`^\\| solana-v2 \\| ${what} \\| B ÷ A \\| \\d+\\.\\d\\dx \\|`, 'm'), `${what}: the ratio`);
+  }
+});

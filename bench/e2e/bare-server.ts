@@ -11,13 +11,17 @@
  * ceiling's check on the body (bench/e2e/check.ts) before answering: the
  * floor of a relay that checks inline, measured as one process. Serially,
  * that floor is well above the sum of the two ceilings measured apart
- * (each in its own hot loop), and the report shows both.
+ * (each in its own hot loop), and the report shows both. With
+ * BARE_CHECK=turn the handlers only keep the bodies, and the turn's checks
+ * and answers run together after its sockets are read (`setImmediate`), as
+ * a busy txrelay does: the floor of a relay that batches per turn.
  */
 import { loadUws, type HttpResponse, type HttpRequest } from '../../src/server/uws.js';
 import { initKeccak } from '../../src/chains/evm/hash.js';
 import { checkTx } from './check.js';
 
-const CHECK = process.env.BARE_CHECK === '1';
+const CHECK = process.env.BARE_CHECK === '1' || process.env.BARE_CHECK === 'turn';
+const PER_TURN = process.env.BARE_CHECK === 'turn';
 if (CHECK) await initKeccak();
 
 const port = Number(process.argv[2] ?? 0);
@@ -54,6 +58,7 @@ const EVM: Answer = { status: '202 Accepted', body: EVM_OK, headers: EVM_HEADERS
 
 /** Reads the whole body (copied, as txrelay copies it: a chunk is only valid during its callback), then answers what `decide` picks. */
 function answer(res: HttpResponse, decide: (body: Buffer) => Answer): void {
+  if (PER_TURN) return answerPerTurn(res, decide);
   let aborted = false;
   res.onAborted(() => {
     aborted = true;
@@ -63,12 +68,43 @@ function answer(res: HttpResponse, decide: (body: Buffer) => Answer): void {
     chunks.push(Buffer.from(new Uint8Array(chunk)));
     if (!isLast || aborted) return;
     count++;
-    const a = decide(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-    res.cork(() => {
-      res.writeStatus(a.status).writeHeader('content-type', 'application/json');
-      for (const [k, v] of a.headers) res.writeHeader(k, v);
-      res.end(a.body);
-    });
+    write(res, decide(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+  });
+}
+
+/** BARE_CHECK=turn: the same reading, the body kept for the end of the turn (the abort flag lives where the turn can see it). */
+function answerPerTurn(res: HttpResponse, decide: (body: Buffer) => Answer): void {
+  const state = { aborted: false };
+  res.onAborted(() => {
+    state.aborted = true;
+  });
+  const chunks: Buffer[] = [];
+  res.onData((chunk, isLast) => {
+    chunks.push(Buffer.from(new Uint8Array(chunk)));
+    if (!isLast || state.aborted) return;
+    count++;
+    hold(res, state, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), decide);
+  });
+}
+
+function write(res: HttpResponse, a: Answer): void {
+  res.cork(() => {
+    res.writeStatus(a.status).writeHeader('content-type', 'application/json');
+    for (const [k, v] of a.headers) res.writeHeader(k, v);
+    res.end(a.body);
+  });
+}
+
+// BARE_CHECK=turn: what the turn's handlers kept, checked and answered together at its end.
+const turn: { res: HttpResponse; state: { aborted: boolean }; body: Buffer; decide: (body: Buffer) => Answer }[] = [];
+function hold(res: HttpResponse, state: { aborted: boolean }, body: Buffer, decide: (body: Buffer) => Answer): void {
+  if (turn.push({ res, state, body, decide }) === 1) setImmediate(endTurn);
+}
+function endTurn(): void {
+  const items = turn.splice(0);
+  const answers = items.map((x) => x.decide(x.body));
+  items.forEach((x, i) => {
+    if (!x.state.aborted) write(x.res, answers[i]!);
   });
 }
 

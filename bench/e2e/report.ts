@@ -29,8 +29,12 @@ export interface DoorReport {
   txPerRequest: number;
   unitsPerRequest: number;
   crypto: CryptoCeiling;
-  /** checkSerial / check16: the bare server checking each transaction inline (BARE_CHECK=1), 1 and 16 connections: the in-process floor. */
-  bare: Runs<'serial' | 'c16' | 'c256'> & { checkSerial?: RunStats | null; check16?: RunStats | null };
+  /**
+   * checkSerial / check16: the bare server checking each transaction inline (BARE_CHECK=1), 1 and 16
+   * connections: the in-process floor. checkTurn16: checking a turn's transactions together at its end
+   * (BARE_CHECK=turn), 16 connections: the floor of a relay that batches per turn.
+   */
+  bare: Runs<'serial' | 'c16' | 'c256'> & { checkSerial?: RunStats | null; check16?: RunStats | null; checkTurn16?: RunStats | null };
   pinned: Runs<'serial' | 'c16' | 'c256' | 'c1024' | 'open2x' | 'refusal'>;
   defaultLayout: Runs<'serial' | 'c16' | 'c256'>;
   /** Relay CPU µs per refused answer at 256 connections (goals.ts shedCpuUs), null when too few were refused. */
@@ -188,10 +192,10 @@ export function renderMarkdown(r: Report): string {
 
   L.push('## Saturation, 16 connections (items 1, 2 and 5)', '');
   L.push(
-    'The in-process floor again: the bare uWS server checking each transaction inline at 16 connections, and the relay pinned divided by it.',
+    'The in-process floor again: the bare uWS server checking each transaction inline at 16 connections, and checking each event-loop turn\'s transactions together at its end (as a busy txrelay does), and the relay pinned divided by each.',
     '',
-    '| door | bare uWS µs CPU/req | crypto µs CPU/tx | relay pinned µs CPU/tx | pinned tx/s | default layout tx/s | default µs CPU/tx, whole process | default main thread µs/tx | default: cores used by the relay | default: load side % of a core (generator + sink + orchestrator) | bare uWS checking inline: µs CPU/tx, tx/s | relay pinned ÷ that: CPU |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| door | bare uWS µs CPU/req | crypto µs CPU/tx | relay pinned µs CPU/tx | pinned tx/s | default layout tx/s | default µs CPU/tx, whole process | default main thread µs/tx | default: cores used by the relay | default: load side % of a core (generator + sink + orchestrator) | bare uWS checking inline: µs CPU/tx, tx/s | relay pinned ÷ that: CPU | bare uWS checking per turn: µs CPU/tx, tx/s | relay pinned ÷ that: CPU |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   );
   for (const d of r.doors) {
     const p = d.pinned.c16;
@@ -200,7 +204,8 @@ export function renderMarkdown(r: Report): string {
     L.push(
       `| ${d.door} | ${f1(d.bare.c16?.cpuUsPerAnswer)} | ${f1(d.crypto.cpuUsPerTx)} | ${f1(p?.cpuUsPerAccepted)} | ${f0(p?.acceptedPerSec)} | ${f0(q?.acceptedPerSec)} | ${f1(q?.cpuUsPerAccepted)} | ${f1(main?.cpuUsPerAccepted)} | ${f2(q?.cores)} | ` +
         `${q ? f0(q.loadPct.generator + q.loadPct.sink + q.loadPct.orchestrator) : '–'} | ` +
-        `${f1(d.bare.check16?.cpuUsPerAnswer)}, ${f0(d.bare.check16?.acceptedPerSec)} | ${f2((p?.cpuUsPerAccepted ?? NaN) / (d.bare.check16?.cpuUsPerAnswer ?? NaN))}x |`,
+        `${f1(d.bare.check16?.cpuUsPerAnswer)}, ${f0(d.bare.check16?.acceptedPerSec)} | ${f2((p?.cpuUsPerAccepted ?? NaN) / (d.bare.check16?.cpuUsPerAnswer ?? NaN))}x | ` +
+        `${f1(d.bare.checkTurn16?.cpuUsPerAnswer)}, ${f0(d.bare.checkTurn16?.acceptedPerSec)} | ${f2((p?.cpuUsPerAccepted ?? NaN) / (d.bare.checkTurn16?.cpuUsPerAnswer ?? NaN))}x |`,
     );
   }
   L.push('');
@@ -248,6 +253,7 @@ export function renderMarkdown(r: Report): string {
       ['bare uWS, 1 connection', d.bare.serial],
       ['bare uWS checking inline, 1', d.bare.checkSerial ?? null],
       ['bare uWS checking inline, 16', d.bare.check16 ?? null],
+      ['bare uWS checking per turn, 16', d.bare.checkTurn16 ?? null],
       ['bare uWS, 16', d.bare.c16],
       ['bare uWS, 256', d.bare.c256],
       ['pinned, 1', d.pinned.serial],

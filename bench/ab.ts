@@ -1,0 +1,204 @@
+/**
+ * Two relays side by side, windows alternating, so a change's effect can be
+ * told from the drift of a shared machine (bench:e2e's separate runs of the
+ * same code differ by up to ~10% here; a paired comparison does not).
+ *
+ *   npm run bench:ab -- --base ../txrelay-base      this checkout vs another, built one
+ *   npm run bench:coalesce                          http.coalesce_answers on vs off
+ *
+ * Each round starts each relay fresh (dedup state empty), pinned to core 0
+ * (`--layout default`: unpinned, workers auto, as a user starts it), warms
+ * it, then measures one window; wrk and `txrelay bench sink` run on core 1,
+ * as in bench:e2e. Kinds of window (`--runs`):
+ *
+ *   serial      1 connection, relay CPU per accepted transaction
+ *   saturation  16 connections, the same
+ *   overload    1024 connections, relay CPU per accepted transaction
+ *   refusal     256 connections with `limits.ip_rps = 0`: relay CPU per
+ *               answer, every request refused at the gate
+ *
+ * The order of the two relays flips each round; each figure is the median of
+ * its rounds, and the ratio is taken of the medians (B ÷ A: above 1, B costs
+ * more). Options: --doors (solana-v2; any of bench:e2e's single-transaction
+ * doors), --runs (saturation,refusal), --rounds (3), --seconds (5), --smoke
+ * (one round of 1 s windows: checks the harness, its figures mean nothing).
+ * Needs wrk and taskset; a base checkout needs `npm ci` (which builds it) first.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { DOORS, type Door, type DoorName } from './e2e/doors.js';
+import { readBodies, writeBodies } from './e2e/bodies.js';
+import { startRelay, startSink, stopChild, stopRelay, type Relay } from './e2e/relay.js';
+import { wrkSpec, type WrkResult } from './e2e/generators.js';
+import { measureWindow, type RunStats } from './e2e/window.js';
+import { evmTransfers, solanaTransfers } from '../src/bench/txgen.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url)); // dist/bench
+const ROOT = resolve(HERE, '..', '..');
+const MAIN = join(HERE, '..', 'src', 'cli', 'main.js');
+const LUA = join(ROOT, 'bench', 'e2e', 'wrk', 'bodies.lua');
+const RELAY_CORE = '0';
+const LOAD_CORE = '1';
+
+const { values: opt } = parseArgs({
+  options: {
+    base: { type: 'string' },
+    coalesce: { type: 'boolean', default: false },
+    doors: { type: 'string', default: 'solana-v2' },
+    runs: { type: 'string', default: 'saturation,refusal' },
+    rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '5' },
+    layout: { type: 'string', default: 'pinned' },
+    smoke: { type: 'boolean', default: false },
+  },
+});
+if (opt.layout !== 'pinned' && opt.layout !== 'default') throw new Error('--layout: pinned or default');
+const LAYOUT = opt.layout;
+const ROUNDS = opt.smoke ? 1 : Number(opt.rounds);
+const SECONDS = opt.smoke ? 1 : Number(opt.seconds);
+const WARM_SECONDS = opt.smoke ? 1 : 2;
+const log = (m: string) => process.stderr.write(`[ab] ${m}\n`);
+
+/** One side of the comparison: which relay build, and what it is started with. */
+interface Variant {
+  label: string;
+  main: string;
+  env: Record<string, string>;
+}
+
+let variants: [Variant, Variant];
+if (opt.coalesce) {
+  variants = [
+    { label: 'coalescing on', main: MAIN, env: { TXRELAY_HTTP_COALESCE_ANSWERS: 'true' } },
+    { label: 'coalescing off', main: MAIN, env: { TXRELAY_HTTP_COALESCE_ANSWERS: 'false' } },
+  ];
+} else if (opt.base) {
+  const baseMain = resolve(opt.base, 'dist', 'src', 'cli', 'main.js');
+  if (!existsSync(baseMain)) throw new Error(`${baseMain} not found: build the base checkout first (npm ci)`);
+  variants = [
+    { label: 'this checkout', main: MAIN, env: {} },
+    { label: `base (${opt.base})`, main: baseMain, env: {} },
+  ];
+} else {
+  throw new Error('say what to compare: --base <other checkout> or --coalesce');
+}
+
+type Kind = 'serial' | 'saturation' | 'overload' | 'refusal';
+const KINDS: Record<Kind, { connections: number; env: Record<string, string>; perAnswer: boolean }> = {
+  serial: { connections: 1, env: {}, perAnswer: false },
+  saturation: { connections: 16, env: {}, perAnswer: false },
+  overload: { connections: 1024, env: {}, perAnswer: false },
+  refusal: { connections: 256, env: { TXRELAY_LIMITS_IP_RPS: '0', TXRELAY_LIMITS_IP_BURST: '1' }, perAnswer: true },
+};
+const kinds = opt.runs.split(',') as Kind[];
+for (const k of kinds) if (!(k in KINDS)) throw new Error(`--runs: unknown kind ${k} (serial, saturation, overload, refusal)`);
+const doors = opt.doors.split(',').map((n) => {
+  const d = DOORS[n as DoorName];
+  if (!d || d.txPerRequest !== 1) throw new Error(`--doors: ${n} is not a single-transaction door of bench:e2e`);
+  return d;
+});
+
+/** Distinct transactions per window: above what one core admits in it (~20k/s here), so wrk never runs out. */
+const WINDOW_TXS = 25_000 * SECONDS;
+const WARM_TXS = 25_000 * WARM_SECONDS;
+const dir = mkdtempSync(join(tmpdir(), 'txrelay-ab-'));
+
+/** bench:e2e's signed pool of the family when it exists (signing 600k takes a while), else freshly signed ones. */
+async function pool(d: Door): Promise<Buffer[]> {
+  const cached = join(ROOT, 'bench', '.cache', 'e2e', `${d.family}-600000-chain1.bodies`);
+  if (existsSync(cached)) return readBodies(cached);
+  log(`signing ${WARM_TXS + WINDOW_TXS} ${d.family} transactions`);
+  return d.family === 'solana' ? solanaTransfers(WARM_TXS + WINDOW_TXS) : evmTransfers(WARM_TXS + WINDOW_TXS, { chainId: 1 });
+}
+
+const sink = await startSink(LOAD_CORE, MAIN);
+const windowEnv = { loadCore: LOAD_CORE, cores: 2, sinkPid: sink.pid };
+
+/**
+ * `cycle`: repeat the bodies when they run out. Only where nothing is admitted: a repeat would be a
+ * duplicate, and without cycling wrk sends a 404 probe instead, which costs CPU no answer counts.
+ */
+async function window(relay: Relay, d: Door, name: string, connections: number, seconds: number, file: string, cycle: boolean): Promise<RunStats> {
+  const spec = wrkSpec({ name, what: name, port: relay.port, door: d, uuid: relay.uuid, bodiesFile: file, seconds, connections, cycle, lua: LUA });
+  const r = await measureWindow(relay, spec, windowEnv);
+  if ((r.generator as unknown as WrkResult).exhausted_threads > 0) log(`${name}: wrk ran out of distinct transactions: this run's figures are not valid`);
+  return r;
+}
+
+async function run(v: Variant, d: Door, kind: Kind, warmFile: string, windowFile: string): Promise<RunStats> {
+  const k = KINDS[kind];
+  const relay = await startRelay({ layout: LAYOUT, cores: { relay: RELAY_CORE, all: '0-1' }, main: v.main, sinkUrl: sink.url, env: { ...v.env, ...k.env } });
+  try {
+    await window(relay, d, 'warm-up', 16, WARM_SECONDS, warmFile, k.perAnswer);
+    return await window(relay, d, `${d.name} ${kind}, ${v.label}`, k.connections, SECONDS, windowFile, k.perAnswer);
+  } finally {
+    await stopRelay(relay);
+  }
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+const results = new Map<string, RunStats[]>();
+const key = (d: Door, kind: Kind, v: Variant) => `${d.name}|${kind}|${v.label}`;
+try {
+  for (const d of doors) {
+    const txs = await pool(d);
+    if (txs.length < WARM_TXS + WINDOW_TXS) throw new Error(`need ${WARM_TXS + WINDOW_TXS} transactions, have ${txs.length}`);
+    // Every relay start has fresh dedup state, so every run may send the same transactions.
+    const warmFile = join(dir, `${d.name}-warm.bodies`);
+    const windowFile = join(dir, `${d.name}-window.bodies`);
+    writeBodies(warmFile, txs.slice(0, WARM_TXS).map((t, i) => d.body([t], i)));
+    writeBodies(windowFile, txs.slice(WARM_TXS, WARM_TXS + WINDOW_TXS).map((t, i) => d.body([t], i)));
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 === 0 ? variants : ([variants[1], variants[0]] as const);
+      for (const kind of kinds) {
+        for (const v of order) {
+          log(`${d.name}, round ${r + 1}/${ROUNDS}: ${kind}, ${v.label}`);
+          const s = await run(v, d, kind, warmFile, windowFile);
+          results.set(key(d, kind, v), [...(results.get(key(d, kind, v)) ?? []), s]);
+        }
+      }
+    }
+  }
+} finally {
+  await stopChild(sink.child);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+const fig = (d: Door, kind: Kind, v: Variant) => {
+  const runs = results.get(key(d, kind, v)) ?? [];
+  const perAnswer = KINDS[kind].perAnswer;
+  const cpu = runs.map((s) => (perAnswer ? s.cpuUsPerAnswer : s.cpuUsPerAccepted));
+  const rate = runs.map((s) => (perAnswer ? s.answers / s.windowS : s.acceptedPerSec));
+  return {
+    cpu: median(cpu),
+    rate: median(rate),
+    p50: median(runs.map((s) => s.latency.p50Us)),
+    each: cpu.map((x) => x.toFixed(1)).join(', '),
+    other: median(runs.map((s) => s.loadPct.rest)),
+  };
+};
+const [A, B] = variants;
+const where = LAYOUT === 'pinned' ? `relay pinned to core ${RELAY_CORE}` : 'relay in the default layout (all cores, workers auto)';
+console.log(`# ${A.label} (A) vs ${B.label} (B), ${new Date().toISOString()}, Node ${process.version}, ${ROUNDS} rounds of ${SECONDS} s, ${where}`);
+console.log('| door | window | relay | relay µs CPU per accepted tx (per answer when refusing), median | each round | per second, median | wrk p50 µs, median | other work, % of a core |');
+console.log('|---|---|---|---|---|---|---|---|');
+for (const d of doors) {
+  for (const kind of kinds) {
+    const what = `${KINDS[kind].connections} connections${KINDS[kind].perAnswer ? ', refused at the gate' : ''}`;
+    for (const v of variants) {
+      const f = fig(d, kind, v);
+      console.log(`| ${d.name} | ${what} | ${v.label} | ${f.cpu.toFixed(1)} | ${f.each} | ${f.rate.toFixed(0)} | ${f.p50.toFixed(0)} | ${f.other.toFixed(0)} |`);
+    }
+    const a = fig(d, kind, A);
+    const b = fig(d, kind, B);
+    console.log(`| ${d.name} | ${what} | B ÷ A | ${(b.cpu / a.cpu).toFixed(2)}x | | ${(b.rate / a.rate).toFixed(2)}x | | |`);
+  }
+}
