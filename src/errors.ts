@@ -127,12 +127,12 @@ export class RelayError {
 
   /** The catalogue message with the detail filled in. */
   get message(): string {
-    return fill(this.spec.message, this.detail);
+    return messageMemo.fill(this.spec.message, this.detail);
   }
 
   /** Family B plain-text body. */
   get text(): string {
-    return fill(this.spec.text ?? this.spec.message, this.detail);
+    return textMemo.fill(this.spec.text ?? this.spec.message, this.detail);
   }
 
   toString(): string {
@@ -143,6 +143,26 @@ export class RelayError {
 function fill(template: string, detail: string): string {
   return template.includes('{}') ? template.replace('{}', detail) : template;
 }
+
+/**
+ * The last filled text, reused while the same refusal repeats (a flood over
+ * one limit asks for the same message per request: filling it anew was a
+ * string allocation per refusal).
+ */
+class FillMemo {
+  private template = '';
+  private detail = '';
+  private out = '';
+
+  fill(template: string, detail: string): string {
+    if (template === this.template && detail === this.detail) return this.out;
+    this.template = template;
+    this.detail = detail;
+    return (this.out = fill(template, detail));
+  }
+}
+const messageMemo = new FillMemo();
+const textMemo = new FillMemo();
 
 /** Thrown by pure decoders; doors map it to SOL_DECODE / BATCH_DECODE / TX_INVALID. */
 export class DecodeError extends Error {

@@ -87,6 +87,33 @@ const CONTENT_TYPE = bytesOf('content-type');
 
 export type Headers = readonly (readonly [string, string])[];
 
+/** Names and values of a fixed header list, encoded once, alternating. */
+const ENCODED = Symbol('encoded');
+type EncodedHeaders = Headers & { [ENCODED]?: readonly Uint8Array[] };
+
+/**
+ * A header list answers reuse as is (the doors' constants, a run of refusals'
+ * Retry-After pair): its values are encoded once too, so writing it hands
+ * uWS bytes only. Lists made per answer are left as they are.
+ */
+export function fixedHeaders(list: readonly (readonly [string, string])[]): Headers {
+  const h = list as EncodedHeaders;
+  const enc: Uint8Array[] = [];
+  for (const [k, v] of list) enc.push(bytesOf(k), Buffer.from(v, 'latin1'));
+  h[ENCODED] = enc;
+  return Object.freeze(h);
+}
+
+/** `a` then `b` as one fixed list; the last pair asked for is kept, as answers of a run ask for the same one. */
+export function joinHeaders(a: Headers, b: Headers): Headers {
+  if (a === joined.a && b === joined.b) return joined.both;
+  if (a.length === 0) return b;
+  joined.a = a;
+  joined.b = b;
+  return (joined.both = fixedHeaders([...a, ...b]));
+}
+const joined: { a: Headers | null; b: Headers | null; both: Headers } = { a: null, b: null, both: [] };
+
 /**
  * Starts a request's state. With a timer, the time until `send` is recorded
  * (from the handler's start: kernel and uWS parsing time before it are not
@@ -169,7 +196,11 @@ function writeCorked(): void {
   res.writeStatus(statusBytesOf(wStatus));
   if (wType) res.writeHeader(CONTENT_TYPE, bytesOf(wType));
   const h = wHeaders;
-  if (h) for (let i = 0; i < h.length; i++) res.writeHeader(bytesOf(h[i]![0]), h[i]![1]);
+  if (h) {
+    const enc = (h as EncodedHeaders)[ENCODED];
+    if (enc !== undefined) for (let i = 0; i < enc.length; i += 2) res.writeHeader(enc[i]!, enc[i + 1]!);
+    else for (let i = 0; i < h.length; i++) res.writeHeader(bytesOf(h[i]![0]), h[i]![1]);
+  }
   res.end(wBody, wClose);
 }
 
@@ -249,17 +280,17 @@ export function retryAfterHeaders(ms: number): Headers {
   // Refusals come in runs with the same wait (a flood over one limit): the last pair is reused, never mutated.
   if (wait === lastWait) return lastRetry;
   lastWait = wait;
-  lastRetry = [
+  lastRetry = fixedHeaders([
     ['retry-after', String(Math.ceil(wait / 1000))],
     ['x-ratelimit-retry-after-ms', String(wait)],
-  ];
+  ]);
   return lastRetry;
 }
 let lastWait = 60_000;
-let lastRetry: Headers = [
+let lastRetry: Headers = fixedHeaders([
   ['retry-after', '60'],
   ['x-ratelimit-retry-after-ms', '60000'],
-];
+]);
 
 // Framing check state: uWS hands headers one callback at a time; module-level so a request allocates no closure.
 let lengths = 0;

@@ -9,23 +9,25 @@ import { parseHexTransaction } from '../../chains/evm/hex.js';
 import type { Admission, BatchInput, BatchItem, EvmOutcome, LaneName } from '../../pipeline/admission.js';
 import { FORWARDED_MESSAGE } from '../../pipeline/admission.js';
 import type { AccountRecord } from '../../store/accounts.js';
-import { begin, readBody, retryAfterHeaders, retryHeaders, send, type Headers, type Res } from '../http.js';
+import { begin, fixedHeaders, joinHeaders, readBody, retryAfterHeaders, retryHeaders, send, type Headers, type Res } from '../http.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import type { DoorContext } from './context.js';
 import { rpcErrorBody, type Reply } from './jsonrpc.js';
 
 const JSON_CT = 'application/json';
-const QUEUED: Headers = [['x-svc-submission-state', 'queued']];
-const QUEUED_DUP: Headers = [
+const QUEUED = fixedHeaders([['x-svc-submission-state', 'queued']]);
+const QUEUED_DUP = fixedHeaders([
   ['x-svc-submission-state', 'queued'],
   ['x-svc-duplicate', 'true'],
-];
+]);
 
 /** SPEC 4.1: browsers may read these response headers. */
-const CORS: Headers = [
+const CORS = fixedHeaders([
   ['access-control-allow-origin', '*'],
   ['access-control-expose-headers', 'x-svc-submission-state, x-svc-duplicate, retry-after, x-ratelimit-retry-after-ms'],
-];
+]);
+const QUEUED_CORS = fixedHeaders([...QUEUED, ...CORS]);
+const QUEUED_DUP_CORS = fixedHeaders([...QUEUED_DUP, ...CORS]);
 const PREFLIGHT: Headers = [
   ...CORS,
   ['access-control-allow-methods', 'POST, OPTIONS'],
@@ -54,7 +56,7 @@ function okBody(hash: string, id: string): string {
 
 function errorReply(reply: Reply, err: RelayError, id: string, extra?: Headers): void {
   const h = retryHeaders(err);
-  reply(err.spec.http, JSON_CT, rpcErrorBody(err, id), extra ? [...h, ...extra] : h);
+  reply(err.spec.http, JSON_CT, rpcErrorBody(err, id), extra ? joinHeaders(h, extra) : h);
 }
 
 /**
@@ -64,6 +66,8 @@ function errorReply(reply: Reply, err: RelayError, id: string, extra?: Headers):
  */
 export function parseAuthQuery(query: string): string | null | RelayError {
   if (query === '') return null;
+  // The usual `auth=<uuid>`: nothing to decode or split (no '%', '+' or '&'), the value as it stands.
+  if (query.startsWith('auth=') && plainValue(query, 5)) return query.slice(5);
   const bad = (m: string) => new RelayError(E.INVALID_REQUEST, m);
   const parts = query.split('&');
   let auth: string | null = null;
@@ -85,6 +89,19 @@ export function parseAuthQuery(query: string): string | null | RelayError {
   return auth;
 }
 
+const PERCENT = 0x25;
+const PLUS = 0x2b;
+const AMP = 0x26;
+
+/** Whether `s` from `from` on holds no character that would change under query decoding or start another parameter. */
+function plainValue(s: string, from: number): boolean {
+  for (let i = from; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === PERCENT || c === PLUS || c === AMP) return false;
+  }
+  return true;
+}
+
 export function registerEvmDoors(ctx: DoorContext): void {
   const { app, admission } = ctx;
 
@@ -100,8 +117,8 @@ export function registerEvmDoors(ctx: DoorContext): void {
     const lane: LaneName = admission.laneFor('evm', rec);
     admission.evmSingle(block, hex, lane, (o: EvmOutcome) => {
       if (!o.ok) return errorReply(reply, o.error, id, cors);
-      const h = o.duplicate ? QUEUED_DUP : QUEUED;
-      reply(202, JSON_CT, okBody(o.hash, id), cors ? [...h, ...cors] : h);
+      const h = cors ? (o.duplicate ? QUEUED_DUP_CORS : QUEUED_CORS) : o.duplicate ? QUEUED_DUP : QUEUED;
+      reply(202, JSON_CT, okBody(o.hash, id), h);
     });
   };
 

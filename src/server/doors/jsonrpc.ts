@@ -36,6 +36,20 @@ export type RpcHandler = (reply: Reply, info: RequestInfo, call: RpcCall) => voi
 
 /** Renders a JSON-RPC error object from the catalogue. */
 export function rpcErrorBody(err: RelayError, id: string, extra?: Record<string, unknown>): string {
+  // A flood over one limit asks for the same body per request: the last one is reused.
+  if (extra === undefined && err.spec === last.spec && err.detail === last.detail && id === last.id) return last.body;
+  const body = buildErrorBody(err, id, extra);
+  if (extra === undefined) {
+    last.spec = err.spec;
+    last.detail = err.detail;
+    last.id = id;
+    last.body = body;
+  }
+  return body;
+}
+const last: { spec: RelayError['spec'] | null; detail: string; id: string; body: string } = { spec: null, detail: '', id: '', body: '' };
+
+function buildErrorBody(err: RelayError, id: string, extra?: Record<string, unknown>): string {
   let dataJson = '';
   if (extra) {
     const data: Record<string, unknown> = { ...extra };

@@ -8,7 +8,7 @@ import { E, RelayError } from '../../errors.js';
 import { base58Decode } from '../../native/base58.js';
 import { MAX_V1_TX_SIZE } from '../../chains/solana/decode.js';
 import type { Admission, Block, SolanaOutcome } from '../../pipeline/admission.js';
-import { begin, readBody, retryHeaders, sendJson, sendText, type Headers, type Res } from '../http.js';
+import { begin, fixedHeaders, readBody, retryHeaders, sendJson, sendText, type Headers, type Res } from '../http.js';
 import { rpcErrorBody } from './jsonrpc.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import type { DoorContext } from './context.js';
@@ -19,7 +19,7 @@ const MAX_BUNDLE_BODY = 1 + 2 * MAX_BUNDLE + MAX_BUNDLE * MAX_V1_TX_SIZE;
 /** base58 of 4096 bytes is at most ~5600 characters (log 256 / log 58 = 1.366 per byte). */
 const MAX_BASE58_CHARS = Math.ceil(MAX_V1_TX_SIZE * 1.3658) + 1;
 
-const DUPLICATE: Headers = [['x-svc-duplicate', 'true']];
+const DUPLICATE = fixedHeaders([['x-svc-duplicate', 'true']]);
 const TEXT = 'text/plain; charset=utf-8';
 const JSON_CT = 'application/json';
 
