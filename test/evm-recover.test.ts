@@ -82,7 +82,6 @@ test('an unrecoverable signature is a DecodeError on both backends', async () =>
     useSecpBackend(backend);
     for (let r = 1n; r < 40n; r++) {
       const tx = decodeEvmTransaction(s.raw);
-      tx.r = r;
       tx.rBytes = Uint8Array.of(Number(r));
       try {
         recoverSender(tx, hash);

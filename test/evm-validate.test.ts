@@ -114,6 +114,17 @@ test('r and s must lie in 1..n-1', async () => {
   rejects(encodeSigned(2, [...f.slice(0, -2), rlpInt(SECP256K1_N), f.at(-1)!]), /r out of range/);
   rejects(encodeSigned(2, [...f.slice(0, -1), '0x']), /s out of range/);
   rejects(encodeSigned(2, [...f.slice(0, -1), rlpInt(SECP256K1_N + 1n)]), /s out of range/);
+  // The bounds themselves (the checks compare bytes, not integers): n-1 and n/2 are in range, one more is not.
+  check(encodeSigned(2, [...f.slice(0, -2), rlpInt(SECP256K1_N - 1n), f.at(-1)!]));
+  rejects(encodeSigned(2, [...f.slice(0, -2), rlpInt(SECP256K1_N + 1n), f.at(-1)!]), /r out of range/);
+  check(encodeSigned(2, [...f.slice(0, -2), '0x01', rlpInt(SECP256K1_N / 2n)]));
+  rejects(encodeSigned(2, [...f.slice(0, -1), rlpInt(SECP256K1_N / 2n + 1n)]), /s above n\/2/);
+  rejects(encodeSigned(2, [...f.slice(0, -1), rlpInt(SECP256K1_N - 1n)]), /s above n\/2/);
+  check(encodeSigned(2, [...f.slice(0, -1), '0x01']));
+  // A decoded transaction still reads r and s as integers.
+  const tx = decodeEvmTransaction(encodeSigned(2, [...f.slice(0, -2), rlpInt(SECP256K1_N - 1n), '0x01']));
+  assert.equal(tx.r, SECP256K1_N - 1n);
+  assert.equal(tx.s, 1n);
 });
 
 test('typed yParity must be 0 or 1; legacy v must be 27, 28 or chainId * 2 + 35 / 36', async () => {

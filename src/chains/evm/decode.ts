@@ -28,7 +28,7 @@
  */
 
 import { DecodeError } from '../../errors.js';
-import { RlpReader } from './rlp.js';
+import { bytesToBigInt, RlpReader } from './rlp.js';
 
 // The two hashes over a decoded transaction live with the other hashing code.
 export { signingHash, txHash } from './hash.js';
@@ -94,9 +94,7 @@ export class EvmTx {
   v = 0n;
   /** Recovery id 0 or 1; -1 when v / yParity is not a valid value. */
   yParity = -1;
-  r = 0n;
-  s = 0n;
-  /** Minimal big-endian bytes of r and s as they appear in the input. */
+  /** Minimal big-endian bytes of r and s as they appear in the input (canonical: no leading zero, at most 32). */
   rBytes: Uint8Array = EMPTY;
   sBytes: Uint8Array = EMPTY;
   /** Length of the whole input, sidecar included. */
@@ -107,6 +105,19 @@ export class EvmTx {
   /** The signed fields (everything before v / yParity), re-wrapped for the signing hash. */
   unsignedStart = 0;
   unsignedEnd = 0;
+
+  /**
+   * r and s as integers, converted when asked for: the checks compare the
+   * bytes (validate.ts) and the native recovery takes them as bytes, so the
+   * hot path builds no BigInt for them (~1 KB of garbage per transaction).
+   */
+  get r(): bigint {
+    return this.rBytes.length === 0 ? 0n : bytesToBigInt(this.rBytes, 0, this.rBytes.length);
+  }
+
+  get s(): bigint {
+    return this.sBytes.length === 0 ? 0n : bytesToBigInt(this.sBytes, 0, this.sBytes.length);
+  }
 }
 
 /** One reader per thread: decoding is synchronous, so it is never shared by two calls at once. */
@@ -221,9 +232,9 @@ function readTo(r: RlpReader, end: number, raw: Uint8Array): Uint8Array | null {
 
 function readSignature(r: RlpReader, end: number, raw: Uint8Array, tx: EvmTx, vName: string): void {
   tx.v = r.uint(end, U256_BYTES, vName);
-  tx.r = r.uint(end, U256_BYTES, 'r');
+  r.skipUint(end, U256_BYTES, 'r');
   tx.rBytes = raw.subarray(r.start, r.pos);
-  tx.s = r.uint(end, U256_BYTES, 's');
+  r.skipUint(end, U256_BYTES, 's');
   tx.sBytes = raw.subarray(r.start, r.pos);
 }
 

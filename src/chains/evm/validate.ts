@@ -52,6 +52,21 @@ const MAX_U256 = (1n << 256n) - 1n;
 const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 /** EIP-2 (Homestead): s above n/2 is malleable and rejected. */
 const SECP256K1_HALF_N = SECP256K1_N >> 1n;
+const N_BYTES = Buffer.from(SECP256K1_N.toString(16).padStart(64, '0'), 'hex');
+const HALF_N_BYTES = Buffer.from(SECP256K1_HALF_N.toString(16).padStart(64, '0'), 'hex');
+
+/**
+ * Compares a canonical big-endian integer (no leading zero byte, at most 32
+ * bytes, as decode.ts enforces) with a 32-byte one whose first byte is not
+ * zero: -1, 0 or 1. Signature ranges are checked on the bytes, without a BigInt.
+ */
+function compareWord(x: Uint8Array, word: Uint8Array): number {
+  if (x.length !== 32) return -1;
+  for (let i = 0; i < 32; i++) {
+    if (x[i] !== word[i]) return x[i]! < word[i]! ? -1 : 1;
+  }
+  return 0;
+}
 
 // Intrinsic gas schedule (go-ethereum params/protocol_params.go).
 /** Yellow Paper G_transaction. */
@@ -108,9 +123,9 @@ export function validateEvmTransaction(tx: EvmTx, opts: EvmValidationOptions): v
   if (tx.yParity !== 0 && tx.yParity !== 1) {
     throw new DecodeError(tx.type === TX_LEGACY ? `invalid v ${tx.v}` : `invalid yParity ${tx.v}`);
   }
-  if (tx.r === 0n || tx.r >= SECP256K1_N) throw new DecodeError('invalid signature: r out of range');
-  if (tx.s === 0n || tx.s >= SECP256K1_N) throw new DecodeError('invalid signature: s out of range');
-  if (tx.s > SECP256K1_HALF_N) throw new DecodeError('invalid signature: s above n/2 (EIP-2 requires low s)');
+  if (tx.rBytes.length === 0 || compareWord(tx.rBytes, N_BYTES) >= 0) throw new DecodeError('invalid signature: r out of range');
+  if (tx.sBytes.length === 0 || compareWord(tx.sBytes, N_BYTES) >= 0) throw new DecodeError('invalid signature: s out of range');
+  if (compareWord(tx.sBytes, HALF_N_BYTES) > 0) throw new DecodeError('invalid signature: s above n/2 (EIP-2 requires low s)');
 
   if (tx.chainId === null) throw new DecodeError('unprotected legacy transactions are not accepted');
   if (tx.chainId !== opts.chainId) throw new DecodeError(`wrong chain id ${tx.chainId}, expected ${opts.chainId}`);
