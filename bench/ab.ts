@@ -5,6 +5,7 @@
  *
  *   npm run bench:ab -- --base ../txrelay-base      this checkout vs another, built one
  *   npm run bench:coalesce                          http.coalesce_answers on vs off
+ *   npm run bench:ab -- --no-upstream               forwarding to the sink vs no upstream at all
  *
  * Each round starts each relay fresh (dedup state empty), pinned to core 0
  * (`--layout default`: unpinned, workers auto, as a user starts it), warms
@@ -47,6 +48,7 @@ const { values: opt } = parseArgs({
   options: {
     base: { type: 'string' },
     coalesce: { type: 'boolean', default: false },
+    'no-upstream': { type: 'boolean', default: false },
     doors: { type: 'string', default: 'solana-v2' },
     runs: { type: 'string', default: 'saturation,refusal' },
     rounds: { type: 'string', default: '3' },
@@ -75,6 +77,14 @@ if (opt.coalesce) {
     { label: 'coalescing on', main: MAIN, env: { TXRELAY_HTTP_COALESCE_ANSWERS: 'true' } },
     { label: 'coalescing off', main: MAIN, env: { TXRELAY_HTTP_COALESCE_ANSWERS: 'false' } },
   ];
+} else if (opt['no-upstream']) {
+  // What forwarding costs: B is the same relay with every lane's upstream list empty, so an admitted
+  // transaction is counted and dropped instead of written to the sink and its answer read.
+  const none = { TXRELAY_SOLANA_RPC_UPSTREAMS: '', TXRELAY_SOLANA_BUNDLE_UPSTREAMS: '', TXRELAY_EVM_UPSTREAMS_PAID: '', TXRELAY_EVM_UPSTREAMS_FREE: '' };
+  variants = [
+    { label: 'forwarding to the sink', main: MAIN, env: {} },
+    { label: 'no upstream', main: MAIN, env: none },
+  ];
 } else if (opt.base) {
   const baseMain = resolve(opt.base, 'dist', 'src', 'cli', 'main.js');
   if (!existsSync(baseMain)) throw new Error(`${baseMain} not found: build the base checkout first (npm ci)`);
@@ -83,7 +93,7 @@ if (opt.coalesce) {
     { label: `base (${opt.base})`, main: baseMain, env: {} },
   ];
 } else {
-  throw new Error('say what to compare: --base <other checkout> or --coalesce');
+  throw new Error('say what to compare: --base <other checkout>, --coalesce or --no-upstream');
 }
 
 type Kind = 'serial' | 'saturation' | 'overload' | 'refusal';
