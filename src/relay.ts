@@ -26,7 +26,7 @@ import { TipAccounts } from './chains/solana/tip.js';
 import { initKeccak } from './chains/evm/hash.js';
 import { loadAcceptor, describeAcceptor, type TemplatedApp, type Uws, type us_listen_socket } from './server/uws.js';
 import { attachConnectionCaps, connectionCaps, type ConnectionCaps } from './server/conn-caps.js';
-import { clientIp, flushHeldAnswers, setAnswerCoalescing } from './server/http.js';
+import { clientIp, flushHeldAnswers, holdAnswers, setAnswerCoalescing } from './server/http.js';
 import { RpcDispatcher } from './server/doors/jsonrpc.js';
 import { registerSolanaDoors } from './server/doors/solana.js';
 import { registerEvmDoors, type BatchRecorder } from './server/doors/evm.js';
@@ -125,6 +125,7 @@ export class Relay {
       clock,
       controller: { targetMs: cfg.limits.queue_target_ms, maxMs: cfg.limits.queue_max_ms },
       inline: cfg.workers.inline,
+      beforeAnswers: holdAnswers,
       afterAnswers: flushHeldAnswers,
       onWorkerError: (index, err) =>
         log.error({ worker: index, error: scrub(err instanceof Error ? err.message : String(err)) }, 'verification worker stopped; restarting it'),

@@ -13,7 +13,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { begin, flushHeldAnswers, guard, send, setAnswerCoalescing, type Res } from '../src/server/http.js';
+import { begin, flushHeldAnswers, guard, holdAnswers, send, setAnswerCoalescing, type Res } from '../src/server/http.js';
 import { loadAcceptor, type HttpResponse, type us_listen_socket } from '../src/server/uws.js';
 import { RawConnection } from './helpers/raw-http.js';
 
@@ -61,6 +61,31 @@ test('the first answer of a turn is written at once; later answers of that turn 
   const d = recorder(log, 'd');
   send(d, 200, null, '4');
   assert.deepEqual(log.slice(-2), ['d 200 OK', 'd body 4'], 'a new turn starts with an immediate answer again');
+});
+
+test('holdAnswers (a verifier batch answered outside a socket callback) holds the first answer too, until the flush', async () => {
+  await nextTurn();
+  const log: string[] = [];
+  const [a, b] = ['a', 'b'].map((n) => recorder(log, n));
+  holdAnswers();
+  send(a!, 200, null, '1');
+  send(b!, 200, null, '2');
+  assert.equal(log.length, 0, 'nothing written while the batch is answered');
+  flushHeldAnswers();
+  assert.deepEqual(log, ['a 200 OK', 'a body 1', 'b 200 OK', 'b body 2'], 'the whole batch written back to back, in order');
+  await nextTurn();
+  const c = recorder(log, 'c');
+  send(c, 200, null, '3');
+  assert.deepEqual(log.slice(-2), ['c 200 OK', 'c body 3'], 'the next turn starts with an immediate answer again');
+  // With coalescing off nothing is ever held.
+  setAnswerCoalescing(false);
+  try {
+    holdAnswers();
+    send(recorder(log, 'd'), 200, null, '4');
+    assert.deepEqual(log.slice(-2), ['d 200 OK', 'd body 4']);
+  } finally {
+    setAnswerCoalescing(true);
+  }
 });
 
 test('a held answer whose client went away before the turn ended is dropped, and the others still go out', async () => {

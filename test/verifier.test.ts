@@ -112,6 +112,33 @@ test('once turns carry several requests, a turn\'s checks run back to back after
   }
 });
 
+test('answers made at the end of a turn are bracketed by beforeAnswers and afterAnswers; inline answers are not', async () => {
+  const events: string[] = [];
+  const { v, jobs, job } = setup({ threads: 0, sliceMs: 10_000, beforeAnswers: () => events.push('before'), afterAnswers: () => events.push('after') });
+  await v.start();
+  try {
+    const submit = (i: number) => {
+      const s = job(JobKind.SolanaTx, legacyTransfer().bytes);
+      v.run(s, () => {
+        jobs.release(s);
+        events.push(`answer ${i}`);
+      });
+    };
+    submit(0); // alone in its turn: inline, answered inside run()
+    assert.deepEqual(events, ['answer 0']);
+    await new Promise((r) => setImmediate(r));
+    events.length = 0;
+    submit(1);
+    submit(2);
+    submit(3);
+    await new Promise((r) => setImmediate(r));
+    // The first of the turn is inline; the other two at the turn's end, between the hooks.
+    assert.deepEqual(events, ['answer 1', 'before', 'answer 2', 'answer 3', 'after']);
+  } finally {
+    await v.close();
+  }
+});
+
 test('valid, forged, duplicate and malformed transactions get the same verdicts inline and on a worker', async () => {
   for (const inline of ['auto', 'never'] as const) {
     const { v, check } = setup({ inline, threads: inline === 'never' ? 1 : 0 });

@@ -221,6 +221,19 @@ function write(res: Res, status: number, contentType: string | null, body: strin
   if (res.timer) res.timer.observe((performance.now() - res.t0!) / 1000);
 }
 
+/**
+ * Holds every answer made from here until `flushHeldAnswers`, the first one
+ * included. The verifier calls it before answering a batch outside a socket
+ * callback (its end-of-turn checks, its workers' results): writing the
+ * batch's first answer at once woke the client's thread for that one answer
+ * and again, a few checks later, for the rest.
+ */
+export function holdAnswers(): void {
+  if (!coalescing || answersThisTurn > 0) return;
+  answersThisTurn = 1;
+  setImmediate(endTurn);
+}
+
 /** `http.coalesce_answers`: off, every answer is written when it is made. */
 export function setAnswerCoalescing(on: boolean): void {
   coalescing = on;

@@ -110,6 +110,8 @@ export interface VerifierOptions {
   worker?: { filename: URL; data?: Record<string, unknown> };
   /** Called once per worker that died unexpectedly (for logs). */
   onWorkerError?: (index: number, error: unknown) => void;
+  /** Called before answers are collected outside a socket callback (the acceptor starts holding them, the first included). */
+  beforeAnswers?: () => void;
   /** Called after answers collected outside a socket callback were handed out (the acceptor flushes held answers). */
   afterAnswers?: () => void;
   /** The acceptor's checking slice per turn in ms (default TURN_BUDGET_MS; tests that are about order, not time, widen it). */
@@ -144,6 +146,7 @@ export class Verifier {
   private readonly serving: (Promise<void> | null)[];
   private readonly cbs: (JobCallback | undefined)[];
   private readonly onWorkerError: ((index: number, error: unknown) => void) | undefined;
+  private readonly beforeAnswers: () => void;
   private readonly afterAnswers: () => void;
   private readonly inlineAuto: boolean;
   /** Workers whose serve loop runs. */
@@ -175,6 +178,7 @@ export class Verifier {
     this.jobs = opts.jobs;
     this.clock = opts.clock;
     this.onWorkerError = opts.onWorkerError;
+    this.beforeAnswers = opts.beforeAnswers ?? (() => {});
     this.afterAnswers = opts.afterAnswers ?? (() => {});
     this.inlineAuto = (opts.inline ?? 'auto') === 'auto';
     this.controller = new QueueController(opts.controller);
@@ -324,6 +328,8 @@ export class Verifier {
     this.tickScheduled = false;
     this.prevTurnJobs = this.turnJobs;
     this.turnJobs = 0;
+    // Only a turn with answers to give holds them (a serial client's inline answers already went out).
+    if (this.outstanding > 0) this.beforeAnswers();
     this.collect();
     if (this.jobs.waiting() > 0) {
       const until = performance.now() + this.sliceMs;
@@ -383,6 +389,7 @@ export class Verifier {
 
   private readonly wake = (): void => {
     this.armed = false;
+    this.beforeAnswers();
     this.collect();
     this.afterAnswers();
     if (this.outstanding > 0) this.arm();
