@@ -161,7 +161,9 @@ export function guard(res: HttpResponse, timer?: LatencyTimer): Res {
  * with it on in 10 of 12 rounds (README, "Answer coalescing").
  * A lone request (serial clients, light load) is never held, and forwarding
  * is not held either: only the acknowledgement of the 2nd+ answer in a turn,
- * by at most the turn's length (inline checks stop at 1 ms per turn).
+ * by at most the turn's length (inline checks stop at 1 ms per turn). A
+ * batch the verifier answers at the end of a turn is held whole, its first
+ * answer included (`holdAnswers`), and written when the batch is done.
  */
 export function send(res: Res, status: number, contentType: string | null, body: string | Uint8Array, headers?: Headers, close = false): void {
   if (res.aborted || res.done) return;
