@@ -216,6 +216,25 @@ test('429 -32005 with Retry-After and x-ratelimit-retry-after-ms; plain text and
   assert.ok(Number(r.headers.get('x-ratelimit-retry-after-ms')) > 0);
 });
 
+test('a run of refusals with the same wait answers every one with the same, whole headers (the repeats are written from reused lists)', async () => {
+  // A 0 TPS account can never send: every refusal says a minute, so the answer's header lists repeat.
+  const rec = await relay.createAccount({ plan: 'free', evm: { tps: 0, burst: 1 } });
+  assert.equal((await send((await signed1559({ nonce: 1099 })).hex, rec.uuid)).status, 202, 'the burst of one');
+  for (let i = 0; i < 3; i++) {
+    const tx = (await signed1559({ nonce: 1100 + i })).hex;
+    for (const r of [await send(tx, rec.uuid), await plain(tx, `?auth=${rec.uuid}`)]) {
+      assert.equal(r.status, 429, `refusal ${i}`);
+      assert.equal(r.headers.get('retry-after'), '60');
+      assert.equal(r.headers.get('x-ratelimit-retry-after-ms'), '60000');
+      assert.equal(r.headers.get('content-type'), 'application/json');
+    }
+    // The plain-text door's refusals carry CORS too (SPEC 4.1), joined with the Retry-After pair.
+    const p = await plain(tx, `?auth=${rec.uuid}`);
+    assert.equal(p.headers.get('access-control-allow-origin'), '*');
+    assert.match(p.headers.get('access-control-expose-headers')!, /retry-after, x-ratelimit-retry-after-ms/);
+  }
+});
+
 test('batch: per-item statuses, a durable record, x-svc-batch-id (SPEC 2.3, DECISIONS 6-7)', async () => {
   const good = await mineable();
   const dupOf = await signed1559({ nonce: 950 });

@@ -104,15 +104,27 @@ export function fixedHeaders(list: readonly (readonly [string, string])[]): Head
   return Object.freeze(h);
 }
 
-/** `a` then `b` as one fixed list; the last pair asked for is kept, as answers of a run ask for the same one. */
+/**
+ * `a` then `b` as one list. The last pair asked for is kept, as answers of a
+ * run ask for the same one, and encoded once it is asked for again (a list
+ * used once, such as one carrying a wait that changes every time, is not
+ * worth encoding).
+ */
 export function joinHeaders(a: Headers, b: Headers): Headers {
-  if (a === joined.a && b === joined.b) return joined.both;
   if (a.length === 0) return b;
+  if (a === joined.a && b === joined.b) {
+    if (!joined.fixed) {
+      joined.both = fixedHeaders(joined.both);
+      joined.fixed = true;
+    }
+    return joined.both;
+  }
   joined.a = a;
   joined.b = b;
-  return (joined.both = fixedHeaders([...a, ...b]));
+  joined.fixed = false;
+  return (joined.both = [...a, ...b]);
 }
-const joined: { a: Headers | null; b: Headers | null; both: Headers } = { a: null, b: null, both: [] };
+const joined: { a: Headers | null; b: Headers | null; both: Headers; fixed: boolean } = { a: null, b: null, both: [], fixed: false };
 
 /**
  * Starts a request's state. With a timer, the time until `send` is recorded
@@ -292,16 +304,25 @@ export function retryHeaders(err: RelayError): Headers {
 export function retryAfterHeaders(ms: number): Headers {
   // A request that can never fit (n > burst, or a 0 TPS account) gets a minute: retrying sooner cannot succeed.
   const wait = Number.isFinite(ms) ? Math.max(1, Math.ceil(ms)) : 60_000;
-  // Refusals come in runs with the same wait (a flood over one limit): the last pair is reused, never mutated.
-  if (wait === lastWait) return lastRetry;
+  // Refusals come in runs with the same wait (a flood over one limit): the last pair is reused,
+  // and encoded once it is (a wait that changes every time is not worth encoding).
+  if (wait === lastWait) {
+    if (!lastRetryFixed) {
+      lastRetry = fixedHeaders(lastRetry);
+      lastRetryFixed = true;
+    }
+    return lastRetry;
+  }
   lastWait = wait;
-  lastRetry = fixedHeaders([
+  lastRetryFixed = false;
+  lastRetry = [
     ['retry-after', String(Math.ceil(wait / 1000))],
     ['x-ratelimit-retry-after-ms', String(wait)],
-  ]);
+  ];
   return lastRetry;
 }
 let lastWait = 60_000;
+let lastRetryFixed = true;
 let lastRetry: Headers = fixedHeaders([
   ['retry-after', '60'],
   ['x-ratelimit-retry-after-ms', '60000'],
