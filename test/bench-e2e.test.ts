@@ -304,3 +304,24 @@ test('bench:ab --smoke runs both relays through every kind of window and prints 
     assert.match(out, new RegExp(`^\\| solana-v2 \\| ${what} \\| B ÷ A \\| \\d+\\.\\d\\dx \\|`, 'm'), `${what}: the ratio`);
   }
 });
+
+test('bench:ab --no-upstream pairs a relay forwarding to the sink with the same relay admitting and dropping', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
+  const { spawn, spawnSync } = await import('node:child_process');
+  const missing = ['wrk', 'taskset', 'stdbuf', 'nice'].filter((tool) => spawnSync(tool, ['--version']).error);
+  if (missing.length) return t.skip(`${missing.join(', ')} not installed (apt-get install wrk): skipping the bench:ab --no-upstream smoke run`);
+  if (Number(spawnSync('nproc', ['--all'], { encoding: 'utf8' }).stdout) < 2) return t.skip('bench:ab needs 2 cores: skipping its --no-upstream smoke run');
+  const script = new URL('../bench/ab.js', import.meta.url).pathname;
+  const child = spawn('nice', ['-n', '19', process.execPath, script, '--no-upstream', '--smoke', '--runs', 'saturation'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (err += d));
+  const code = await new Promise((r) => child.on('close', r));
+  assert.equal(code, 0, err.slice(-3000));
+  for (const relay of ['forwarding to the sink', 'no upstream']) {
+    // | door | window | relay | CPU per accepted tx | each round | accepted per second | …: both relays admit.
+    const m = new RegExp(`^\\| solana-v2 \\| 16 connections \\| ${relay} \\| \\d+\\.\\d \\| [^|]+ \\| (\\d+) \\|`, 'm').exec(out);
+    assert.ok(m, `${relay}: a row`);
+    assert.ok(Number(m[1]) > 0, `${relay}: transactions admitted`);
+  }
+});
