@@ -285,13 +285,20 @@ test('bench:e2e --smoke measures every phase and reports the five goals and the 
   }
 });
 
-test('bench:ab --smoke runs both relays through every kind of window and prints the paired table', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
+/** Runs bench/ab.js with `args` at low priority; null (the test skipped, with its line) where wrk or two cores are missing. */
+async function abSmoke(t: { skip(msg: string): void }, what: string, args: string[]): Promise<string | null> {
   const { spawn, spawnSync } = await import('node:child_process');
   const missing = ['wrk', 'taskset', 'stdbuf', 'nice'].filter((tool) => spawnSync(tool, ['--version']).error);
-  if (missing.length) return t.skip(`${missing.join(', ')} not installed (apt-get install wrk): skipping the bench:ab smoke run`);
-  if (Number(spawnSync('nproc', ['--all'], { encoding: 'utf8' }).stdout) < 2) return t.skip('bench:ab needs 2 cores: skipping its smoke run');
+  if (missing.length) {
+    t.skip(`${missing.join(', ')} not installed (apt-get install wrk): skipping the ${what} smoke run`);
+    return null;
+  }
+  if (Number(spawnSync('nproc', ['--all'], { encoding: 'utf8' }).stdout) < 2) {
+    t.skip(`bench:ab needs 2 cores: skipping its ${what} smoke run`);
+    return null;
+  }
   const script = new URL('../bench/ab.js', import.meta.url).pathname;
-  const child = spawn('nice', ['-n', '19', process.execPath, script, '--coalesce', '--smoke', '--runs', 'serial,saturation,refusal'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('nice', ['-n', '19', process.execPath, script, ...args, '--smoke'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (d) => (out += d));
@@ -299,6 +306,12 @@ test('bench:ab --smoke runs both relays through every kind of window and prints 
   const code = await new Promise((r) => child.on('close', r));
   assert.equal(code, 0, err.slice(-3000));
   assert.doesNotMatch(err, /ran out of distinct transactions/);
+  return out;
+}
+
+test('bench:ab --smoke runs both relays through every kind of window and prints the paired table', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
+  const out = await abSmoke(t, 'bench:ab', ['--coalesce', '--runs', 'serial,saturation,refusal']);
+  if (out === null) return;
   for (const what of ['1 connections', '16 connections', '256 connections, refused at the gate']) {
     for (const relay of ['coalescing on', 'coalescing off']) assert.match(out, new RegExp(`^\\| solana-v2 \\| ${what} \\| ${relay} \\| \\d+\\.\\d \\|`, 'm'), `${what}, ${relay}`);
     assert.match(out, new RegExp(`^\\| solana-v2 \\| ${what} \\| B ÷ A \\| \\d+\\.\\d\\dx \\|`, 'm'), `${what}: the ratio`);
@@ -306,18 +319,8 @@ test('bench:ab --smoke runs both relays through every kind of window and prints 
 });
 
 test('bench:ab --no-upstream pairs a relay forwarding to the sink with the same relay admitting and dropping', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
-  const { spawn, spawnSync } = await import('node:child_process');
-  const missing = ['wrk', 'taskset', 'stdbuf', 'nice'].filter((tool) => spawnSync(tool, ['--version']).error);
-  if (missing.length) return t.skip(`${missing.join(', ')} not installed (apt-get install wrk): skipping the bench:ab --no-upstream smoke run`);
-  if (Number(spawnSync('nproc', ['--all'], { encoding: 'utf8' }).stdout) < 2) return t.skip('bench:ab needs 2 cores: skipping its --no-upstream smoke run');
-  const script = new URL('../bench/ab.js', import.meta.url).pathname;
-  const child = spawn('nice', ['-n', '19', process.execPath, script, '--no-upstream', '--smoke', '--runs', 'saturation'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (err += d));
-  const code = await new Promise((r) => child.on('close', r));
-  assert.equal(code, 0, err.slice(-3000));
+  const out = await abSmoke(t, 'bench:ab --no-upstream', ['--no-upstream', '--runs', 'saturation']);
+  if (out === null) return;
   for (const relay of ['forwarding to the sink', 'no upstream']) {
     // | door | window | relay | CPU per accepted tx | each round | accepted per second | …: both relays admit.
     const m = new RegExp(`^\\| solana-v2 \\| 16 connections \\| ${relay} \\| \\d+\\.\\d \\| [^|]+ \\| (\\d+) \\|`, 'm').exec(out);
