@@ -74,15 +74,6 @@ function bytesOf(text: string): Uint8Array {
 }
 /** A bound on the cache, should a caller ever pass varying text. */
 const MAX_ENCODED = 256;
-const statusBytes = new Map<number, Uint8Array>();
-function statusBytesOf(code: number): Uint8Array {
-  let b = statusBytes.get(code);
-  if (b === undefined) {
-    b = Buffer.from(statusLine(code), 'latin1');
-    statusBytes.set(code, b);
-  }
-  return b;
-}
 const CONTENT_TYPE = bytesOf('content-type');
 
 export type Headers = readonly (readonly [string, string])[];
@@ -207,7 +198,7 @@ let wClose = false;
 
 function writeCorked(): void {
   const res = wRes!;
-  res.writeStatus(statusBytesOf(wStatus));
+  res.writeStatus(bytesOf(statusLine(wStatus)));
   if (wType) res.writeHeader(CONTENT_TYPE, bytesOf(wType));
   const h = wHeaders;
   if (h) {
