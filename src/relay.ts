@@ -9,6 +9,7 @@ import { availableParallelism } from 'node:os';
 import type { Config } from './config/schema.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { initKeyedHash } from './shared/keyed-hash.js';
+import { setAckFirst } from './shared/ack-first.js';
 import { IpLimiter } from './shared/ip-limiter.js';
 import { DedupFilter } from './shared/dedup.js';
 import { Slab } from './shared/slab.js';
@@ -195,6 +196,7 @@ export class Relay {
       0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1,
     ]);
     setAnswerCoalescing(cfg.http.coalesce_answers);
+    setAckFirst(cfg.http.ack_first);
     const app = uws.App();
     const ip = (res: Parameters<typeof clientIp>[0], req: Parameters<typeof clientIp>[1]) => clientIp(res, req, cfg.http.trust_proxy);
     const rpc = new RpcDispatcher(

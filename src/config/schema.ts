@@ -46,6 +46,8 @@ export const configSchema = {
       max_connections_per_ip: { type: 'integer', minimum: 0, maximum: 10_000_000, default: 4096 },
       // Later answers of a busy event-loop turn written together at its end (README, "Answer coalescing").
       coalesce_answers: { type: 'boolean', default: true },
+      // A request's acknowledgement leaves before the forwarding it admitted (README, "Acknowledge first").
+      ack_first: { type: 'boolean', default: true },
     }),
     udp: section({
       enabled: { type: 'boolean', default: true },
@@ -121,6 +123,7 @@ export interface Config {
     max_connections: number;
     max_connections_per_ip: number;
     coalesce_answers: boolean;
+    ack_first: boolean;
   };
   udp: { enabled: boolean; host: string; port: number; sockets: number; ip_rps: number; ip_burst: number };
   admin: { host: string; port: number; token: string };

@@ -46,6 +46,7 @@
  * whose slot was reused) is recognised by the done bit, or by `seq < head`,
  * and ignored.
  */
+import { afterAcks } from '../shared/ack-first.js';
 import { systemClock, type Clock } from '../shared/clock.js';
 import { Breaker, Permit, type BreakerOptions, type BreakerState } from './breaker.js';
 import {
@@ -478,11 +479,14 @@ export class Lane<N extends LaneName = LaneName> {
 
   // ---- sending -------------------------------------------------------------------
 
-  /** Schedules one pump for everything offered in this turn: a burst leaves together, a lone item leaves at once. */
+  /**
+   * Schedules one pump for everything offered so far: a burst leaves together, a lone item leaves at
+   * once, right after the acknowledgement it was admitted with (src/shared/ack-first.ts).
+   */
   private kick(): void {
     if (this.scheduled || this.closed) return;
     this.scheduled = true;
-    queueMicrotask(this.pumpFn);
+    afterAcks(this.pumpFn);
   }
 
   private pump(): void {

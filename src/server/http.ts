@@ -13,6 +13,7 @@
  */
 import type { HttpRequest, HttpResponse } from './uws.js';
 import { RelayError } from '../errors.js';
+import { drainAfterAcks, enterAckScope, leaveAckScope } from '../shared/ack-first.js';
 
 /** Receives a door's accept latency in seconds (a pre-bound prom-client histogram child). */
 export interface LatencyTimer {
@@ -124,6 +125,8 @@ const joined: { a: Headers | null; b: Headers | null; both: Headers; fixed: bool
  * more; anything asynchronous needs `watchAbort` first (readBody calls it).
  */
 export function begin(res: HttpResponse, timer?: LatencyTimer): Res {
+  // The previous socket's callback has returned, so its acknowledgements are out: what waited for them goes now.
+  drainAfterAcks();
   const r = res as Res;
   r.aborted = false;
   r.done = false;
@@ -384,7 +387,7 @@ export function readBody(
       // Fast path: the whole body in one chunk and no slab wanted.
       if (isLast && !into && (expected < 0 || c.length === expected)) {
         if (c.length > max) return onTooLarge(c.length);
-        onBody(Buffer.from(c));
+        bodyInScope(onBody, Buffer.from(c));
         return;
       }
       if (into && expected >= 0) {
@@ -411,9 +414,23 @@ export function readBody(
     if (isLast) {
       const body = buf.subarray(0, len);
       buf = null;
-      onBody(body);
+      bodyInScope(onBody, body);
     }
   });
+}
+
+/**
+ * Calls a door's body handler inside an ack scope: uWS flushes what it answers
+ * only after this callback returns, so forwarding it admits waits for that
+ * (src/shared/ack-first.ts).
+ */
+function bodyInScope(onBody: (body: Uint8Array) => void, body: Uint8Array): void {
+  enterAckScope();
+  try {
+    onBody(body);
+  } finally {
+    leaveAckScope();
+  }
 }
 
 /** The client's IP: the socket peer, or the first X-Forwarded-For hop when `trust_proxy` is on. */
