@@ -183,3 +183,34 @@ function addL(b: Uint8Array, o: number): void {
     carry = s >> 8;
   }
 }
+
+test('one shared buffer reused for one transaction after another: each verdict is about the bytes there now', () => {
+  // As the slab path does: the same SharedArrayBuffer-backed bytes, refilled, at the same offsets
+  // (the verifier reuses its views of the scratch copy when the window is the same).
+  const sab = new Uint8Array(new SharedArrayBuffer(4096));
+  const put = (b: Uint8Array): Uint8Array => {
+    sab.set(b);
+    return sab.subarray(0, b.length);
+  };
+  const a = h.legacyTransfer().bytes;
+  const b = h.legacyTransfer().bytes;
+  assert.equal(a.length, b.length);
+  const badB = Uint8Array.from(b);
+  badB[10]! ^= 1; // inside the signature
+  const badMsg = Uint8Array.from(a);
+  badMsg[a.length - 1]! ^= 1; // inside the message
+  const two = twoSigners('legacy').bytes;
+  const seq: [string, Uint8Array, boolean][] = [
+    ['a', a, true],
+    ['b', b, true],
+    ['b, signature flipped', badB, false],
+    ['a again', a, true],
+    ['a, message flipped', badMsg, false],
+    ['two signers', two, true],
+    ['b after a different shape', b, true],
+  ];
+  for (const [name, tx, want] of seq) {
+    const bytes = put(tx);
+    assert.equal(verifyWith('sodium-native', bytes, decode(bytes)), want, name);
+  }
+});
