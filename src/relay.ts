@@ -152,6 +152,8 @@ export class Relay {
 
     // Seats every live account the store may hold: start-up never fails on stored state (issue 8).
     const registry = AccountRegistry.create(accounts, clock);
+    // No workers: the main thread is the tables' only user, so their locks are skipped (src/shared/lock.ts).
+    if (pool.threads === 0) for (const t of [dedup, ipLimiter, udpIpLimiter, registry.buckets]) t.soleThread();
     if (accounts.live > accounts.maxLive) {
       log.warn({ live: accounts.live, max: accounts.maxLive }, 'more live accounts than the cap: new registrations are refused until some are revoked');
     }

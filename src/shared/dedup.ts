@@ -122,6 +122,8 @@ export class DedupFilter {
   private readonly a: Int32Array;
   /** The located key of the last `peek`, for `claimPeeked`. */
   private readonly peeked = new Int32Array(5);
+  /** False once `soleThread()` said no other thread uses this table: its locks are then skipped. */
+  private locking = true;
 
   private constructor(sab: SharedArrayBuffer, windowMs: number, capacity: number, buckets: number, seeds: HashSeeds) {
     const words = HEADER_WORDS + buckets * BUCKET_WORDS;
@@ -149,6 +151,11 @@ export class DedupFilter {
 
   static attach(h: DedupHandle): DedupFilter {
     return new DedupFilter(h.sab, h.windowMs, h.capacity, h.buckets, h.seeds);
+  }
+
+  /** No other thread will use this table: its locks are skipped from now on (src/shared/lock.ts). */
+  soleThread(): void {
+    this.locking = false;
   }
 
   handle(): DedupHandle {
@@ -256,6 +263,7 @@ export class DedupFilter {
 
   /** Takes both bucket locks of the key in `at`, lower index first so two threads never deadlock. */
   private lockAt(): void {
+    if (!this.locking) return;
     const b1 = at[L_B1]!;
     const b2 = at[L_B2]!;
     lockWord(this.a, b1 < b2 ? b1 : b2);
@@ -264,6 +272,7 @@ export class DedupFilter {
 
   /** Releases the locks `lockAt` took (reverse order). */
   private unlockKey(): void {
+    if (!this.locking) return;
     const b1 = at[L_B1]!;
     const b2 = at[L_B2]!;
     unlockWord(this.a, b1 < b2 ? b2 : b1);

@@ -101,6 +101,8 @@ export class IpLimiter {
   private readonly seeds: HashSeeds;
   private readonly a: Int32Array;
   private readonly f: Float64Array;
+  /** False once `soleThread()` said no other thread uses this table: its locks are then skipped. */
+  private locking = true;
 
   private constructor(sab: SharedArrayBuffer, buckets: number, epochMs: number, seeds: HashSeeds) {
     const bytes = HEADER_WORDS * 4 + buckets * BUCKET_BYTES;
@@ -130,6 +132,11 @@ export class IpLimiter {
 
   static attach(h: IpLimiterHandle): IpLimiter {
     return new IpLimiter(h.sab, h.buckets, h.epochMs, h.seeds);
+  }
+
+  /** No other thread will use this table: its locks are skipped from now on (src/shared/lock.ts). */
+  soleThread(): void {
+    this.locking = false;
   }
 
   handle(): IpLimiterHandle {
@@ -185,7 +192,7 @@ export class IpLimiter {
     const byte = HEADER_WORDS * 4 + bucket * BUCKET_BYTES;
     const lock = byte >>> 2;
 
-    lockWord(a, lock);
+    if (this.locking) lockWord(a, lock);
     let e = byte + FIRST_ENTRY_BYTE;
     const end = e + ENTRIES * ENTRY_BYTES;
     for (; e < end; e += ENTRY_BYTES) {
@@ -194,7 +201,7 @@ export class IpLimiter {
     }
     if (e === end) e = this.claimEntry(byte, tagA, tagB, now, rate, burst * MILLI);
     const r = refillTake(this.f, (e + ENTRY_TOKENS_BYTE) >>> 3, rate, burst * MILLI, now, n * MILLI);
-    unlockWord(a, lock);
+    if (this.locking) unlockWord(a, lock);
     return r;
   }
 

@@ -4,6 +4,14 @@
  * main thread and from workers alike.
  */
 
+/*
+ * A relay with no verify workers (the pinned layout: one core, `workers.threads`
+ * auto = 0) touches its tables from the main thread only, and calls
+ * `soleThread()` on each: their lock sites then skip these calls, an Atomics
+ * compareExchange and an exchange per lock, six locks per transaction. A table
+ * attached in another thread is a new object and still locks.
+ */
+
 /** Spins this many CAS attempts before sleeping: a holder normally leaves within ~100 ns. */
 const SPIN_LIMIT = 200;
 /** Sleep slice while waiting, so a dead holder is noticed. */

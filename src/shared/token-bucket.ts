@@ -139,6 +139,8 @@ export class TokenBucketTable {
   private readonly sab: SharedArrayBuffer;
   private a: Int32Array;
   private f: Float64Array;
+  /** False once `soleThread()` said no other thread uses this table: its locks are then skipped. */
+  private locking = true;
 
   private constructor(sab: SharedArrayBuffer, slots: number, epochMs: number) {
     if (sab.byteLength < slots * SLOT_BYTES) throw new RangeError('token bucket SAB smaller than its slots');
@@ -161,6 +163,11 @@ export class TokenBucketTable {
   /** Rebuilds the table in another thread from `handle()`, with every slot it has by now. */
   static attach(h: TokenBucketHandle): TokenBucketTable {
     return new TokenBucketTable(h.sab, Math.floor(h.sab.byteLength / SLOT_BYTES), h.epochMs);
+  }
+
+  /** No other thread will use this table: its locks are skipped from now on (src/shared/lock.ts). */
+  soleThread(): void {
+    this.locking = false;
   }
 
   handle(): TokenBucketHandle {
@@ -217,7 +224,7 @@ export class TokenBucketTable {
     const base = slot * SLOT_WORDS;
     const fi = slot * SLOT_F64 + F_TOKENS;
     const now = nowMs - this.epochMs;
-    lockWord(a, base + LOCK);
+    if (this.locking) lockWord(a, base + LOCK);
     const oldBurst = a[base + BURST]!;
     if (oldBurst === 0) {
       f[fi] = burst * MILLI;
@@ -228,7 +235,7 @@ export class TokenBucketTable {
     }
     a[base + RATE] = rate;
     a[base + BURST] = burst;
-    unlockWord(a, base + LOCK);
+    if (this.locking) unlockWord(a, base + LOCK);
   }
 
   /** Forgets a slot (account removed); the next configure() starts it full. */
@@ -237,12 +244,12 @@ export class TokenBucketTable {
     const a = this.a;
     const base = slot * SLOT_WORDS;
     const fi = slot * SLOT_F64 + F_TOKENS;
-    lockWord(a, base + LOCK);
+    if (this.locking) lockWord(a, base + LOCK);
     a[base + RATE] = 0;
     a[base + BURST] = 0;
     this.f[fi] = 0;
     this.f[fi + 1] = 0;
-    unlockWord(a, base + LOCK);
+    if (this.locking) unlockWord(a, base + LOCK);
   }
 
   /**
@@ -254,10 +261,10 @@ export class TokenBucketTable {
     if (!((slot >>> 0) === slot && slot < this.slots && n >= 1)) this.checkTake(slot, n);
     const a = this.a;
     const base = slot * SLOT_WORDS;
-    lockWord(a, base + LOCK);
+    if (this.locking) lockWord(a, base + LOCK);
     const burst = a[base + BURST]!;
     const r = n > burst ? NEVER : refillTake(this.f, slot * SLOT_F64 + F_TOKENS, a[base + RATE]!, burst * MILLI, nowMs - this.epochMs, n * MILLI);
-    unlockWord(a, base + LOCK);
+    if (this.locking) unlockWord(a, base + LOCK);
     return r;
   }
 
@@ -267,11 +274,11 @@ export class TokenBucketTable {
     const a = this.a;
     const base = slot * SLOT_WORDS;
     const fi = slot * SLOT_F64 + F_TOKENS;
-    lockWord(a, base + LOCK);
+    if (this.locking) lockWord(a, base + LOCK);
     const burst = a[base + BURST]!;
     if (burst > 0) refillTake(this.f, fi, a[base + RATE]!, burst * MILLI, nowMs - this.epochMs, 0);
     const tokens = this.f[fi]!;
-    unlockWord(a, base + LOCK);
+    if (this.locking) unlockWord(a, base + LOCK);
     return Math.floor((tokens + EPS) / MILLI);
   }
 
