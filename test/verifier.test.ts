@@ -231,6 +231,46 @@ test('offloaded work the worker cannot keep up with is partly checked by the acc
   }
 });
 
+test('a busy acceptor leaves the checks a worker has room for to the worker', async () => {
+  const { v, jobs, job } = setup();
+  await v.start();
+  try {
+    // Each turn: 3 ms of other work (reading sockets, answering), then 16 checks submitted at its end,
+    // as a saturated acceptor does. The worker has time for all of them during the next turn's work.
+    const TURNS = 120;
+    const PER_TURN = 16;
+    const txs = Array.from({ length: TURNS * PER_TURN }, () => legacyTransfer().bytes);
+    let answered = 0;
+    let lastTurns = { acceptor: 0, workers: 0 };
+    await new Promise<void>((resolve) => {
+      let turn = 0;
+      const step = (): void => {
+        const until = performance.now() + 3;
+        while (performance.now() < until);
+        // The last third is measured, after the share has had the first 80 turns to settle.
+        if (turn === TURNS - 40) lastTurns = { acceptor: v.stats.acceptor, workers: v.stats.workers };
+        for (let i = 0; i < PER_TURN; i++) {
+          const s = job(JobKind.SolanaTx, txs[turn * PER_TURN + i]!);
+          v.run(s, () => {
+            assert.equal(jobs.field(s, S_RESULT), JobResult.Ok);
+            jobs.release(s);
+            if (++answered === TURNS * PER_TURN) resolve();
+          });
+        }
+        if (++turn < TURNS) setImmediate(step);
+      };
+      setImmediate(step);
+    });
+    const acceptor = v.stats.acceptor - lastTurns.acceptor;
+    const workers = v.stats.workers - lastTurns.workers;
+    // Jobs the worker still held when the window opened finish inside it.
+    assert.ok(acceptor + workers >= 40 * PER_TURN);
+    assert.ok(workers > acceptor, `the worker checked ${workers} of the last ${40 * PER_TURN}, the acceptor ${acceptor}`);
+  } finally {
+    await v.close();
+  }
+});
+
 test('a worker that dies mid-check leaves no transaction unanswered: its job fails retry-safe, the worker restarts', async () => {
   const died = new SharedArrayBuffer(4);
   const errors: number[] = [];

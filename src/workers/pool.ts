@@ -81,10 +81,29 @@ const TURN_BUDGET_MS = 1;
 const INITIAL_SERVICE_MS = 0.05;
 /** A single sample is clamped so one stall cannot dominate the average. */
 const MAX_SAMPLE_MS = 2;
+/**
+ * While the acceptor is busy and has workers, its end-of-turn share of the
+ * waiting checks follows the workers' spare capacity: a worker that parked
+ * before a turn's checks came could have taken more (the share falls), checks
+ * left from an earlier turn mean the workers are behind (it rises). Per tick.
+ */
+const SHARE_STEP = 0.02;
 /** Worker restarts tolerated per minute before the acceptor checks alone (a crash loop must not spin). */
 const MAX_RESTARTS_PER_MINUTE = 5;
 
 export type JobCallback = (slot: number) => void;
+
+/**
+ * The acceptor's next share of a busy turn's waiting checks: up when checks
+ * from an earlier turn still wait (the workers are behind), else down when a
+ * worker had parked before the turn's checks came (it ran out of work: it
+ * could have taken more), else unchanged.
+ */
+export function nextShare(share: number, workersBehind: boolean, workerAsleep: boolean): number {
+  if (workersBehind) return Math.min(1, share + SHARE_STEP);
+  if (workerAsleep) return Math.max(0, share - SHARE_STEP);
+  return share;
+}
 
 /** ES2024's Atomics.waitAsync, present since Node 16; the project compiles against the ES2023 library. */
 const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v: number): { async: boolean; value: Promise<string> | string } }).waitAsync;
@@ -167,6 +186,12 @@ export class Verifier {
   /** Jobs run in the current event-loop turn, and in the one before (counted by `tick` at each turn's end). */
   private turnJobs = 0;
   private prevTurnJobs = 0;
+  /** Of `turnJobs`, those handed to the ring (not checked inline). */
+  private turnDeferred = 0;
+  /** The acceptor's share of the checks waiting at the end of a busy turn (SHARE_STEP). */
+  private share = 1;
+  /** Whether a worker was parked when this turn's first check went to the ring. */
+  private idleAtTurnStart = false;
   private lagTimer: NodeJS.Timeout | null = null;
   private lagExpected = 0;
   private restarts: number[] = [];
@@ -245,6 +270,8 @@ export class Verifier {
     }
     this.cbs[s] = done;
     this.outstanding++;
+    // A worker parked when the turn's first check arrives had run out of work since the last tick.
+    if (this.turnDeferred++ === 0) this.idleAtTurnStart = this.live > 0 && this.jobs.hasSleeper();
     if (this.jobs.submit(s, this.clock()) && this.live > 0 && (this.busy || !this.inlineAuto)) this.jobs.wakeOne();
   }
 
@@ -327,29 +354,55 @@ export class Verifier {
   private readonly tick = (): void => {
     this.tickScheduled = false;
     this.prevTurnJobs = this.turnJobs;
+    const deferred = this.turnDeferred;
     this.turnJobs = 0;
+    this.turnDeferred = 0;
     // Only a turn with answers to give holds them (a serial client's inline answers already went out).
     if (this.outstanding > 0) this.beforeAnswers();
     this.collect();
-    if (this.jobs.waiting() > 0) {
+    let left = false;
+    const waiting = this.jobs.waiting();
+    if (waiting > 0) {
+      const quota = this.acceptorQuota(waiting, deferred);
       const until = performance.now() + this.sliceMs;
+      let n = 0;
       let s: number;
       do {
+        if (n === quota) {
+          left = true;
+          break;
+        }
         s = this.jobs.claim(-1, this.clock());
         if (s < 0) break;
         this.checkHere(s);
         this.stats.acceptor++;
         this.settle(s);
+        n++;
       } while (performance.now() < until);
       this.collect();
-      // Left over past the slice: the workers take it now rather than after the next turn.
+      // Left over past the slice or the share: the workers take it now rather than after the next turn.
       if (this.jobs.waiting() > 0 && this.live > 0 && this.jobs.hasSleeper()) this.jobs.wakeOne();
     }
     this.afterAnswers();
-    // Jobs still wait: check more next turn (sockets are read in between) rather than sleep.
-    if (this.jobs.waiting() > 0) return this.scheduleTick();
+    // Jobs still wait past the slice: check more next turn (sockets are read in between) rather than
+    // sleep. Jobs left to the workers by the share are theirs: their answers wake the acceptor.
+    if (!left && this.jobs.waiting() > 0) return this.scheduleTick();
     if (this.outstanding > 0) this.arm();
   };
+
+  /**
+   * How many of the `waiting` checks the acceptor takes at the end of this
+   * turn. All of them while it has time to spare or no worker runs: that
+   * answers soonest. While it is busy, the acceptor (HTTP, admission,
+   * answers, forwarding) is what limits throughput, and checks a worker could
+   * have taken cost it requests read; so it takes its share (SHARE_STEP), and
+   * the workers the rest.
+   */
+  private acceptorQuota(waiting: number, deferredThisTurn: number): number {
+    if (this.live === 0 || !this.busy) return Infinity;
+    this.share = nextShare(this.share, waiting > deferredThisTurn, this.idleAtTurnStart);
+    return Math.ceil(this.share * waiting);
+  }
 
   /** Answers every job the workers have published. */
   private collect(): void {
