@@ -1,6 +1,7 @@
 /**
  * Micro benchmarks for the family A hot path: hex parsing, decoding,
- * validation, hashing (hash-wasm against @noble/hashes on the same bytes) and
+ * validation, hashing (the addon's keccak, hash-wasm and @noble/hashes on the
+ * same bytes) and
  * sender recovery (libsecp256k1 against @noble/curves). Each entry's `fn`
  * processes `items` transactions; bench/micro.ts reports µs per item.
  *
@@ -10,7 +11,8 @@
  */
 
 import { decodeEvmTransaction, signingHash, txHash, type EvmTx } from '../src/chains/evm/decode.js';
-import { initKeccak, keccak256, keccak256Noble, keccakBackend } from '../src/chains/evm/hash.js';
+import { initKeccak, keccak256, keccak256At, keccak256Noble, keccakBackend, skipNativeKeccak } from '../src/chains/evm/hash.js';
+import { nativeAddon } from '../src/native/addon.js';
 import { parseHexTransaction, toHex } from '../src/chains/evm/hex.js';
 import { nativeSecpAvailable, recoverSender, useSecpBackend } from '../src/chains/evm/recover.js';
 import { validateEvmTransaction } from '../src/chains/evm/validate.js';
@@ -29,6 +31,7 @@ let hexes: string[] = [];
 let txs: EvmTx[] = [];
 let sigHashes: Uint8Array[] = [];
 const keccakInput = new Uint8Array(KECCAK_INPUT).map((_, i) => (i * 37 + 11) & 0xff);
+const digestOut = new Uint8Array(32);
 
 /** Results feed this so no call can be optimised away. */
 export let sink = 0;
@@ -37,7 +40,10 @@ let ready: Promise<void> | null = null;
 function setup(): Promise<void> {
   ready ??= (async () => {
     await initKeccak();
-    if (keccakBackend() !== 'hash-wasm') throw new Error('hash-wasm keccak did not load');
+    skipNativeKeccak(true);
+    const wasmLoaded = keccakBackend() === 'hash-wasm';
+    skipNativeKeccak(false);
+    if (!wasmLoaded) throw new Error('hash-wasm keccak did not load');
     const mix = [
       await signedLegacy({ data: ERC20_TRANSFER }),
       await signed2930({ data: ERC20_TRANSFER }),
@@ -103,22 +109,33 @@ export const benches: { name: string; items: number; setup?: () => Promise<void>
       for (let i = 0; i < N; i++) validateEvmTransaction(txs[i]!, OPTS);
     },
   },
-  {
-    name: 'txHash + signingHash, hash-wasm (tx mix)',
-    items: N,
-    setup,
-    fn: () => {
-      for (let i = 0; i < N; i++) sink += txHash(raws[i]!, txs[i]!)[0]! + signingHash(raws[i]!, txs[i]!)[0]!;
-    },
-  },
-  {
-    name: `keccak-256 ${KECCAK_INPUT} B (hash-wasm)`,
-    items: KECCAKS,
-    setup,
-    fn: () => {
-      for (let i = 0; i < KECCAKS; i++) sink += keccak256(keccakInput)[0]!;
-    },
-  },
+  ...(['native', 'hash-wasm'] as const)
+    .filter((b) => b === 'hash-wasm' || nativeAddon !== null)
+    .flatMap((b) => [
+      {
+        name: `txHash + signingHash, ${b} (tx mix)`,
+        items: N,
+        setup,
+        fn: () => {
+          skipNativeKeccak(b !== 'native');
+          for (let i = 0; i < N; i++) sink += txHash(raws[i]!, txs[i]!)[0]! + signingHash(raws[i]!, txs[i]!)[0]!;
+          skipNativeKeccak(false);
+        },
+      },
+      {
+        name: `keccak-256 ${KECCAK_INPUT} B (${b}, into a buffer)`,
+        items: KECCAKS,
+        setup,
+        fn: () => {
+          skipNativeKeccak(b !== 'native');
+          for (let i = 0; i < KECCAKS; i++) {
+            keccak256At(keccakInput, 0, KECCAK_INPUT, digestOut, 0);
+            sink += digestOut[0]!;
+          }
+          skipNativeKeccak(false);
+        },
+      },
+    ]),
   {
     name: `keccak-256 ${KECCAK_INPUT} B (@noble/hashes)`,
     items: KECCAKS,

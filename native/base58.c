@@ -311,6 +311,9 @@ static napi_value js_decode(napi_env env, napi_callback_info info) {
   return out;
 }
 
+/* native/keccak.c */
+napi_value txr_keccak256_at(napi_env env, napi_callback_info info);
+
 NAPI_MODULE_INIT() {
   napi_value max_bytes;
   if (napi_create_uint32(env, B58_MAX_BYTES, &max_bytes) != napi_ok) return NULL;
@@ -318,6 +321,7 @@ NAPI_MODULE_INIT() {
       {"encode", NULL, js_encode, NULL, NULL, NULL, napi_enumerable, NULL},
       {"encode64At", NULL, js_encode64_at, NULL, NULL, NULL, napi_enumerable, NULL},
       {"decode", NULL, js_decode, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"keccak256At", NULL, txr_keccak256_at, NULL, NULL, NULL, napi_enumerable, NULL},
       {"maxBytes", NULL, NULL, NULL, NULL, max_bytes, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// Builds native/build/Release/txrelay_native.node (the base58 addon) with
+// Builds native/build/Release/txrelay_native.node (the base58 and keccak-256 addon) with
 // node-gyp. Run by the package's `install` script, so it must never fail the
 // install: any problem prints one warning line and exits 0, and
-// src/native/base58.ts falls back to the `bs58` package. TXRELAY_NO_NATIVE=1
+// src/native/base58.ts falls back to the `bs58` package, src/chains/evm/hash.ts
+// to hash-wasm. TXRELAY_NO_NATIVE=1
 // skips the build. Works offline when Node's headers are installed locally
 // (npm's `nodedir`, or include/node next to the running node binary);
 // otherwise node-gyp would try to download them.
@@ -19,7 +20,7 @@ const addon = join(nativeDir, 'build', 'Release', 'txrelay_native.node');
 const TIMEOUT_MS = 120_000;
 
 function warn(reason) {
-  console.warn(`txrelay: native base58 addon not built (${reason}); using the JavaScript fallback`);
+  console.warn(`txrelay: native addon (base58, keccak-256) not built (${reason}); using the JavaScript and WebAssembly fallbacks`);
   process.exit(0);
 }
 
@@ -76,7 +77,7 @@ function lastErrorLine(text) {
 
 function main() {
   if (process.env.TXRELAY_NO_NATIVE === '1') {
-    console.log('txrelay: native base58 addon skipped (TXRELAY_NO_NATIVE=1); using the JavaScript fallback');
+    console.log('txrelay: native addon (base58, keccak-256) skipped (TXRELAY_NO_NATIVE=1); using the JavaScript and WebAssembly fallbacks');
     return;
   }
   const started = performance.now();
@@ -111,7 +112,7 @@ function main() {
     warn(`built but unusable: ${err.message}`);
   }
   const secs = ((performance.now() - started) / 1000).toFixed(1);
-  console.log(`txrelay: native base58 addon built in ${secs} s (${addon})`);
+  console.log(`txrelay: native addon (base58, keccak-256) built in ${secs} s (${addon})`);
 }
 
 try {

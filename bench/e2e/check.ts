@@ -4,7 +4,8 @@
  * raw transactions / hex texts) and the checking bare server (bare-server.ts
  * with BARE_CHECK=1, request bodies). Solana: decode + ed25519 verification of
  * every signature (sodium-native). EVM: hex parse + strict decode + stateless
- * validation + tx hash + signing hash + sender recovery (libsecp256k1).
+ * validation + tx hash + signing hash + public-key recovery (libsecp256k1;
+ * the address is not derived from the key, as in the relay).
  * Returns whether the transaction passed.
  */
 import { decodeSolanaTransaction, maxSizeFor } from '../../src/chains/solana/decode.js';
@@ -12,8 +13,12 @@ import { verifySolanaTransaction } from '../../src/chains/solana/verify.js';
 import { parseHexTransaction } from '../../src/chains/evm/hex.js';
 import { decodeEvmTransaction } from '../../src/chains/evm/decode.js';
 import { validateEvmTransaction } from '../../src/chains/evm/validate.js';
-import { txHash, signingHash } from '../../src/chains/evm/hash.js';
-import { recoverSender } from '../../src/chains/evm/recover.js';
+import { txHashAt, signingHashAt } from '../../src/chains/evm/hash.js';
+import { recovers } from '../../src/chains/evm/recover.js';
+
+// As the verifier (src/workers/check.ts): both hashes written into scratch, the sender's key recovered.
+const hash32 = new Uint8Array(32);
+const msg32 = new Uint8Array(32);
 
 const EVM_OPTS = { chainId: 1n };
 
@@ -25,8 +30,9 @@ export function checkEvmHex(text: string): boolean {
   const raw = parseHexTransaction(text);
   const tx = decodeEvmTransaction(raw);
   validateEvmTransaction(tx, EVM_OPTS);
-  txHash(raw, tx);
-  return recoverSender(tx, signingHash(raw, tx)).length === 20;
+  txHashAt(raw, tx, hash32, 0);
+  signingHashAt(raw, tx, msg32, 0);
+  return recovers(tx, msg32);
 }
 
 /** The check on a door's request body (single-transaction doors). */

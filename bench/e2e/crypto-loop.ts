@@ -3,7 +3,8 @@
  * tight loop, in a process of its own (pinned like the relay), with the same
  * libraries. Solana: decode + ed25519 verification of every signature
  * (sodium-native). EVM: hex parse + strict decode + stateless validation +
- * tx hash + signing hash + sender recovery (libsecp256k1).
+ * tx hash + signing hash + public-key recovery (libsecp256k1; the address
+ * is not derived from the key, as in the relay).
  *
  *   node dist/bench/e2e/crypto-loop.js <solana|evm> <bodies file> <seconds>
  *

@@ -7,11 +7,8 @@
  * Both backends give byte-identical results; test/native-base58.test.ts pins
  * that. `TXRELAY_NO_NATIVE=1` forces the JavaScript backend.
  */
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import bs58 from 'bs58';
+import { nativeAddon, nativeAddonPath, nativeUnavailableReason, type NativeAddon } from './addon.js';
 
 export type Base58Backend = 'native' | 'js';
 
@@ -21,15 +18,6 @@ export interface Base58Codec {
   encodeAt(bytes: Uint8Array, offset: number, length: number): string;
   /** null on a character outside the alphabet or a result longer than maxLen. */
   decode(str: string, maxLen: number): Uint8Array | null;
-}
-
-/** The addon's exports (native/base58.c). */
-interface NativeAddon {
-  encode(bytes: Uint8Array): string;
-  encode64At(bytes: Uint8Array, offset: number): string;
-  decode(str: string, maxLen?: number): Uint8Array | null;
-  /** Largest input the addon's stack buffers take; larger goes to JS. */
-  readonly maxBytes: number;
 }
 
 /**
@@ -81,51 +69,9 @@ function wrapAddon(addon: NativeAddon): Base58Codec {
   };
 }
 
-/**
- * The package root: the nearest ancestor of this file holding
- * native/binding.gyp (shipped in the package's `files`), so the lookup works
- * from dist/src/native/ and from an installed node_modules/txrelay alike.
- */
-function packageRoot(): string | null {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(join(dir, 'native', 'binding.gyp'))) return dir;
-    const up = dirname(dir);
-    if (up === dir) return null;
-    dir = up;
-  }
-}
-
-/** Where the addon is expected (null if the package root was not found). */
-export const nativeAddonPath: string | null = (() => {
-  const root = packageRoot();
-  return root === null ? null : join(root, 'native', 'build', 'Release', 'txrelay_native.node');
-})();
-
-function loadAddon(): { addon: NativeAddon | null; reason: string | null } {
-  if (process.env.TXRELAY_NO_NATIVE === '1') return { addon: null, reason: 'disabled by TXRELAY_NO_NATIVE=1' };
-  if (nativeAddonPath === null || !existsSync(nativeAddonPath)) {
-    return { addon: null, reason: `not built (${nativeAddonPath ?? 'package root not found'}); run node scripts/build-native.mjs` };
-  }
-  try {
-    const addon = createRequire(import.meta.url)(nativeAddonPath) as NativeAddon;
-    // A wrong answer is worse than a slow one: refuse an addon that fails a known vector.
-    const probe = new Uint8Array([0, 0, 0x28, 0x7f, 0xb4, 0xcd]);
-    if (addon.encode(probe) !== '11233QC4' || addon.decode('11233QC4', 16)?.join() !== probe.join()) {
-      return { addon: null, reason: 'failed its self-check' };
-    }
-    return { addon, reason: null };
-  } catch (err) {
-    return { addon: null, reason: `failed to load: ${(err as Error).message}` };
-  }
-}
-
-const loaded = loadAddon();
-
 /** The native codec, or null when the addon is absent, disabled or broken (see nativeUnavailableReason). */
-export const nativeBase58: Base58Codec | null = loaded.addon === null ? null : wrapAddon(loaded.addon);
-/** Why the native codec is not in use, for a startup log line; null when it is. */
-export const nativeUnavailableReason: string | null = loaded.reason;
+export const nativeBase58: Base58Codec | null = nativeAddon === null ? null : wrapAddon(nativeAddon);
+export { nativeAddonPath, nativeUnavailableReason };
 
 export const base58Backend: Base58Backend = nativeBase58 === null ? 'js' : 'native';
 

@@ -19,8 +19,8 @@ import { decodeSolanaTransaction, maxSizeFor, SolanaTxView } from '../chains/sol
 import { verifySolanaTransaction } from '../chains/solana/verify.js';
 import { decodeEvmTransaction } from '../chains/evm/decode.js';
 import { validateEvmTransaction } from '../chains/evm/validate.js';
-import { signingHash, txHash } from '../chains/evm/hash.js';
-import { recoverSender } from '../chains/evm/recover.js';
+import { signingHashAt, txHashAt } from '../chains/evm/hash.js';
+import { recovers } from '../chains/evm/recover.js';
 import { F_OVER_UDP, JobKind, JobResult, KEY_BYTES, S_AUX0, S_AUX1, S_FLAGS, S_KIND, S_LENGTH, S_OFFSET, type JobTable } from './jobs.js';
 
 /**
@@ -47,6 +47,8 @@ export interface CheckContext {
 const view = new SolanaTxView();
 const solanaKey = new Uint8Array(1 + SIGNATURE_BYTES);
 const evmKey = new Uint8Array(1 + KEY_BYTES);
+/** The signing hash of the transaction being checked (recovery reads it synchronously). */
+const msg32 = new Uint8Array(32);
 
 /** Runs the job in slot `s` and writes its result (and hash / message) into the slot. Never throws. */
 export function runCheck(c: CheckContext, s: number): void {
@@ -110,7 +112,7 @@ function evmTx(c: CheckContext, s: number, raw: Uint8Array, hashed: boolean): vo
     tx = decodeEvmTransaction(raw);
     if (!hashed) {
       validateEvmTransaction(tx, { chainId: c.chainId });
-      jobs.bytes.set(txHash(raw, tx), keyAt);
+      txHashAt(raw, tx, jobs.bytes, keyAt);
     }
   } catch (e) {
     if (e instanceof DecodeError) return jobs.setResult(s, JobResult.Invalid, e.message);
@@ -119,13 +121,7 @@ function evmTx(c: CheckContext, s: number, raw: Uint8Array, hashed: boolean): vo
   evmKey[0] = KEY_EVM;
   evmKey.set(jobs.bytes.subarray(keyAt, keyAt + KEY_BYTES), 1);
   if (c.dedup.peek(evmKey, c.clock())) return jobs.setResult(s, JobResult.Duplicate, '');
-  let ok: boolean;
-  try {
-    ok = recoverSender(tx, signingHash(raw, tx)).length === 20;
-  } catch (e) {
-    if (!(e instanceof DecodeError)) throw e;
-    ok = false;
-  }
-  if (!ok) return jobs.setResult(s, JobResult.BadSignature, 'signature does not recover a sender');
+  signingHashAt(raw, tx, msg32, 0);
+  if (!recovers(tx, msg32)) return jobs.setResult(s, JobResult.BadSignature, 'signature does not recover a sender');
   jobs.setResult(s, c.dedup.claimPeeked(c.clock()) ? JobResult.Ok : JobResult.Duplicate, '');
 }

@@ -66,25 +66,43 @@ const pub65 = new Uint8Array(65);
  * recovery failure is a DecodeError.
  */
 export function recoverSender(tx: EvmTx, hash: Uint8Array): Uint8Array {
+  return keccak256(recoverPublicKey(tx, hash).subarray(1)).slice(12);
+}
+
+/**
+ * Whether the signature recovers a public key: the check the relay makes.
+ * The sender's address is derived from that key by a keccak that cannot
+ * fail, and nothing in the relay reads the address, so it is not computed.
+ * False where `recoverSender` would throw.
+ */
+export function recovers(tx: EvmTx, hash: Uint8Array): boolean {
+  try {
+    recoverPublicKey(tx, hash);
+    return true;
+  } catch (e) {
+    if (e instanceof DecodeError) return false;
+    throw e;
+  }
+}
+
+/** The uncompressed public key (65 bytes; with libsecp256k1, this thread's scratch, valid until the next call). */
+function recoverPublicKey(tx: EvmTx, hash: Uint8Array): Uint8Array {
   const recid = tx.yParity;
   if (recid !== 0 && recid !== 1) throw new DecodeError('invalid signature: bad recovery id');
-  let pub: Uint8Array;
   if (secpBackend === 'native') {
     sig64.fill(0);
     sig64.set(tx.rBytes, 32 - tx.rBytes.length);
     sig64.set(tx.sBytes, 64 - tx.sBytes.length);
     try {
-      pub = native!.ecdsaRecover(sig64, recid, hash, false, pub65);
-    } catch {
-      throw new DecodeError('invalid signature: public key recovery failed');
-    }
-  } else {
-    try {
-      const sig = new nobleSecp.Signature(tx.r, tx.s, recid);
-      pub = sig.recoverPublicKey(hash).toBytes(false);
+      return native!.ecdsaRecover(sig64, recid, hash, false, pub65);
     } catch {
       throw new DecodeError('invalid signature: public key recovery failed');
     }
   }
-  return keccak256(pub.subarray(1)).slice(12);
+  try {
+    const sig = new nobleSecp.Signature(tx.r, tx.s, recid);
+    return sig.recoverPublicKey(hash).toBytes(false);
+  } catch {
+    throw new DecodeError('invalid signature: public key recovery failed');
+  }
 }

@@ -6,12 +6,12 @@
  */
 import { decodeEvmTransaction } from './decode.js';
 import { signingHash } from './hash.js';
-import { recoverSender } from './recover.js';
+import { recovers } from './recover.js';
 
 export function verifyEvmSignature(raw: Uint8Array): boolean {
   try {
     const tx = decodeEvmTransaction(raw);
-    return recoverSender(tx, signingHash(raw, tx)).length === 20;
+    return recovers(tx, signingHash(raw, tx));
   } catch {
     return false;
   }
