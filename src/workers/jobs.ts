@@ -276,6 +276,11 @@ export class JobTable {
     Atomics.notify(this.ctrl, C_SUBMITTED, 1);
   }
 
+  /** Wakes up to `n` parked workers (a woken one that finds nothing parks again). */
+  wake(n: number): void {
+    Atomics.notify(this.ctrl, C_SUBMITTED, n);
+  }
+
   // ---- the done ring -------------------------------------------------------------
 
   /** A worker publishes a finished job. */

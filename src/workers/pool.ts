@@ -380,8 +380,10 @@ export class Verifier {
         n++;
       } while (performance.now() < until);
       this.collect();
-      // Left over past the slice or the share: the workers take it now rather than after the next turn.
-      if (this.jobs.waiting() > 0 && this.live > 0 && this.jobs.hasSleeper()) this.jobs.wakeOne();
+      // Left over past the slice or the share: the workers take it now rather than after the next turn,
+      // as many of them as there are checks left.
+      const rest = this.jobs.waiting();
+      if (rest > 0 && this.live > 0 && this.jobs.hasSleeper()) this.jobs.wake(Math.min(rest, this.live));
     }
     this.afterAnswers();
     // Jobs still wait past the slice: check more next turn (sockets are read in between) rather than
