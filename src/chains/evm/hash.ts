@@ -112,9 +112,9 @@ export function keccak256PartsAt(out: Uint8Array, outOff: number, a: Uint8Array,
     keccak256At(concatScratch, 0, total, out, outOff);
     return;
   }
-  const h = forceNoble || native !== null ? null : wasm;
+  // Over the scratch's size the parts are streamed, which the addon (one contiguous range) cannot do.
+  const h = forceNoble ? null : wasm;
   if (h === null) {
-    // The addon hashes one contiguous range; a payload over 16 KiB is rare enough to take noble's streaming API.
     const k = keccak_256.create().update(a).update(b);
     if (c !== undefined) k.update(c);
     out.set(k.digest(), outOff);
