@@ -99,7 +99,7 @@ export type JobCallback = (slot: number) => void;
  * worker had parked before the turn's checks came (it ran out of work: it
  * could have taken more), else unchanged.
  */
-export function nextShare(share: number, workersBehind: boolean, workerAsleep: boolean): number {
+function nextShare(share: number, workersBehind: boolean, workerAsleep: boolean): number {
   if (workersBehind) return Math.min(1, share + SHARE_STEP);
   if (workerAsleep) return Math.max(0, share - SHARE_STEP);
   return share;
