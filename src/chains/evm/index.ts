@@ -3,7 +3,8 @@
  * transaction types, stateless validation, hashing and sender recovery.
  * Pure functions; the pipeline calls them in the order
  * parseHexTransaction -> decodeEvmTransaction -> validateEvmTransaction ->
- * txHash / signingHash -> recoverSender.
+ * txHash / signingHash -> recovers (the verifier needs only the key;
+ * recoverSender also derives the address).
  */
 
 export { parseHexTransaction, toHex } from './hex.js';
@@ -33,4 +34,4 @@ export {
 } from './validate.js';
 export { initKeccak, keccak256, keccakBackend, txHashOfRaw } from './hash.js';
 export { rlpHeadersRead } from './rlp.js';
-export { nativeSecpAvailable, recoverSender, secpBackend, useSecpBackend } from './recover.js';
+export { nativeSecpAvailable, recoverSender, recovers, secpBackend, useSecpBackend } from './recover.js';
