@@ -13,7 +13,10 @@
 import { decodeEvmTransaction, signingHash, txHash, type EvmTx } from '../src/chains/evm/decode.js';
 import { initKeccak, keccak256, keccak256At, keccak256Noble, keccakBackend, skipNativeKeccak } from '../src/chains/evm/hash.js';
 import { nativeAddon } from '../src/native/addon.js';
-import { parseHexTransaction, toHex } from '../src/chains/evm/hex.js';
+import { decodeHexInto, hexTransactionLength, parseHexTransaction, toHex } from '../src/chains/evm/hex.js';
+
+/** Stands in for the shared slab the doors decode into. */
+const slab = Buffer.alloc(1 << 20);
 import { nativeSecpAvailable, recoverSender, useSecpBackend } from '../src/chains/evm/recover.js';
 import { validateEvmTransaction } from '../src/chains/evm/validate.js';
 import { RECIPIENT, signed1559, signed2930, signed7702, signedLegacy } from '../test/helpers/evm.js';
@@ -91,6 +94,25 @@ export const benches: { name: string; items: number; setup?: () => Promise<void>
     setup,
     fn: () => {
       for (let i = 0; i < N; i++) sink += parseHexTransaction(hexes[i]!).length;
+    },
+  },
+  {
+    name: 'parseHexTransaction + copy into a slab (tx mix; the doors before decodeHexInto)',
+    items: N,
+    setup,
+    fn: () => {
+      for (let i = 0; i < N; i++) slab.set(parseHexTransaction(hexes[i]!), 64);
+    },
+  },
+  {
+    name: 'decodeHexInto a slab (tx mix; the doors)',
+    items: N,
+    setup,
+    fn: () => {
+      for (let i = 0; i < N; i++) {
+        const h = hexes[i]!;
+        sink += decodeHexInto(h, slab, 64, hexTransactionLength(h)) ? 1 : 0;
+      }
     },
   },
   {

@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { DecodeError } from '../src/errors.js';
-import { parseHexTransaction, toHex } from '../src/chains/evm/hex.js';
+import fc from 'fast-check';
+import { decodeHexInto, hexTransactionLength, parseHexTransaction, toHex } from '../src/chains/evm/hex.js';
 
 function rejects(text: string, message: RegExp): void {
   assert.throws(() => parseHexTransaction(text), (e: unknown) => e instanceof DecodeError && message.test(e.message));
@@ -63,4 +64,46 @@ test('toHex is lowercase and 0x-prefixed, SharedArrayBuffer views included', () 
     sab.set(b);
     assert.equal(toHex(sab), '0x' + b.toString('hex'));
   }
+});
+
+// The doors decode straight into the slab with Node's hex decoder (decodeHexInto) and fall back to the
+// table above only when it refuses: the two must accept exactly the same texts, with the same bytes.
+test('decodeHexInto accepts exactly what parseHexTransaction accepts, with the same bytes', () => {
+  const unit = fc.oneof(
+    fc.constantFrom(...'0123456789abcdefABCDEF'),
+    fc.constantFrom('g', 'G', 'x', ' ', '\n', '\0', '-', 'é', '\u0100', '\u0130', '\u0161', '\u0441', '\uff10', '\ud83d'),
+  );
+  const text = fc.tuple(fc.constantFrom('0x', '0X'), fc.array(unit, { maxLength: 80 })).map(([p, u]) => p + u.join(''));
+  fc.assert(
+    fc.property(text, fc.nat(16), (t, offset) => {
+      let want: Uint8Array | null;
+      try {
+        want = parseHexTransaction(t);
+      } catch {
+        want = null;
+      }
+      let len: number;
+      try {
+        len = hexTransactionLength(t);
+      } catch {
+        assert.equal(want, null, 'the shape checks are shared');
+        return;
+      }
+      const buf = Buffer.alloc(offset + len + 4, 0xee);
+      const ok = decodeHexInto(t, buf, offset, len);
+      assert.equal(ok, want !== null, t);
+      if (ok) {
+        assert.deepEqual(new Uint8Array(buf.subarray(offset, offset + len)), want);
+        assert.equal(buf[offset + len], 0xee, 'nothing written past the block');
+      }
+    }),
+    { numRuns: 3000 },
+  );
+});
+
+test('decodeHexInto refuses a UTF-16 unit whose low byte is a hex digit (Node would read it as one)', () => {
+  const buf = Buffer.alloc(2);
+  assert.equal(decodeHexInto('0x\u0161b\u0130c', buf, 0, 2), false);
+  assert.equal(decodeHexInto('0xabcd', buf, 0, 2), true);
+  assert.deepEqual([...buf], [0xab, 0xcd]);
 });

@@ -3,14 +3,14 @@
  * carries the transaction: shared by the crypto loop (bench/e2e/crypto-loop.ts,
  * raw transactions / hex texts) and the checking bare server (bare-server.ts
  * with BARE_CHECK=1, request bodies). Solana: decode + ed25519 verification of
- * every signature (sodium-native). EVM: hex parse + strict decode + stateless
+ * every signature (sodium-native). EVM: hex decode (as the doors do it) + strict decode + stateless
  * validation + tx hash + signing hash + public-key recovery (libsecp256k1;
  * the address is not derived from the key, as in the relay).
  * Returns whether the transaction passed.
  */
 import { decodeSolanaTransaction, maxSizeFor } from '../../src/chains/solana/decode.js';
 import { verifySolanaTransaction } from '../../src/chains/solana/verify.js';
-import { parseHexTransaction } from '../../src/chains/evm/hex.js';
+import { decodeHexInto, hexTransactionLength, parseHexTransaction } from '../../src/chains/evm/hex.js';
 import { decodeEvmTransaction } from '../../src/chains/evm/decode.js';
 import { validateEvmTransaction } from '../../src/chains/evm/validate.js';
 import { txHashAt, signingHashAt } from '../../src/chains/evm/hash.js';
@@ -26,8 +26,17 @@ export function checkSolana(tx: Uint8Array): boolean {
   return verifySolanaTransaction(tx, decodeSolanaTransaction(tx, maxSizeFor(tx, false)));
 }
 
+// As the EVM doors: the hex digits decoded natively into one buffer, the table only when that refuses.
+const hexScratch = Buffer.alloc(128 * 1024);
+
+function hexBytes(text: string): Uint8Array {
+  const len = hexTransactionLength(text);
+  if (len <= hexScratch.length && decodeHexInto(text, hexScratch, 0, len)) return hexScratch.subarray(0, len);
+  return parseHexTransaction(text);
+}
+
 export function checkEvmHex(text: string): boolean {
-  const raw = parseHexTransaction(text);
+  const raw = hexBytes(text);
   const tx = decodeEvmTransaction(raw);
   validateEvmTransaction(tx, EVM_OPTS);
   txHashAt(raw, tx, hash32, 0);

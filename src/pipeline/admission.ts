@@ -233,6 +233,14 @@ export class Admission {
     return b;
   }
 
+  /**
+   * Decodes text (hex, base64) into a reserved block with `decode`, which
+   * writes buf[offset, offset + length) and says whether the text was valid.
+   */
+  decodeInto(b: Block, text: string, decode: (text: string, buf: Buffer, offset: number, length: number) => boolean): boolean {
+    return decode(text, this.slabBuf, b.offset, b.length);
+  }
+
   view(b: Block): Uint8Array {
     return this.slab.subarray(b.offset, b.offset + b.length);
   }

@@ -24,15 +24,7 @@ for (let i = 0; i < 6; i++) {
  */
 export function parseHexTransaction(text: string): Uint8Array {
   const n = text.length;
-  if (n < 2 || text.charCodeAt(0) !== 0x30 || (text.charCodeAt(1) | 0x20) !== 0x78) {
-    throw new DecodeError('transaction must start with 0x');
-  }
-  if (n === 2) throw new DecodeError('empty transaction');
-  if (n >= 4 && text.charCodeAt(2) === 0x30 && (text.charCodeAt(3) | 0x20) === 0x78) {
-    throw new DecodeError('only one 0x prefix is allowed');
-  }
-  if ((n & 1) !== 0) throw new DecodeError('odd number of hex digits');
-  const out = new Uint8Array((n - 2) >>> 1);
+  const out = new Uint8Array(hexTransactionLength(text));
   for (let i = 2, j = 0; i < n; i += 2, j++) {
     const a = text.charCodeAt(i);
     const b = text.charCodeAt(i + 1);
@@ -43,6 +35,40 @@ export function parseHexTransaction(text: string): Uint8Array {
     out[j] = (hi << 4) | lo;
   }
   return out;
+}
+
+/**
+ * The byte length of a `0x`-hex transaction, after the checks of its shape
+ * that `parseHexTransaction` makes (one prefix, digits present, an even
+ * count); throws the same DecodeError. The digits themselves are not looked at.
+ */
+export function hexTransactionLength(text: string): number {
+  const n = text.length;
+  if (n < 2 || text.charCodeAt(0) !== 0x30 || (text.charCodeAt(1) | 0x20) !== 0x78) {
+    throw new DecodeError('transaction must start with 0x');
+  }
+  if (n === 2) throw new DecodeError('empty transaction');
+  if (n >= 4 && text.charCodeAt(2) === 0x30 && (text.charCodeAt(3) | 0x20) === 0x78) {
+    throw new DecodeError('only one 0x prefix is allowed');
+  }
+  if ((n & 1) !== 0) throw new DecodeError('odd number of hex digits');
+  return (n - 2) >>> 1;
+}
+
+/**
+ * Decodes the digits of `text`, whose shape `hexTransactionLength` accepted
+ * with length `len`, into buf[offset, offset + len): the door's single copy,
+ * straight into the slab. True when every digit was hex. Node's decoder
+ * (either case, like the table above) stops at the first pair that is not
+ * hex, so a short count is the whole check; for the error's position the
+ * caller runs `parseHexTransaction`. `npm run bench:micro -- HexInto
+ * parseHex`: 0.42 µs per transaction of its mix against 2.2 µs for the table
+ * plus the copy into the slab (Node 20, AMD EPYC VM).
+ */
+export function decodeHexInto(text: string, buf: Buffer, offset: number, len: number): boolean {
+  // Node reads a UTF-16 code unit by its low byte (U+0161 decodes as `a`): ASCII only, checked natively.
+  if (Buffer.byteLength(text, 'utf8') !== text.length) return false;
+  return buf.write(text.slice(2), offset, len, 'hex') === len;
 }
 
 /**

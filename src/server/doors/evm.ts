@@ -5,8 +5,8 @@
  * rules, and the `svc_sendRawTransactionBatch` batch with its durable record.
  */
 import { E, RelayError } from '../../errors.js';
-import { parseHexTransaction } from '../../chains/evm/hex.js';
-import type { Admission, BatchInput, BatchItem, EvmOutcome, LaneName } from '../../pipeline/admission.js';
+import { decodeHexInto, hexTransactionLength, parseHexTransaction } from '../../chains/evm/hex.js';
+import type { Admission, BatchInput, BatchItem, Block, EvmOutcome, LaneName } from '../../pipeline/admission.js';
 import { FORWARDED_MESSAGE } from '../../pipeline/admission.js';
 import type { AccountRecord } from '../../store/accounts.js';
 import { begin, fixedHeaders, joinHeaders, readBody, retryAfterHeaders, retryHeaders, send, type Headers, type Res } from '../http.js';
@@ -102,18 +102,39 @@ function plainValue(s: string, from: number): boolean {
   return true;
 }
 
+/**
+ * A `0x`-hex transaction decoded straight into the slab (the one copy), or
+ * why not: TX_INVALID with parseHexTransaction's message, or a full slab. A
+ * malformed transaction is told so even when the slab is full.
+ */
+function hexIn(admission: Admission, hex: string): Block | RelayError {
+  let len: number;
+  try {
+    len = hexTransactionLength(hex);
+  } catch (e) {
+    return new RelayError(E.TX_INVALID, (e as Error).message);
+  }
+  const block = admission.reserve(len);
+  if (block !== null && admission.decodeInto(block, hex, decodeHexInto)) return block;
+  // Node's decoder refused (or there was no room): the table decides, and names the bad digit.
+  let bytes: Uint8Array;
+  try {
+    bytes = parseHexTransaction(hex);
+  } catch (e) {
+    if (block !== null) admission.release(block);
+    return new RelayError(E.TX_INVALID, (e as Error).message);
+  }
+  if (block === null) return admission.capacityError('slab full');
+  admission.view(block).set(bytes);
+  return block;
+}
+
 export function registerEvmDoors(ctx: DoorContext): void {
   const { app, admission } = ctx;
 
   const submit = (reply: Reply, rec: AccountRecord, hex: string, id: string, cors: Headers | undefined): void => {
-    let bytes: Uint8Array;
-    try {
-      bytes = parseHexTransaction(hex);
-    } catch (e) {
-      return errorReply(reply, new RelayError(E.TX_INVALID, (e as Error).message), id, cors);
-    }
-    const block = admission.copyIn(bytes);
-    if (block === null) return errorReply(reply, admission.capacityError('slab full'), id, cors);
+    const block = hexIn(admission, hex);
+    if (block instanceof RelayError) return errorReply(reply, block, id, cors);
     const lane: LaneName = admission.laneFor('evm', rec);
     admission.evmSingle(block, hex, lane, (o: EvmOutcome) => {
       if (!o.ok) return errorReply(reply, o.error, id, cors);
@@ -188,14 +209,11 @@ export function registerEvmDoors(ctx: DoorContext): void {
       return errorReply(reply, err, call.id);
     }
     const inputs: BatchInput[] = (p as string[]).map((hex) => {
-      let bytes: Uint8Array;
-      try {
-        bytes = parseHexTransaction(hex);
-      } catch (e) {
-        return admission.evmPrepare(null, hex, new RelayError(E.TX_INVALID, (e as Error).message));
+      const block = hexIn(admission, hex);
+      if (block instanceof RelayError) {
+        if (block.spec === E.TX_INVALID) return admission.evmPrepare(null, hex, block);
+        return { block: null, hex, hash: null, error: block };
       }
-      const block = admission.copyIn(bytes);
-      if (block === null) return { block: null, hex, hash: null, error: admission.capacityError('slab full') };
       return admission.evmPrepare(block, hex, null);
     });
     const batchId = batches.newId();
