@@ -11,6 +11,7 @@ import { decodeSolanaTransaction, maxSizeFor, type SolanaTxView } from '../src/c
 import { TipAccounts, sumBundleTips, sumTips } from '../src/chains/solana/tip.js';
 import { verifyWith } from '../src/chains/solana/verify.js';
 import * as h from '../test/helpers/solana.js';
+import { base64DecodedLength, decodeBase64Into } from '../src/chains/solana/base64.js';
 
 export interface MicroBench {
   name: string;
@@ -67,7 +68,41 @@ function setup(): void {
   }
 }
 
+/** Stands in for the shared slab the JSON-RPC door decodes into. */
+const into = Buffer.alloc(1 << 16);
+let b64: string[] = [];
+
 export const benches: MicroBench[] = [
+  {
+    name: 'solana base64 into a slab, strict by re-encoding (the JSON-RPC door before decodeBase64Into)',
+    items: N,
+    setup: async () => {
+      await setup();
+      b64 = raw.map((b) => Buffer.from(b).toString('base64'));
+    },
+    fn: () => {
+      for (let i = 0; i < N; i++) {
+        const t = b64[i]!;
+        const len = base64DecodedLength(t);
+        const v = into.subarray(64, 64 + len);
+        if (v.write(t, 'base64') === len && v.toString('base64') === t) sink++;
+      }
+    },
+  },
+  {
+    name: 'solana decodeBase64Into a slab (the JSON-RPC door)',
+    items: N,
+    setup: async () => {
+      await setup();
+      b64 = raw.map((b) => Buffer.from(b).toString('base64'));
+    },
+    fn: () => {
+      for (let i = 0; i < N; i++) {
+        const t = b64[i]!;
+        if (decodeBase64Into(t, into, 64, base64DecodedLength(t))) sink++;
+      }
+    },
+  },
   {
     name: 'solana decode (legacy/v0/v1 mix)',
     items: N,
