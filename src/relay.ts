@@ -391,9 +391,10 @@ function registerMetrics(
   ]);
   m.counter('txrelay_verify_failed_total', 'Checks that failed on this node rather than on the transaction (answered 503 retry-safe).', [], () => [[{}, p.pool.stats.internal]]);
   m.counter('txrelay_verify_worker_restarts_total', 'Verification workers restarted after dying.', [], () => [[{}, p.pool.stats.workerRestarts]]);
-  m.counter('txrelay_shed_total', 'Arrivals shed by the queue controller, by reason (standing queue: CoDel control law; over_max: estimated wait over limits.queue_max_ms).', ['reason'], () => [
+  m.counter('txrelay_shed_total', 'Arrivals shed by the queue controller, by reason (standing queue: CoDel control law; over_max: estimated wait over limits.queue_max_ms; expired: admitted, then waited past it before its check).', ['reason'], () => [
     [{ reason: 'standing' }, p.pool.controller.shedStanding],
     [{ reason: 'over_max' }, p.pool.controller.shedOverMax],
+    [{ reason: 'expired' }, p.pool.stats.expired],
   ]);
   m.gauge('txrelay_verify_queue_ms', 'Estimated time a check submitted now would wait for a verifier, in milliseconds.', [], () => [[{}, p.pool.queueMs()]]);
   m.gauge('txrelay_slab_bytes_used', 'Bytes of in-flight transactions in the shared slab.', [], () => [[{}, p.slab.used]]);

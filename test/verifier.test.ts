@@ -291,9 +291,61 @@ test('a worker that dies mid-check leaves no transaction unanswered: its job fai
     assert.equal(v.stats.internal, 1);
     // The restarted worker serves (given more than the acceptor's 1 ms slice, it gets a share).
     const before = v.stats.workers;
-    const more = await Promise.all(Array.from({ length: 100 }, () => check(JobKind.SolanaTx, legacyTransfer().bytes)));
-    assert.ok(more.every((r) => r.result === JobResult.Ok));
+    // Signed before any is submitted: signing one takes milliseconds, and a job submitted while the rest are
+    // signed in the same turn would wait past limits.queue_max_ms and be refused unchecked.
+    const moreTxs = Array.from({ length: 100 }, () => legacyTransfer().bytes);
+    const more = await Promise.all(moreTxs.map((t) => check(JobKind.SolanaTx, t)));
+    assert.ok(more.every((r) => r.result === JobResult.Ok), JSON.stringify(more.map((r) => r.result)));
     assert.ok(v.stats.workers > before, 'the restarted worker checked some');
+  } finally {
+    await v.close();
+  }
+});
+
+test('a check that waited past limits.queue_max_ms before it started is refused retry-safe, unchecked; a resend is checked afresh', async () => {
+  let now = 1_000_000;
+  const { v, jobs, job, check } = setup({ threads: 0, sliceMs: 10_000, clock: () => now, controller: { maxMs: 100 } });
+  await v.start();
+  try {
+    const txs = Array.from({ length: 3 }, () => legacyTransfer().bytes);
+    const results: JobResult[] = [];
+    const answered = new Promise<void>((resolve) => {
+      for (const tx of txs) {
+        const s = job(JobKind.SolanaTx, tx);
+        v.run(s, () => {
+          results.push(jobs.field(s, S_RESULT) as JobResult);
+          jobs.release(s);
+          if (results.length === txs.length) resolve();
+        });
+      }
+    });
+    // The turn's first check ran inline; the other two wait for the end of the turn, which comes 150 ms later.
+    now += 150;
+    await answered;
+    assert.deepEqual(results, [JobResult.Ok, JobResult.Expired, JobResult.Expired]);
+    assert.equal(v.stats.expired, 2);
+    // Never checked, so never claimed a dedup key: the same transaction sent again is accepted, not a duplicate.
+    assert.equal((await check(JobKind.SolanaTx, txs[1]!)).result, JobResult.Ok);
+    assert.equal((await check(JobKind.SolanaTx, txs[0]!)).result, JobResult.Duplicate);
+  } finally {
+    await v.close();
+  }
+});
+
+test('on the worker too, a job that waited past the bound is refused unchecked and the rest are checked', async () => {
+  // A 1 ms bound and 300 checks (~15 ms of work) offered at once: the later ones wait longer than that.
+  const { v, check } = setup({ inline: 'never', controller: { targetMs: 1, maxMs: 1 } });
+  await v.start();
+  try {
+    const txs = Array.from({ length: 300 }, () => legacyTransfer().bytes);
+    const results = (await Promise.all(txs.map((t) => check(JobKind.SolanaTx, t)))).map((r) => r.result);
+    const expired = results.filter((r) => r === JobResult.Expired).length;
+    assert.equal(results.filter((r) => r === JobResult.Ok).length + expired, 300);
+    assert.ok(expired > 0, 'some waited past 1 ms');
+    assert.equal(v.stats.expired, expired);
+    const again = await Promise.all(txs.filter((_, i) => results[i] === JobResult.Expired).slice(0, 5).map((t) => check(JobKind.SolanaTx, t)));
+    assert.ok(again.every((r) => r.result !== JobResult.Duplicate), 'an expired transaction is not a duplicate when resent');
+    assert.ok(again.some((r) => r.result === JobResult.Ok));
   } finally {
     await v.close();
   }

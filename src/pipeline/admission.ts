@@ -264,10 +264,17 @@ export class Admission {
     return this.jobs.acquire();
   }
 
+  /** Whether a failed check's result is the transaction's fault, not this node's (expired, internal). */
+  private atFault(s: number): boolean {
+    const r = this.jobs.field(s, S_RESULT) as JobResult;
+    return r !== JobResult.Expired && r !== JobResult.Internal;
+  }
+
   /** The outcome of a check that did not pass, as the rejection its door answers. */
   private checkError(s: number, decode: ErrorSpec, prefix: string): RelayError {
     const r = this.jobs.field(s, S_RESULT) as JobResult;
     if (r === JobResult.Internal) return this.reject(E.CHECK_FAILED, 'the transaction check failed on this node');
+    if (r === JobResult.Expired) return this.reject(E.CAPACITY, 'verification queue over its bound');
     return this.reject(decode, prefix + this.jobs.message(s));
   }
 
@@ -379,7 +386,16 @@ export class Admission {
     let remaining = slots.length;
     const finish = (): void => {
       let bad = -1;
-      for (let i = 0; i < slots.length; i++) if (this.jobs.field(slots[i]!, S_RESULT) !== JobResult.Ok) bad = bad < 0 ? i : bad;
+      // The first transaction at fault, else the first this node could not check (expired, internal): a
+      // bundle with an invalid transaction is invalid, whatever else happened to its siblings.
+      for (let i = 0; i < slots.length; i++) {
+        if (this.jobs.field(slots[i]!, S_RESULT) === JobResult.Ok) continue;
+        if (this.atFault(slots[i]!)) {
+          bad = i;
+          break;
+        }
+        if (bad < 0) bad = i;
+      }
       let error: RelayError | null = null;
       if (bad >= 0) error = this.checkError(slots[bad]!, E.BATCH_DECODE, `transaction ${bad}: `);
       for (const s of slots) this.jobs.release(s);

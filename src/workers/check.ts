@@ -41,6 +41,23 @@ export interface CheckContext {
   /** `evm.chain_id`. */
   chainId: bigint;
   clock: Clock;
+  /**
+   * `limits.queue_max_ms`: a job claimed from the ring after waiting longer
+   * is answered `Expired` without a check (Infinity: never).
+   */
+  maxWaitMs: number;
+}
+
+/**
+ * Runs a job claimed from the ring, unless it waited past `maxWaitMs`: the
+ * door's estimate of the wait is only an estimate, and a transaction that
+ * would be acknowledged later than the bound is refused (retry-safe) rather
+ * than checked. It has not touched the dedup filter, so a resend is checked
+ * afresh.
+ */
+export function runClaimed(c: CheckContext, s: number): void {
+  if (c.jobs.waited(s) > c.maxWaitMs) return c.jobs.setResult(s, JobResult.Expired, '');
+  runCheck(c, s);
 }
 
 // Per-thread scratch: checks are synchronous, so one of each per thread is enough.

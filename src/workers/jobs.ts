@@ -105,6 +105,8 @@ export const enum JobResult {
   BadSignature = 3,
   /** The check itself failed (a bug, or the worker died): not the client's fault, retry-safe. */
   Internal = 4,
+  /** Not checked: it waited longer than `limits.queue_max_ms` before a check could start (retry-safe, like a shed). */
+  Expired = 5,
 }
 
 export interface JobTableHandle {
@@ -306,6 +308,11 @@ export class JobTable {
   /** Whether a published answer waits in the done ring (main thread only). */
   hasDone(): boolean {
     return Atomics.load(this.doneRing, this.doneHead & this.mask) !== 0;
+  }
+
+  /** How long a claimed job waited between submission and its claim, in ms. */
+  waited(s: number): number {
+    return this.times[s * SLOT_TIMES + T_START]! - this.times[s * SLOT_TIMES + T_SUBMIT]!;
   }
 
   /** How long the oldest job nobody has claimed yet has waited, in ms (0 when none waits). */

@@ -9,7 +9,7 @@ import { Slab } from '../shared/slab.js';
 import { DedupFilter } from '../shared/dedup.js';
 import { systemClock } from '../shared/clock.js';
 import { initKeccak } from '../chains/evm/hash.js';
-import { runCheck, type CheckContext } from './check.js';
+import { runClaimed, type CheckContext } from './check.js';
 import { JobTable } from './jobs.js';
 import type { WorkerData } from './pool.js';
 
@@ -24,6 +24,7 @@ const ctx: CheckContext = {
   dedup: DedupFilter.attach(data.dedup),
   chainId: BigInt(data.chainId),
   clock: systemClock,
+  maxWaitMs: data.maxWaitMs,
 };
 /** A parked worker re-checks the stop flag this often even if no wake-up arrives. */
 const PARK_MS = 1000;
@@ -35,7 +36,7 @@ export default function serve(task: { index: number }): number {
   for (;;) {
     const s = jobs.claim(task.index, systemClock());
     if (s >= 0) {
-      runCheck(ctx, s);
+      runClaimed(ctx, s);
       jobs.complete(s, systemClock());
       n++;
       continue;
