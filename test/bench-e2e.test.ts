@@ -146,7 +146,21 @@ test('a shed answer is priced from the overload run: its CPU beyond the accepted
   assert.equal(shedCpuUs(null, 100), null);
 });
 
-test('metrics parsing reads admissions, refusals by code and the accept histogram whatever other labels they carry', async () => {
+test('the open-loop ceiling: accepted and refused CPU add up to one core', async () => {
+  const { openLoopCeiling } = await import('../bench/e2e/goals.js');
+  // Free refusals: all of capacity. A refusal at 1/6 of an accepted tx, 2x offered: g + (2 - g)/6 = 1, g = 0.8.
+  assert.equal(openLoopCeiling(2, 0, 80), 1);
+  assert.ok(Math.abs(openLoopCeiling(2, 80 / 6, 80) - 0.8) < 1e-12);
+  // Check the balance directly for an arbitrary case: 1.5x offered, refusal 20 µs, accepted 100 µs.
+  const g = openLoopCeiling(1.5, 20, 100);
+  assert.ok(Math.abs(g * 100 + (1.5 - g) * 20 - 100) < 1e-9);
+  // Offered under capacity, nothing need be refused; refusing at the price of accepting gains nothing.
+  assert.equal(openLoopCeiling(0.5, 10, 100), 1);
+  assert.equal(openLoopCeiling(2, 100, 100), 0.5);
+  assert.ok(Number.isNaN(openLoopCeiling(2, undefined, 100)));
+});
+
+test('metrics parsing reads admissions, refusals by code, sheds by reason and the accept histogram whatever other labels they carry', async () => {
   const { parseMetrics } = await import('../bench/e2e/relay.js');
   const c = parseMetrics(
     [
@@ -157,6 +171,8 @@ test('metrics parsing reads admissions, refusals by code and the accept histogra
       'txrelay_rejected_total{code="TXR_CAPACITY"} 12',
       'txrelay_rejected_total{door="v2",code="TXR_CAPACITY"} 3',
       'txrelay_rejected_total{code="TXR_RATE_IP"} 1',
+      'txrelay_shed_total{reason="over_max"} 9',
+      'txrelay_shed_total{reason="expired"} 6',
       'txrelay_accept_seconds_bucket{le="0.001",door="solana-v2"} 60',
       'txrelay_accept_seconds_bucket{door="evm-text",le="0.001"} 4',
       'txrelay_accept_seconds_bucket{le="+Inf",door="solana-v2"} 90',
@@ -165,6 +181,7 @@ test('metrics parsing reads admissions, refusals by code and the accept histogra
   );
   assert.equal(c.admitted, 75);
   assert.deepEqual(c.rejected, { TXR_CAPACITY: 15, TXR_RATE_IP: 1 });
+  assert.deepEqual(c.shed, { over_max: 9, expired: 6 });
   assert.deepEqual([...c.accept], [[0.001, 64], [Infinity, 90]]);
 });
 
@@ -185,7 +202,7 @@ test('the report renders the five goals as value, limit and verdict, n/a for a f
   const { evaluateGoals, GOALS, OVERLOAD_GOALS } = await import('../bench/e2e/goals.js');
   const run = (over: Record<string, unknown> = {}) => ({
     name: 'x', what: 'x', tool: 'wrk -t2 -c16 (closed loop)', connections: 16, windowS: 5, answers: 50_000, accepted: 50_000, acceptedPerSec: 10_000,
-    refused: 0, rejected: {}, cpuS: 3, cpuUsPerAccepted: 60, cpuUsPerAnswer: 60, cores: 0.6,
+    refused: 0, rejected: {}, shed: {}, cpuS: 3, cpuUsPerAccepted: 60, cpuUsPerAnswer: 60, cores: 0.6,
     threads: [{ label: 'main', cpuUsPerAccepted: 40, corePct: 40 }, { label: 'thread 1', cpuUsPerAccepted: 20, corePct: 20 }],
     latency: { p50Us: 150, p99Us: 900, maxUs: 2000 }, relaySide: { count: 50_000, p50UpperMs: 0.2, p99UpperMs: 2 },
     loadPct: { generator: 30, sink: 10, orchestrator: 1, rest: 2 }, coreBusyPct: [95, 45],

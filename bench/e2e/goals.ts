@@ -110,3 +110,21 @@ export function shedCpuUs(run: { cpuS: number; accepted: number; refused: number
   if (run.refused < MIN_SHED_SHARE * (run.refused + run.accepted)) return null;
   return Math.max(0, run.cpuS * 1e6 - run.accepted * cpuUsPerAccepted) / run.refused;
 }
+
+/**
+ * The most an open-loop overload can leave for accepted transactions on one
+ * core: offered `factor` x capacity, every arrival not accepted is refused,
+ * and a refusal costs `shedUs` where an accepted transaction costs
+ * `acceptedUs`. With g the accepted share of capacity, g + (factor - g) x
+ * shedUs / acceptedUs = 1 core, so g = (1 - factor x r) / (1 - r), r =
+ * shedUs / acceptedUs. Priced at a bare uWS request (item 3's own bound on a
+ * shed answer), it is the ceiling item 3's 2x goodput goal is measured
+ * against: at 2x, a refusal costing 1/6 of an accepted transaction caps
+ * goodput at 0.8 whatever the relay does.
+ */
+export function openLoopCeiling(factor: number, shedUs: number | undefined, acceptedUs: number | undefined): number {
+  if (shedUs === undefined || acceptedUs === undefined || !(acceptedUs > 0) || !(shedUs >= 0)) return NaN;
+  const r = shedUs / acceptedUs;
+  if (r >= 1) return 1 / factor; // refusing costs as much as accepting: nothing is gained by refusing
+  return Math.min(1, Math.max(0, (1 - factor * r) / (1 - r)));
+}

@@ -81,18 +81,22 @@ export async function stopChild(child: ChildProcess, ms = 15_000): Promise<void>
 export interface Counts {
   admitted: number;
   rejected: Record<string, number>;
+  /** txrelay_shed_total by reason (standing, over_max, expired): which of the capacity refusals the queue controller made, and where. */
+  shed: Record<string, number>;
   /** txrelay_accept_seconds cumulative bucket counts by upper bound, all doors summed (one door runs at a time). */
   accept: Map<number, number>;
 }
 
 const ADMITTED = /^txrelay_admitted_total(?:\{[^}]*\})? (\S+)$/;
 const REJECTED = /^txrelay_rejected_total\{[^}]*\bcode="([^"]+)"[^}]*\} (\S+)$/;
+const SHED = /^txrelay_shed_total\{reason="([^"]+)"\} (\S+)$/;
 const ACCEPT_BUCKET = /^txrelay_accept_seconds_bucket\{[^}]*\ble="([^"]+)"[^}]*\} (\S+)$/;
 
 /** The three series bench:e2e reads from the relay's Prometheus text, whatever other labels they carry. */
 export function parseMetrics(text: string): Counts {
   let admitted = 0;
   const rejected: Record<string, number> = {};
+  const shed: Record<string, number> = {};
   const accept = new Map<number, number>();
   for (const line of text.split('\n')) {
     let m = ADMITTED.exec(line);
@@ -105,13 +109,18 @@ export function parseMetrics(text: string): Counts {
       rejected[m[1]!] = (rejected[m[1]!] ?? 0) + Number(m[2]);
       continue;
     }
+    m = SHED.exec(line);
+    if (m) {
+      shed[m[1]!] = Number(m[2]);
+      continue;
+    }
     m = ACCEPT_BUCKET.exec(line);
     if (m) {
       const le = m[1] === '+Inf' ? Infinity : Number(m[1]);
       accept.set(le, (accept.get(le) ?? 0) + Number(m[2]));
     }
   }
-  return { admitted, rejected, accept };
+  return { admitted, rejected, shed, accept };
 }
 
 // ---- the processes -------------------------------------------------------------
@@ -233,7 +242,7 @@ export async function startBare(core: string, script: string, env: NodeJS.Proces
   child.stdout!.resume();
   const counts = async (): Promise<Counts> => {
     const n = Number(await (await fetch(`http://127.0.0.1:${port}/__count`)).text());
-    return { admitted: n, rejected: {}, accept: new Map() };
+    return { admitted: n, rejected: {}, shed: {}, accept: new Map() };
   };
   return { child, pid: child.pid!, port, counts, gc: null };
 }

@@ -1,5 +1,5 @@
 /** The end-to-end report's shape and its Markdown rendering (bench/results/*.md). */
-import type { Goal, GoalName, Verdict } from './goals.js';
+import { openLoopCeiling, type Goal, type GoalName, type Verdict } from './goals.js';
 import type { ProfileSummary } from './profile.js';
 import type { GcSummary } from './gc.js';
 import type { RunStats } from './window.js';
@@ -72,9 +72,13 @@ const cmp = (g: Goal) => `${g.better === 'lower' ? '≤' : '≥'} ${g.limit}`;
 
 function runRow(r: RunStats | null, name: string): string {
   if (!r) return `| ${name} | not measured (see notes) ||||||||||||||`;
-  const rej = Object.entries(r.rejected)
+  const shed = Object.entries(r.shed ?? {})
     .map(([k, v]) => `${k} ${f0(v)}`)
     .join(', ');
+  const rej =
+    Object.entries(r.rejected)
+      .map(([k, v]) => `${k} ${f0(v)}`)
+      .join(', ') + (shed ? ` (shed: ${shed})` : '');
   const st = Object.entries(r.statuses)
     .filter(([, v]) => v > 0)
     .map(([k, v]) => `${k}: ${f0(v)}`)
@@ -121,7 +125,7 @@ export function renderMarkdown(r: Report): string {
   L.push(
     '**Sources.** A window is exactly the generator\'s timed phase (wrk\'s "Running" to "requests in" lines, the open-loop schedule). ' +
       'CPU: `/proc/<pid>/stat` utime+stime of the measured process, all threads, and `/proc/<pid>/task/<tid>/stat` per thread (main thread: tid = pid). ' +
-      'Accepted and refused: the relay\'s `txrelay_admitted_total` and `txrelay_rejected_total{code}` deltas (bare server: its own count). ' +
+      'Accepted and refused: the relay\'s `txrelay_admitted_total` and `txrelay_rejected_total{code}` deltas (bare server: its own count); "shed" splits the queue controller\'s refusals by `txrelay_shed_total{reason}` (`standing`, `over_max`: at the door, before the body is read; `expired`: read, then waited past `limits.queue_max_ms` before its check). ' +
       'Latency: wrk\'s percentiles (all answers) or the open-loop generator\'s (accepted answers, from each request\'s due time). ' +
       'Allocation and pauses: the relay runs under `--trace-gc-nvp`; heap bytes allocated in a window are the sum of `allocated=` over its collections (JS heap only: Buffer contents are off-heap).',
     '',
@@ -147,8 +151,8 @@ export function renderMarkdown(r: Report): string {
   L.push('## Overload (issue 7 item 3)', '');
   L.push(
     `| door | goodput 1024 ÷ 16 ${cmp(G.goodput1024)} | goodput, ${r.settings.openFactor}x offered open loop ${cmp(G.goodputOpen2x)} | shed answer ÷ bare uWS ${cmp(G.shedCost)} | refused at 256 connections | ` +
-      `gate refusal, µs CPU/answer | bare uWS at 256, µs CPU/req | ${r.settings.openFactor}x open loop: accepted p50 / p99 µs |`,
-    '|---|---|---|---|---|---|---|---|',
+      `gate refusal, µs CPU/answer | bare uWS at 256, µs CPU/req | ${r.settings.openFactor}x open loop: accepted p50 / p99 µs | ${r.settings.openFactor}x open loop: ceiling if each refusal costs a bare uWS request |`,
+    '|---|---|---|---|---|---|---|---|---|',
   );
   for (const d of r.doors) {
     const c256 = d.pinned.c256;
@@ -156,13 +160,13 @@ export function renderMarkdown(r: Report): string {
     L.push(
       `| ${d.door} | ${verdictCell(d.goals.goodput1024)} | ${verdictCell(d.goals.goodputOpen2x)} | ${verdictCell(d.goals.shedCost)} | ` +
         `${c256 ? `${f0((100 * c256.refused) / Math.max(1, c256.answers))}% of ${f0(c256.answers)}` : '–'} | ${f1(d.pinned.refusal?.cpuUsPerAnswer)} | ${f1(d.bare.c256?.cpuUsPerAnswer)} | ` +
-        `${o ? `${f0(o.latency.p50Us)} / ${f0(o.latency.p99Us)}` : '–'} |`,
+        `${o ? `${f0(o.latency.p50Us)} / ${f0(o.latency.p99Us)}` : '–'} | ${f2(openLoopCeiling(Number(r.settings.openFactor), d.bare.c256?.cpuUsPerAnswer, d.pinned.c16?.cpuUsPerAccepted))} |`,
     );
   }
   L.push(
     '',
     `Shed answer: the 256-connection run's relay CPU beyond its accepted transactions (priced at the 16-connection run's µs per accepted tx) divided by its refused answers; ` +
-      'n/a when refusals are under 5% of the answers. Gate refusal: a relay started with `limits.ip_rps = 0`, so every request is refused (429) at the gate before its body is looked at: the floor of any refusal. ' +
+      'n/a when refusals are under 5% of the answers. Ceiling: on one core, accepted µs (16 connections) and refused µs (bare uWS at 256) must add up to one core, so at 2x offered goodput can be no more than (1 − 2r) ÷ (1 − r) of capacity, r = refusal ÷ accepted µs (bench/e2e/goals.ts `openLoopCeiling`). Gate refusal: a relay started with `limits.ip_rps = 0`, so every request is refused (429) at the gate before its body is looked at: the floor of any refusal. ' +
       `Default layout at 256 connections: ${r.doors.map((d) => `${d.door} ${f0(d.defaultLayout.c256?.acceptedPerSec)} tx/s (${f2((d.defaultLayout.c256?.acceptedPerSec ?? NaN) / (d.defaultLayout.c16?.acceptedPerSec ?? NaN))}x its 16-connection rate)`).join(', ')}.`,
     '',
   );

@@ -68,6 +68,8 @@ export interface RunStats {
   acceptedPerSec: number;
   refused: number;
   rejected: Record<string, number>;
+  /** Of the capacity refusals, the queue controller's by reason (txrelay_shed_total deltas; empty for the bare server). */
+  shed: Record<string, number>;
   cpuS: number;
   cpuUsPerAccepted: number;
   cpuUsPerAnswer: number;
@@ -164,6 +166,11 @@ function stats(target: Target, spec: LoadSpec, s0: Snap, s1: Snap, parsed: Retur
       refused += dv;
     }
   }
+  const shed: Record<string, number> = {};
+  for (const [k, v] of Object.entries(s1.counts.shed)) {
+    const dv = v - (s0.counts.shed[k] ?? 0);
+    if (dv > 0) shed[k] = dv;
+  }
   const cpuS = s1.cpu - s0.cpu;
   const per = (s: number) => (accepted > 0 ? (s * 1e6) / accepted : NaN);
   const threads: ThreadShare[] = [];
@@ -204,6 +211,7 @@ function stats(target: Target, spec: LoadSpec, s0: Snap, s1: Snap, parsed: Retur
     acceptedPerSec: accepted / windowS,
     refused,
     rejected,
+    shed,
     cpuS,
     cpuUsPerAccepted: per(cpuS),
     cpuUsPerAnswer: (cpuS * 1e6) / Math.max(1, accepted + refused),
