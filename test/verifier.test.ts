@@ -23,7 +23,8 @@ function setup(opts: Partial<VerifierOptions> = {}) {
   const slab = Slab.create({ capacity: 4 << 20 });
   const jobs = JobTable.create(1024);
   const dedup = DedupFilter.create({ windowMs: 60_000, capacity: 100_000 });
-  const v = new Verifier({ threads: 1, jobs, slab, dedup, chainId: 1n, clock: systemClock, ...opts });
+  // The queue bound is 60 s unless a test is about it: a busy CI machine must not turn a slow check into a refusal.
+  const v = new Verifier({ threads: 1, jobs, slab, dedup, chainId: 1n, clock: systemClock, controller: { maxMs: 60_000 }, ...opts });
   const job = (kind: JobKind, bytes: Uint8Array): number => {
     const off = slab.alloc(bytes.length);
     slab.bytes.set(bytes, off);
@@ -289,13 +290,16 @@ test('a worker that dies mid-check leaves no transaction unanswered: its job fai
     assert.deepEqual(errors, [0]);
     assert.equal(v.stats.workerRestarts, 1);
     assert.equal(v.stats.internal, 1);
-    // The restarted worker serves (given more than the acceptor's 1 ms slice, it gets a share).
+    // The restarted worker serves (given more than the acceptor's 1 ms slice, it gets a share) once its
+    // thread has loaded; until then the acceptor checks everything itself.
     const before = v.stats.workers;
-    // Signed before any is submitted: signing one takes milliseconds, and a job submitted while the rest are
-    // signed in the same turn would wait past limits.queue_max_ms and be refused unchecked.
-    const moreTxs = Array.from({ length: 100 }, () => legacyTransfer().bytes);
-    const more = await Promise.all(moreTxs.map((t) => check(JobKind.SolanaTx, t)));
-    assert.ok(more.every((r) => r.result === JobResult.Ok), JSON.stringify(more.map((r) => r.result)));
+    for (let round = 0; round < 20 && v.stats.workers === before; round++) {
+      // Signed before any is submitted: signing one takes milliseconds, and jobs submitted while the rest
+      // are signed in the same turn would wait that long.
+      const moreTxs = Array.from({ length: 50 }, () => legacyTransfer().bytes);
+      const more = await Promise.all(moreTxs.map((t) => check(JobKind.SolanaTx, t)));
+      assert.ok(more.every((r) => r.result === JobResult.Ok), JSON.stringify(more.map((r) => r.result)));
+    }
     assert.ok(v.stats.workers > before, 'the restarted worker checked some');
   } finally {
     await v.close();
