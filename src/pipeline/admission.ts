@@ -85,6 +85,8 @@ export interface AdmissionDeps {
 }
 
 const SIGNATURE_BYTES = 64;
+/** Why a transaction is refused for the queue's hard bound, at the door or after waiting past it. */
+const OVER_BOUND = 'verification queue over its bound';
 
 export class Admission {
   draining = false;
@@ -186,7 +188,7 @@ export class Admission {
   shed(): RelayError | null {
     const s = this.d.verifier.admit(this.d.clock());
     if (s === Shed.No) return null;
-    return this.reject(E.CAPACITY, s === Shed.Standing ? 'standing verification queue' : 'verification queue over its bound');
+    return this.reject(E.CAPACITY, s === Shed.Standing ? 'standing verification queue' : OVER_BOUND);
   }
 
   /**
@@ -274,7 +276,7 @@ export class Admission {
   private checkError(s: number, decode: ErrorSpec, prefix: string): RelayError {
     const r = this.jobs.field(s, S_RESULT) as JobResult;
     if (r === JobResult.Internal) return this.reject(E.CHECK_FAILED, 'the transaction check failed on this node');
-    if (r === JobResult.Expired) return this.reject(E.CAPACITY, 'verification queue over its bound');
+    if (r === JobResult.Expired) return this.reject(E.CAPACITY, OVER_BOUND);
     return this.reject(decode, prefix + this.jobs.message(s));
   }
 

@@ -69,7 +69,7 @@ import type { DedupFilter, DedupHandle } from '../shared/dedup.js';
 import type { SlabHandle } from '../shared/slab.js';
 import { runCheck, runClaimed, type CheckContext } from './check.js';
 import { QueueController, Shed, type ControllerOptions } from './controller.js';
-import { C_COMPLETED, JobResult, S_RESULT, S_WORKER, SlotState, T_END, T_START, T_SUBMIT, type JobTable, type JobTableHandle } from './jobs.js';
+import { C_COMPLETED, JobResult, S_RESULT, S_WORKER, SlotState, T_END, T_START, type JobTable, type JobTableHandle } from './jobs.js';
 
 /** Over this event-loop utilisation (last window) the acceptor is busy: with workers, checks go to them (woken) instead of inline. */
 const ELU_INLINE_MAX = 0.75;
@@ -467,7 +467,7 @@ export class Verifier {
   }
 
   private settle(s: number): void {
-    const wait = this.jobs.time(s, T_START) - this.jobs.time(s, T_SUBMIT);
+    const wait = this.jobs.waited(s);
     if (wait > this.worstSojourn) this.worstSojourn = wait;
     this.outstanding--;
     const done = this.cbs[s]!;
