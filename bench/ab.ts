@@ -17,6 +17,11 @@
  *   overload    1024 connections, relay CPU per accepted transaction
  *   refusal     256 connections with `limits.ip_rps = 0`: relay CPU per
  *               answer, every request refused at the gate
+ *   openloop    the open-loop generator offering `--rate` requests per
+ *               second (default: twice what A accepted in a 16-connection
+ *               calibration window run first) over 2048 connections, as
+ *               bench:e2e's 2x open-loop window: goodput, and which share
+ *               of the refusals were read, queued, then expired
  *
  * The order of the two relays flips each round; each figure is the median of
  * its rounds, and the ratio is taken of the medians (B ÷ A: above 1, B costs
@@ -33,7 +38,7 @@ import { parseArgs } from 'node:util';
 import { DOORS, type Door, type DoorName } from './e2e/doors.js';
 import { readBodies, writeBodies } from './e2e/bodies.js';
 import { startRelay, startSink, stopChild, stopRelay, type Relay } from './e2e/relay.js';
-import { wrkSpec, type WrkResult } from './e2e/generators.js';
+import { OPEN_CONNECTIONS, OPEN_FACTOR, openLoopSpec, wrkSpec, type WrkResult } from './e2e/generators.js';
 import { measureWindow, type RunStats } from './e2e/window.js';
 import { evmTransfers, solanaTransfers } from '../src/bench/txgen.js';
 
@@ -54,6 +59,7 @@ const { values: opt } = parseArgs({
     rounds: { type: 'string', default: '3' },
     seconds: { type: 'string', default: '5' },
     layout: { type: 'string', default: 'pinned' },
+    rate: { type: 'string' },
     smoke: { type: 'boolean', default: false },
   },
 });
@@ -96,15 +102,16 @@ if (opt.coalesce) {
   throw new Error('say what to compare: --base <other checkout>, --coalesce or --no-upstream');
 }
 
-type Kind = 'serial' | 'saturation' | 'overload' | 'refusal';
+type Kind = 'serial' | 'saturation' | 'overload' | 'refusal' | 'openloop';
 const KINDS: Record<Kind, { connections: number; env: Record<string, string>; perAnswer: boolean }> = {
   serial: { connections: 1, env: {}, perAnswer: false },
   saturation: { connections: 16, env: {}, perAnswer: false },
   overload: { connections: 1024, env: {}, perAnswer: false },
   refusal: { connections: 256, env: { TXRELAY_LIMITS_IP_RPS: '0', TXRELAY_LIMITS_IP_BURST: '1' }, perAnswer: true },
+  openloop: { connections: OPEN_CONNECTIONS, env: {}, perAnswer: false },
 };
 const kinds = opt.runs.split(',') as Kind[];
-for (const k of kinds) if (!(k in KINDS)) throw new Error(`--runs: unknown kind ${k} (serial, saturation, overload, refusal)`);
+for (const k of kinds) if (!(k in KINDS)) throw new Error(`--runs: unknown kind ${k} (serial, saturation, overload, refusal, openloop)`);
 const doors = opt.doors.split(',').map((n) => {
   const d = DOORS[n as DoorName];
   if (!d || d.txPerRequest !== 1) throw new Error(`--doors: ${n} is not a single-transaction door of bench:e2e`);
@@ -142,11 +149,35 @@ async function window(relay: Relay, d: Door, name: string, connections: number, 
   return r;
 }
 
+/** The open-loop window: `rate` requests per second on a fixed schedule, whatever the relay answers. */
+async function openWindow(relay: Relay, d: Door, name: string, rate: number, file: string): Promise<RunStats> {
+  const spec = openLoopSpec(name, name, join(HERE, 'e2e', 'openloop.js'), {
+    host: '127.0.0.1',
+    port: relay.port,
+    path: d.path(relay.uuid),
+    headers: d.headers(relay.uuid),
+    bodiesFile: file,
+    rate,
+    seconds: SECONDS,
+    connections: OPEN_CONNECTIONS,
+    okStatus: d.okStatus,
+  });
+  const r = await measureWindow(relay, spec, windowEnv);
+  const g = r.generator as { exhausted?: boolean; maxSendLagMs?: number };
+  if (g.exhausted) log(`${name}: the generator ran out of distinct transactions: this run's figures are not valid`);
+  if ((g.maxSendLagMs ?? 0) > 100) log(`${name}: the generator fell ${g.maxSendLagMs!.toFixed(0)} ms behind its schedule`);
+  return r;
+}
+
+/** Requests per second the open-loop windows offer (set once, before the first round). */
+let openRate = opt.rate ? Number(opt.rate) : 0;
+
 async function run(v: Variant, d: Door, kind: Kind, warmFile: string, windowFile: string): Promise<RunStats> {
   const k = KINDS[kind];
   const relay = await startRelay({ layout: LAYOUT, cores: { relay: RELAY_CORE, all: '0-1' }, main: v.main, sinkUrl: sink.url, env: { ...v.env, ...k.env } });
   try {
     await window(relay, d, 'warm-up', 16, WARM_SECONDS, warmFile, k.perAnswer);
+    if (kind === 'openloop') return await openWindow(relay, d, `${d.name} ${kind}, ${v.label}`, openRate, windowFile);
     return await window(relay, d, `${d.name} ${kind}, ${v.label}`, k.connections, SECONDS, windowFile, k.perAnswer);
   } finally {
     await stopRelay(relay);
@@ -170,6 +201,12 @@ try {
     const windowFile = join(dir, `${d.name}-window.bodies`);
     writeBodies(warmFile, txs.slice(0, WARM_TXS).map((t, i) => d.body([t], i)));
     writeBodies(windowFile, txs.slice(WARM_TXS, WARM_TXS + WINDOW_TXS).map((t, i) => d.body([t], i)));
+    if (kinds.includes('openloop') && !opt.rate) {
+      log(`${d.name}: calibrating the open-loop rate: ${OPEN_FACTOR}x what ${variants[0].label} accepts at 16 connections`);
+      const cal = await run(variants[0], d, 'saturation', warmFile, windowFile);
+      openRate = Math.round(cal.acceptedPerSec * OPEN_FACTOR);
+      log(`${d.name}: open loop offers ${openRate} req/s`);
+    }
     for (let r = 0; r < ROUNDS; r++) {
       const order = r % 2 === 0 ? variants : ([variants[1], variants[0]] as const);
       for (const kind of kinds) {
@@ -195,6 +232,8 @@ const fig = (d: Door, kind: Kind, v: Variant) => {
     cpu: median(cpu),
     rate: median(rate),
     p50: median(runs.map((s) => s.latency.p50Us)),
+    p99: median(runs.map((s) => s.latency.p99Us)),
+    expired: median(runs.map((s) => (s.refused > 0 ? (s.shed.expired ?? 0) / s.refused : 0))),
     each: cpu.map((x) => x.toFixed(1)).join(', '),
     other: median(runs.map((s) => s.loadPct.rest)),
   };
@@ -202,17 +241,20 @@ const fig = (d: Door, kind: Kind, v: Variant) => {
 const [A, B] = variants;
 const where = LAYOUT === 'pinned' ? `relay pinned to core ${RELAY_CORE}` : 'relay in the default layout (all cores, workers auto)';
 console.log(`# ${A.label} (A) vs ${B.label} (B), ${new Date().toISOString()}, Node ${process.version}, ${ROUNDS} rounds of ${SECONDS} s, ${where}`);
-console.log('| door | window | relay | relay µs CPU per accepted tx (per answer when refusing), median | each round | per second, median | wrk p50 µs, median | other work, % of a core |');
-console.log('|---|---|---|---|---|---|---|---|');
+if (kinds.includes('openloop')) console.log(`Open loop: ${openRate} requests per second offered${opt.rate ? ' (--rate)' : ` (${OPEN_FACTOR}x what ${A.label} accepted in a 16-connection calibration window)`}.`);
+console.log('| door | window | relay | relay µs CPU per accepted tx (per answer when refusing), median | each round | accepted per second (answers when refusing), median | p50 / p99 µs, median (wrk: every answer; open loop: accepted ones, from their due time) | refusals that expired after being read, median | other work, % of a core |');
+console.log('|---|---|---|---|---|---|---|---|---|');
 for (const d of doors) {
   for (const kind of kinds) {
-    const what = `${KINDS[kind].connections} connections${KINDS[kind].perAnswer ? ', refused at the gate' : ''}`;
+    const what =
+      kind === 'openloop' ? `open loop, ${openRate} req/s over ${OPEN_CONNECTIONS} connections` : `${KINDS[kind].connections} connections${KINDS[kind].perAnswer ? ', refused at the gate' : ''}`;
     for (const v of variants) {
       const f = fig(d, kind, v);
-      console.log(`| ${d.name} | ${what} | ${v.label} | ${f.cpu.toFixed(1)} | ${f.each} | ${f.rate.toFixed(0)} | ${f.p50.toFixed(0)} | ${f.other.toFixed(0)} |`);
+      const pct = `${(f.expired * 100).toFixed(0)}%`;
+      console.log(`| ${d.name} | ${what} | ${v.label} | ${f.cpu.toFixed(1)} | ${f.each} | ${f.rate.toFixed(0)} | ${f.p50.toFixed(0)} / ${f.p99.toFixed(0)} | ${pct} | ${f.other.toFixed(0)} |`);
     }
     const a = fig(d, kind, A);
     const b = fig(d, kind, B);
-    console.log(`| ${d.name} | ${what} | B ÷ A | ${(b.cpu / a.cpu).toFixed(2)}x | | ${(b.rate / a.rate).toFixed(2)}x | | |`);
+    console.log(`| ${d.name} | ${what} | B ÷ A | ${(b.cpu / a.cpu).toFixed(2)}x | | ${(b.rate / a.rate).toFixed(2)}x | | | |`);
   }
 }

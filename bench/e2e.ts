@@ -46,7 +46,7 @@ import { renderMarkdown, type CryptoCeiling, type DoorReport, type ProfileRun, t
 import { evaluateGoals, shedCpuUs, GOALS, OVERLOAD_GOALS } from './e2e/goals.js';
 import { collect, onCores, startBare, startRelay, startSink, stopChild, stopRelay, type Layout, type Relay, type Sink, type Target } from './e2e/relay.js';
 import { measureWindow, type RunStats } from './e2e/window.js';
-import { openLoopSpec, wrkSpec, type WrkResult } from './e2e/generators.js';
+import { OPEN_CONNECTIONS, OPEN_FACTOR, openLoopSpec, wrkSpec, type WrkResult } from './e2e/generators.js';
 import { solanaTransfers, evmTransfers } from '../src/bench/txgen.js';
 import { loadAcceptor, describeAcceptor } from '../src/server/uws.js';
 
@@ -76,18 +76,6 @@ const SERIAL = 1;
 const SATURATION = 16;
 const OVERLOAD = 256;
 const OVERLOAD_MAX = 1024;
-/** Open-loop overload: offered rate = this x the 16-connection capacity (issue 7 item 3). */
-const OPEN_FACTOR = 2;
-/**
- * Connections the open-loop generator spreads its fixed rate over (a request
- * waits for a free one: that wait counts as latency). It must exceed the
- * offered rate times the relay's answer time, or the generator is the bound:
- * with 256 it could offer at most 256 ÷ ~20 ms ≈ 13k req/s, under 2x
- * capacity, and fell 3-5 s behind its schedule in every run before
- * 2026-11-25 (those runs' open-loop goodput was the generator's). With 2048
- * it kept within 10-60 ms of its schedule at 2x (~16-18k req/s here).
- */
-const OPEN_CONNECTIONS = 2048;
 /**
  * Distinct transactions handed to a closed-loop run, as a multiple of the
  * expected rate x seconds. The expected rate is a ceiling (bare uWS + crypto
