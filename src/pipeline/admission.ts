@@ -102,9 +102,21 @@ export class Admission {
   private readonly jobsBuf: Buffer;
   /** Dedup key scratch for releasing a claim on the main thread. */
   private readonly keyScratch = new Uint8Array(1 + 4 * SIGNATURE_BYTES);
+  /**
+   * What answering a single Solana transaction needs, by job slot, while its
+   * check runs: parallel arrays and one callback for every slot, where a
+   * closure per transaction (and its context) was ~100 B of the heap each
+   * transaction allocated (scripts/heap-sample.mjs).
+   */
+  private readonly singleBlock: (Block | undefined)[];
+  private readonly singleDone: (((o: SolanaOutcome) => void) | undefined)[];
+  private readonly singleBase64: (string | null)[];
 
   constructor(private readonly d: AdmissionDeps) {
     this.jobs = d.jobs;
+    this.singleBlock = new Array<Block | undefined>(d.jobs.slots).fill(undefined);
+    this.singleDone = new Array<((o: SolanaOutcome) => void) | undefined>(d.jobs.slots).fill(undefined);
+    this.singleBase64 = new Array<string | null>(d.jobs.slots).fill(null);
     this.slab = d.slab.bytes;
     this.slabBuf = Buffer.from(this.slab.buffer, this.slab.byteOffset, this.slab.length);
     this.jobsBuf = Buffer.from(d.jobs.bytes.buffer, d.jobs.bytes.byteOffset, d.jobs.bytes.length);
@@ -296,8 +308,21 @@ export class Admission {
       return done({ ok: false, error: this.capacityError('verification or forwarding queue full') });
     }
     this.jobs.set(s, JobKind.SolanaTx, block.offset, block.length, overUdp ? F_OVER_UDP : 0);
-    this.d.verifier.run(s, () => this.solanaSingleDone(s, block, lane, done, base64));
+    this.singleBlock[s] = block;
+    this.singleDone[s] = done;
+    this.singleBase64[s] = base64;
+    this.d.verifier.run(s, this.solanaSingleChecked);
   }
+
+  private readonly solanaSingleChecked = (s: number): void => {
+    const block = this.singleBlock[s]!;
+    const done = this.singleDone[s]!;
+    const base64 = this.singleBase64[s] ?? null;
+    this.singleBlock[s] = undefined;
+    this.singleDone[s] = undefined;
+    this.singleBase64[s] = null;
+    this.solanaSingleDone(s, block, 'solana-single', done, base64);
+  };
 
   private solanaSingleDone(s: number, block: Block, lane: LaneName, done: (o: SolanaOutcome) => void, base64: string | null): void {
     const r = this.jobs.field(s, S_RESULT) as JobResult;

@@ -345,6 +345,24 @@ export function conflictingContentLength(req: HttpRequest): boolean {
 }
 
 /**
+ * Where a request's body goes (`readBodyTo`). A door with a hot path makes
+ * one object per request that is its own target, instead of a closure per
+ * callback and a context for what they share.
+ */
+export interface BodyTarget {
+  /** The whole body. */
+  body(bytes: Uint8Array): void;
+  /** The body is over the limit: `declared` from Content-Length, else what arrived so far. The caller answers. */
+  tooLarge(declared: number): void;
+  /**
+   * The destination for a body of known length (a slab block, so the bytes
+   * are copied exactly once); it may answer the request itself and return
+   * null to stop reading.
+   */
+  into?(len: number): Uint8Array | null;
+}
+
+/**
  * Streams the request body into one buffer. `into(len)` supplies the
  * destination once the declared length is known (a slab block, so the bytes
  * are copied exactly once); it may answer the request itself and return null
@@ -359,6 +377,11 @@ export function readBody(
   onTooLarge: (declared: number) => void,
   into?: (len: number) => Uint8Array | null,
 ): void {
+  readBodyTo(res, req, max, into ? { body: onBody, tooLarge: onTooLarge, into } : { body: onBody, tooLarge: onTooLarge });
+}
+
+/** `readBody` with the callbacks as one object's methods. */
+export function readBodyTo(res: Res, req: HttpRequest, max: number, t: BodyTarget): void {
   if (conflictingContentLength(req)) {
     // RFC 9112 wants a 400 and then the close, but uWS keeps parsing whatever the client already sent
     // after a response, even one ending the connection, and close() discards unflushed output: so the
@@ -373,10 +396,11 @@ export function readBody(
     expected = Number(declared);
     if (!Number.isSafeInteger(expected) || expected < 0) expected = -1;
     else if (expected > max) {
-      onTooLarge(expected);
+      t.tooLarge(expected);
       return;
     }
   }
+  const wantsInto = t.into !== undefined;
   let buf: Uint8Array | null = null;
   let len = 0;
   watchAbort(res);
@@ -385,13 +409,13 @@ export function readBody(
     const c = new Uint8Array(chunk);
     if (buf === null) {
       // Fast path: the whole body in one chunk and no slab wanted.
-      if (isLast && !into && (expected < 0 || c.length === expected)) {
-        if (c.length > max) return onTooLarge(c.length);
-        bodyInScope(onBody, Buffer.from(c));
+      if (isLast && !wantsInto && (expected < 0 || c.length === expected)) {
+        if (c.length > max) return t.tooLarge(c.length);
+        bodyInScope(t, Buffer.from(c));
         return;
       }
-      if (into && expected >= 0) {
-        buf = into(expected);
+      if (wantsInto && expected >= 0) {
+        buf = t.into!(expected);
         // The door answered (e.g. 503 when the slab is full): stop reading.
         if (buf === null && res.done) return;
       }
@@ -400,7 +424,7 @@ export function readBody(
     }
     if (len + c.length > max) {
       buf = null;
-      onTooLarge(len + c.length);
+      t.tooLarge(len + c.length);
       return;
     }
     if (len + c.length > buf.length) {
@@ -412,9 +436,10 @@ export function readBody(
     buf.set(c, len);
     len += c.length;
     if (isLast) {
-      const body = buf.subarray(0, len);
+      // A destination filled exactly (the usual case) is the body as it is: no second view of it.
+      const body = len === buf.length ? buf : buf.subarray(0, len);
       buf = null;
-      bodyInScope(onBody, body);
+      bodyInScope(t, body);
     }
   });
 }
@@ -424,10 +449,10 @@ export function readBody(
  * only after this callback returns, so forwarding it admits waits for that
  * (src/shared/ack-first.ts).
  */
-function bodyInScope(onBody: (body: Uint8Array) => void, body: Uint8Array): void {
+function bodyInScope(t: BodyTarget, body: Uint8Array): void {
   enterAckScope();
   try {
-    onBody(body);
+    t.body(body);
   } finally {
     leaveAckScope();
   }

@@ -9,7 +9,7 @@ import { base58Decode } from '../../native/base58.js';
 import { MAX_V1_TX_SIZE } from '../../chains/solana/decode.js';
 import { base64DecodedLength, decodeBase64Into } from '../../chains/solana/base64.js';
 import type { Admission, Block, SolanaOutcome } from '../../pipeline/admission.js';
-import { begin, fixedHeaders, readBody, retryHeaders, sendJson, sendText, type Headers, type Res } from '../http.js';
+import { begin, fixedHeaders, readBody, readBodyTo, retryHeaders, sendJson, sendText, type BodyTarget, type Headers, type Res } from '../http.js';
 import { rpcErrorBody } from './jsonrpc.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import type { DoorContext } from './context.js';
@@ -50,33 +50,7 @@ export function registerSolanaDoors(ctx: DoorContext): void {
     const ip = ctx.ip(res, req);
     const refused = admission.gate('solana', req.getHeader('api-key') || null, ip, 1);
     if (refused instanceof RelayError) return sendPlainError(res, refused);
-    let block: Block | null = null;
-    readBody(
-      res,
-      req,
-      MAX_V1_TX_SIZE,
-      (body) => {
-        if (block === null) {
-          // Chunked upload: assembled by readBody, copied into the slab here.
-          block = admission.copyIn(body);
-          if (block === null) return sendPlainError(res, admission.capacityError('slab full'));
-        } else block.length = body.length;
-        admission.solanaSingle(block, false, (o) => answerV2(res, o));
-      },
-      (n) => sendPlainError(res, new RelayError(E.SOL_DECODE, `transaction is ${n} bytes, more than ${MAX_V1_TX_SIZE}`)),
-      (len) => {
-        if (len === 0) {
-          sendPlainError(res, new RelayError(E.SOL_DECODE, 'empty body'));
-          return null;
-        }
-        block = admission.reserve(len);
-        if (block === null) {
-          sendPlainError(res, admission.capacityError('slab full'));
-          return null;
-        }
-        return admission.view(block);
-      },
-    );
+    readBodyTo(res, req, MAX_V1_TX_SIZE, new V2Body(res, admission));
   });
 
   // POST /v2/batch: a bundle (SPEC 2.5, 4.6).
@@ -125,6 +99,48 @@ export function registerSolanaDoors(ctx: DoorContext): void {
       tx.encoding === 'base64' ? tx.data : null,
     );
   });
+}
+
+/**
+ * One `POST /v2` request's body: its bytes go straight into a slab block.
+ * One object per request, where a closure per callback and their shared
+ * context were (src/server/http.ts readBodyTo).
+ */
+class V2Body implements BodyTarget {
+  private block: Block | null = null;
+
+  constructor(
+    private readonly res: Res,
+    private readonly admission: Admission,
+  ) {}
+
+  into(len: number): Uint8Array | null {
+    if (len === 0) {
+      sendPlainError(this.res, new RelayError(E.SOL_DECODE, 'empty body'));
+      return null;
+    }
+    this.block = this.admission.reserve(len);
+    if (this.block === null) {
+      sendPlainError(this.res, this.admission.capacityError('slab full'));
+      return null;
+    }
+    return this.admission.view(this.block);
+  }
+
+  body(bytes: Uint8Array): void {
+    let block = this.block;
+    if (block === null) {
+      // Chunked upload: assembled by readBodyTo, copied into the slab here.
+      block = this.admission.copyIn(bytes);
+      if (block === null) return sendPlainError(this.res, this.admission.capacityError('slab full'));
+    } else block.length = bytes.length;
+    const res = this.res;
+    this.admission.solanaSingle(block, false, (o) => answerV2(res, o));
+  }
+
+  tooLarge(n: number): void {
+    sendPlainError(this.res, new RelayError(E.SOL_DECODE, `transaction is ${n} bytes, more than ${MAX_V1_TX_SIZE}`));
+  }
 }
 
 function answerV2(res: Res, o: SolanaOutcome): void {
