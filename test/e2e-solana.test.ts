@@ -266,6 +266,50 @@ test('/v2 errors are 400 plain text "Transaction Decode Error: …" (DECISIONS 6
   assert.match(r.text, /more than 4096/);
 });
 
+/** One raw HTTP/1.1 request on its own socket, written in `parts` with a pause between them; resolves with the whole answer. */
+function rawParts(parts: Buffer[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(relay.base);
+    const s = net.connect(Number(url.port), url.hostname);
+    let text = '';
+    s.on('data', (d) => {
+      text += d;
+      // One answer, whole: its body length is in its head.
+      const m = /content-length: (\d+)\r\n/i.exec(text);
+      const end = text.indexOf('\r\n\r\n');
+      if (m && end >= 0 && text.length >= end + 4 + Number(m[1])) {
+        s.destroy();
+        resolve(text);
+      }
+    });
+    s.on('error', reject);
+    s.on('connect', async () => {
+      for (const p of parts) {
+        s.write(p);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    });
+  });
+}
+
+test('/v2 reads a chunked body (no Content-Length) in pieces, and refuses an empty one', async () => {
+  const tx = legacyTransfer();
+  const head = `POST /v2 HTTP/1.1\r\nHost: x\r\napi-key: ${key}\r\nTransfer-Encoding: chunked\r\n\r\n`;
+  const half = tx.bytes.length >> 1;
+  const chunk = (b: Uint8Array) => Buffer.concat([Buffer.from(b.length.toString(16) + '\r\n'), Buffer.from(b), Buffer.from('\r\n')]);
+  const answer = await rawParts([Buffer.from(head), chunk(tx.bytes.subarray(0, half)), chunk(tx.bytes.subarray(half)), Buffer.from('0\r\n\r\n')]);
+  assert.match(answer, /^HTTP\/1\.1 200 /);
+  assert.ok(answer.endsWith(`{"jsonrpc":"2.0","result":"${tx.signature}","id":null}`), answer);
+  await eventually(() => receivedSingles().includes(b64(tx.bytes)), 5000, 'forwarded chunked /v2 transaction');
+  // The same bytes with a Content-Length go straight into their slab block: recognised as the same transaction.
+  const again = await post('/v2', tx.bytes);
+  assert.equal(again.status, 200);
+  assert.equal(again.headers.get('x-svc-duplicate'), 'true');
+  const empty = await rawParts([Buffer.from(`POST /v2 HTTP/1.1\r\nHost: x\r\napi-key: ${key}\r\nContent-Length: 0\r\n\r\n`)]);
+  assert.match(empty, /^HTTP\/1\.1 400 /);
+  assert.ok(empty.endsWith('Transaction Decode Error: empty body'), empty);
+});
+
 test('JSON-RPC validation errors are 400 with -32602; bad JSON is -32700; unknown method -32601', async () => {
   let r = await rpc({ jsonrpc: '2.0', id: 3, method: 'sendTransaction', params: ['!!notbase64'] });
   assert.equal(r.status, 400);
