@@ -317,7 +317,7 @@ export class Admission {
   private readonly solanaSingleChecked = (s: number): void => {
     const block = this.singleBlock[s]!;
     const done = this.singleDone[s]!;
-    const base64 = this.singleBase64[s] ?? null;
+    const base64 = this.singleBase64[s] as string | null;
     this.singleBlock[s] = undefined;
     this.singleDone[s] = undefined;
     this.singleBase64[s] = null;
