@@ -9,7 +9,7 @@ import { decodeHexInto, hexTransactionLength, parseHexTransaction } from '../../
 import type { Admission, BatchInput, BatchItem, Block, EvmOutcome, LaneName } from '../../pipeline/admission.js';
 import { FORWARDED_MESSAGE } from '../../pipeline/admission.js';
 import type { AccountRecord } from '../../store/accounts.js';
-import { begin, fixedHeaders, joinHeaders, readBody, retryAfterHeaders, retryHeaders, send, type Headers, type Res } from '../http.js';
+import { begin, fixedHeaders, joinHeaders, readBodyTo, retryAfterHeaders, retryHeaders, send, type BodyTarget, type Headers, type Res } from '../http.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import type { DoorContext } from './context.js';
 import { rpcErrorBody, type Reply } from './jsonrpc.js';
@@ -129,10 +129,39 @@ function hexIn(admission: Admission, hex: string): Block | RelayError {
   return admission.capacityError('slab full');
 }
 
+/** The plain-text door's errors: JSON-RPC bodies with id null, readable by browsers (CORS). */
+function failText(res: Res, err: RelayError): void {
+  const h = retryHeaders(err);
+  send(res, err.spec.http, JSON_CT, rpcErrorBody(err, 'null'), joinHeaders(h, CORS));
+}
+
+type Submit = (reply: Reply, rec: AccountRecord, hex: string, id: string, cors: Headers | undefined) => void;
+
+/** One plain-text request's body (readBodyTo): one object per request instead of a closure per callback. */
+class EvmTextBody implements BodyTarget {
+  constructor(
+    private readonly res: Res,
+    private readonly rec: AccountRecord,
+    private readonly submit: Submit,
+    private readonly maxBody: number,
+  ) {}
+
+  body(bytes: Uint8Array): void {
+    const res = this.res;
+    // SPEC 4.1: leading and trailing ASCII whitespace is allowed.
+    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('latin1').trim();
+    this.submit((status, ct, body, headers) => send(res, status, ct, body, headers), this.rec, text, 'null', CORS);
+  }
+
+  tooLarge(n: number): void {
+    failText(this.res, new RelayError(E.TOO_LARGE, `body of ${n} bytes exceeds http.max_body_bytes (${this.maxBody})`));
+  }
+}
+
 export function registerEvmDoors(ctx: DoorContext): void {
   const { app, admission } = ctx;
 
-  const submit = (reply: Reply, rec: AccountRecord, hex: string, id: string, cors: Headers | undefined): void => {
+  const submit: Submit = (reply, rec, hex, id, cors) => {
     const block = hexIn(admission, hex);
     if (block instanceof RelayError) return errorReply(reply, block, id, cors);
     const lane: LaneName = admission.laneFor('evm', rec);
@@ -164,30 +193,19 @@ export function registerEvmDoors(ctx: DoorContext): void {
   });
 
   const textTimer = ctx.timer('evm-text');
+  const maxBody = ctx.config.http.max_body_bytes;
   app.post('/v2/svc_send_raw_transaction', (r: HttpResponse, req: HttpRequest) => {
     const res = begin(r, textTimer);
-    const reply: Reply = (status, ct, body, headers) => send(res, status, ct, body, headers);
-    const fail = (err: RelayError) => errorReply(reply, err, 'null', CORS);
     const ip = ctx.ip(res, req);
     const ctype = req.getHeader('content-type');
-    if (!/^text\/plain\s*(;|$)/i.test(ctype)) return fail(new RelayError(E.UNSUPPORTED_MEDIA, 'use text/plain'));
+    if (!/^text\/plain\s*(;|$)/i.test(ctype)) return failText(res, new RelayError(E.UNSUPPORTED_MEDIA, 'use text/plain'));
     const fromQuery = parseAuthQuery(req.getQuery() ?? '');
-    if (fromQuery instanceof RelayError) return fail(fromQuery);
+    if (fromQuery instanceof RelayError) return failText(res, fromQuery);
     const fromHeader = bearer(req.getHeader('authorization') || null);
-    if (fromQuery !== null && fromHeader !== null) return fail(new RelayError(E.INVALID_REQUEST, 'use exactly one authentication method'));
+    if (fromQuery !== null && fromHeader !== null) return failText(res, new RelayError(E.INVALID_REQUEST, 'use exactly one authentication method'));
     const rec = admission.gate('evm', fromQuery ?? fromHeader, ip, 1);
-    if (rec instanceof RelayError) return fail(rec);
-    readBody(
-      res,
-      req,
-      ctx.config.http.max_body_bytes,
-      (body) => {
-        // SPEC 4.1: leading and trailing ASCII whitespace is allowed.
-        const text = Buffer.from(body.buffer, body.byteOffset, body.length).toString('latin1').trim();
-        submit(reply, rec, text, 'null', CORS);
-      },
-      (n) => fail(new RelayError(E.TOO_LARGE, `body of ${n} bytes exceeds http.max_body_bytes (${ctx.config.http.max_body_bytes})`)),
-    );
+    if (rec instanceof RelayError) return failText(res, rec);
+    readBodyTo(res, req, maxBody, new EvmTextBody(res, rec, submit, maxBody));
   });
 
   // Batch (SPEC 4.3, DECISIONS 6): record first, then rate checks and admission per item.

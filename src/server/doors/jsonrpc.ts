@@ -12,7 +12,7 @@
  * a few hundred bytes per call plus the ids the client sent.
  */
 import { E, RelayError } from '../../errors.js';
-import { begin, readBody, retryAfterHeaders, send, type Headers, type LatencyTimer, type Res } from '../http.js';
+import { begin, readBodyTo, retryAfterHeaders, send, type BodyTarget, type Headers, type LatencyTimer, type Res } from '../http.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '../uws.js';
 
 export interface RpcCall {
@@ -74,7 +74,7 @@ export class RpcDispatcher {
   private readonly handlers = new Map<string, RpcHandler>();
 
   constructor(
-    private readonly maxBody: number,
+    readonly maxBody: number,
     /** Calls per JSON-RPC array at most (`evm.max_batch`). */
     private readonly maxArray: number,
     private readonly chargeIp: IpCharge,
@@ -88,33 +88,23 @@ export class RpcDispatcher {
   mount(app: TemplatedApp, ip: (res: HttpResponse, req: HttpRequest) => string, timer?: LatencyTimer): void {
     app.post('/', (r, req) => {
       const res = begin(r, timer);
-      const info: RequestInfo = {
-        ip: ip(res, req),
-        apiKey: req.getHeader('api-key') || null,
-        authorization: req.getHeader('authorization') || null,
-        inArray: false,
-      };
+      const call = new RpcRequest(this, res, ip(res, req), req.getHeader('api-key') || null, req.getHeader('authorization') || null);
       // SPEC 4.4 and DECISIONS 6: JSON-RPC is application/json; a missing Content-Type is 415 too.
       const ctype = req.getHeader('content-type');
       if (!/^application\/json\s*(;|$)/i.test(ctype)) {
         return this.fail(res, new RelayError(E.UNSUPPORTED_MEDIA, 'use application/json'));
       }
-      const limited = this.chargeIp(info.ip, 1);
-      if (limited) return this.failEarly(res, info, limited);
+      const limited = this.chargeIp(call.ip, 1);
+      if (limited) return this.failEarly(res, call, limited);
       // Shed before the body is read or parsed, so a shed answer costs about a bare request.
       const shed = this.shed();
-      if (shed) return this.failEarly(res, info, shed);
-      readBody(
-        res,
-        req,
-        this.maxBody,
-        (body) => this.dispatch(res, info, body),
-        (n) => this.fail(res, new RelayError(E.TOO_LARGE, `body of ${n} bytes exceeds http.max_body_bytes (${this.maxBody})`)),
-      );
+      if (shed) return this.failEarly(res, call, shed);
+      readBodyTo(res, req, this.maxBody, call);
     });
   }
 
-  private fail(res: Res, err: RelayError, id = 'null'): void {
+  /** @internal */
+  fail(res: Res, err: RelayError, id = 'null'): void {
     send(res, err.spec.http, 'application/json', rpcErrorBody(err, id));
   }
 
@@ -125,7 +115,8 @@ export class RpcDispatcher {
     send(res, err.spec.http, 'application/json', rpcErrorBody(err, 'null'), h);
   }
 
-  private dispatch(res: Res, info: RequestInfo, body: Uint8Array): void {
+  /** @internal */
+  dispatch(res: Res, info: RequestInfo, body: Uint8Array): void {
     // An array is counted from its bytes before it is parsed: 43k `{}` cost ~2 ms of JSON.parse alone.
     const calls = topLevelElements(body, this.maxArray);
     if (calls > this.maxArray) {
@@ -151,7 +142,7 @@ export class RpcDispatcher {
     const bodies: string[] = new Array(msg.length);
     const statuses: number[] = new Array(msg.length);
     let pending = msg.length;
-    const arrayInfo = { ...info, inArray: true };
+    const arrayInfo: RequestInfo = { ip: info.ip, apiKey: info.apiKey, authorization: info.authorization, inArray: true };
     msg.forEach((m, i) => {
       const reply: Reply = (status, _ct, text) => {
         bodies[i] = text;
@@ -180,6 +171,32 @@ export class RpcDispatcher {
     const h = this.handlers.get(o.method);
     if (!h) return err(new RelayError(E.METHOD_NOT_FOUND, o.method.slice(0, 64)));
     h(reply, info, { method: o.method, params: o.params, id });
+  }
+}
+
+/**
+ * One `POST /` request: the facts read from uWS before its body arrives
+ * (its `RequestInfo`) and the target its body is read into. One object per
+ * request, where an info object, a closure per body callback and their
+ * shared context were.
+ */
+class RpcRequest implements RequestInfo, BodyTarget {
+  inArray = false;
+
+  constructor(
+    private readonly d: RpcDispatcher,
+    private readonly res: Res,
+    readonly ip: string,
+    readonly apiKey: string | null,
+    readonly authorization: string | null,
+  ) {}
+
+  body(bytes: Uint8Array): void {
+    this.d.dispatch(this.res, this, bytes);
+  }
+
+  tooLarge(n: number): void {
+    this.d.fail(this.res, new RelayError(E.TOO_LARGE, `body of ${n} bytes exceeds http.max_body_bytes (${this.d.maxBody})`));
   }
 }
 

@@ -9,7 +9,7 @@ import { base58Decode } from '../../native/base58.js';
 import { MAX_V1_TX_SIZE } from '../../chains/solana/decode.js';
 import { base64DecodedLength, decodeBase64Into } from '../../chains/solana/base64.js';
 import type { Admission, Block, SolanaOutcome } from '../../pipeline/admission.js';
-import { begin, fixedHeaders, readBody, readBodyTo, retryHeaders, sendJson, sendText, type BodyTarget, type Headers, type Res } from '../http.js';
+import { begin, fixedHeaders, readBodyTo, retryHeaders, sendJson, sendText, type BodyTarget, type Headers, type Res } from '../http.js';
 import { rpcErrorBody } from './jsonrpc.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import type { DoorContext } from './context.js';
@@ -59,21 +59,7 @@ export function registerSolanaDoors(ctx: DoorContext): void {
     const ip = ctx.ip(res, req);
     const rec = admission.gate('solana', req.getHeader('api-key') || null, ip, 1, true);
     if (rec instanceof RelayError) return sendPlainError(res, rec);
-    const minTip = rec.solana.min_tip_lamports;
-    readBody(
-      res,
-      req,
-      MAX_BUNDLE_BODY,
-      (body) => {
-        const blocks = splitBundle(admission, body);
-        if (blocks instanceof RelayError) return sendPlainError(res, blocks);
-        admission.solanaBundle(blocks, minTip, (o) => {
-          if (!o.ok) return sendPlainError(res, o.error);
-          sendJson(res, 200, successJson(JSON.stringify(o.signatures), 'null'), o.duplicate ? DUPLICATE : undefined);
-        });
-      },
-      (n) => sendPlainError(res, new RelayError(E.BATCH_DECODE, `body is ${n} bytes, more than ${MAX_BUNDLE_BODY}`)),
-    );
+    readBodyTo(res, req, MAX_BUNDLE_BODY, new BundleBody(res, admission, rec.solana.min_tip_lamports));
   });
 
   ctx.rpc.register('sendTransaction', (reply, info, call) => {
@@ -140,6 +126,29 @@ class V2Body implements BodyTarget {
 
   tooLarge(n: number): void {
     sendPlainError(this.res, new RelayError(E.SOL_DECODE, `transaction is ${n} bytes, more than ${MAX_V1_TX_SIZE}`));
+  }
+}
+
+/** One bundle request's body (readBodyTo): one object per request instead of a closure per callback. */
+class BundleBody implements BodyTarget {
+  constructor(
+    private readonly res: Res,
+    private readonly admission: Admission,
+    private readonly minTip: number,
+  ) {}
+
+  body(bytes: Uint8Array): void {
+    const blocks = splitBundle(this.admission, bytes);
+    if (blocks instanceof RelayError) return sendPlainError(this.res, blocks);
+    const res = this.res;
+    this.admission.solanaBundle(blocks, this.minTip, (o) => {
+      if (!o.ok) return sendPlainError(res, o.error);
+      sendJson(res, 200, successJson(JSON.stringify(o.signatures), 'null'), o.duplicate ? DUPLICATE : undefined);
+    });
+  }
+
+  tooLarge(n: number): void {
+    sendPlainError(this.res, new RelayError(E.BATCH_DECODE, `body is ${n} bytes, more than ${MAX_BUNDLE_BODY}`));
   }
 }
 
