@@ -88,6 +88,25 @@ const SIGNATURE_BYTES = 64;
 /** Why a transaction is refused for the queue's hard bound, at the door or after waiting past it. */
 const OVER_BOUND = 'verification queue over its bound';
 
+/**
+ * Which of a bundle's checks decides its answer: the first transaction at
+ * fault (invalid, bad signature), else the first this node could not check
+ * (expired in the queue, an internal failure); -1 when all passed. A bundle
+ * with an invalid transaction is invalid whatever happened to its siblings:
+ * answering it retry-safe would have the client resend a bundle that can
+ * never pass.
+ */
+export function bundleVerdict(n: number, result: (i: number) => JobResult): number {
+  let bad = -1;
+  for (let i = 0; i < n; i++) {
+    const r = result(i);
+    if (r === JobResult.Ok) continue;
+    if (r !== JobResult.Expired && r !== JobResult.Internal) return i;
+    if (bad < 0) bad = i;
+  }
+  return bad;
+}
+
 export class Admission {
   draining = false;
   /** Rejections by catalogue code; admissions and duplicates by lane. */
@@ -278,12 +297,6 @@ export class Admission {
     return this.jobs.acquire();
   }
 
-  /** Whether a failed check's result is the transaction's fault, not this node's (expired, internal). */
-  private atFault(s: number): boolean {
-    const r = this.jobs.field(s, S_RESULT) as JobResult;
-    return r !== JobResult.Expired && r !== JobResult.Internal;
-  }
-
   /** The outcome of a check that did not pass, as the rejection its door answers. */
   private checkError(s: number, decode: ErrorSpec, prefix: string): RelayError {
     const r = this.jobs.field(s, S_RESULT) as JobResult;
@@ -412,17 +425,7 @@ export class Admission {
     }
     let remaining = slots.length;
     const finish = (): void => {
-      let bad = -1;
-      // The first transaction at fault, else the first this node could not check (expired, internal): a
-      // bundle with an invalid transaction is invalid, whatever else happened to its siblings.
-      for (let i = 0; i < slots.length; i++) {
-        if (this.jobs.field(slots[i]!, S_RESULT) === JobResult.Ok) continue;
-        if (this.atFault(slots[i]!)) {
-          bad = i;
-          break;
-        }
-        if (bad < 0) bad = i;
-      }
+      const bad = bundleVerdict(slots.length, (i) => this.jobs.field(slots[i]!, S_RESULT) as JobResult);
       let error: RelayError | null = null;
       if (bad >= 0) error = this.checkError(slots[bad]!, E.BATCH_DECODE, `transaction ${bad}: `);
       for (const s of slots) this.jobs.release(s);
