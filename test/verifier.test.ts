@@ -354,3 +354,48 @@ test('on the worker too, a job that waited past the bound is refused unchecked a
     await v.close();
   }
 });
+
+test('a backlog that drains slower than the checks run (the acceptor also reads and refuses) is estimated at its measured pace', async () => {
+  const { v, job, jobs } = setup({ threads: 0 });
+  await v.start();
+  const spin = (ms: number) => {
+    const until = performance.now() + ms;
+    while (performance.now() < until);
+  };
+  let reading = true;
+  // Every turn also spends 15 ms elsewhere, as an overloaded acceptor does reading and refusing requests:
+  // checks (at most 5 ms a turn) then get about a quarter of it.
+  const reader = (): void => {
+    spin(15);
+    if (reading) setImmediate(reader);
+  };
+  try {
+    const txs = Array.from({ length: 1000 }, () => legacyTransfer().bytes);
+    let last = 0;
+    const all = new Promise<void>((resolve) => {
+      let left = txs.length;
+      for (const tx of txs) {
+        const s = job(JobKind.SolanaTx, tx);
+        v.run(s, () => {
+          jobs.release(s);
+          last = performance.now();
+          if (--left === 0) resolve();
+        });
+      }
+    });
+    setImmediate(reader);
+    // Past BACKLOG_TRUST_MS (50 ms) of standing backlog, with the controller's 5 ms samples in between.
+    await new Promise((r) => setTimeout(r, 80));
+    const waiting = jobs.waiting();
+    assert.ok(waiting > 300, `still a backlog after 80 ms (${waiting} waiting)`);
+    const estimated = v.queueMs();
+    const at = performance.now();
+    await all;
+    const actual = last - at;
+    // At the checks' own pace, or by the oldest job's age, it would be about a third of what it took.
+    assert.ok(estimated > actual * 0.6 && estimated < actual * 1.7, `estimated ${estimated.toFixed(1)} ms for a backlog that took ${actual.toFixed(1)} ms`);
+  } finally {
+    reading = false;
+    await v.close();
+  }
+});

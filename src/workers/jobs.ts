@@ -329,6 +329,11 @@ export class JobTable {
     return Atomics.load(this.ctrl, C_COMPLETED);
   }
 
+  /** Jobs claimed from the ring so far (by any thread; expired ones included). */
+  claimedCount(): number {
+    return Atomics.load(this.ctrl, C_CLAIMED);
+  }
+
   stop(): void {
     Atomics.store(this.ctrl, C_STOP, 1);
     // Wake every parked worker so it sees STOP.
