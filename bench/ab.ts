@@ -6,6 +6,7 @@
  *   npm run bench:ab -- --base ../txrelay-base      this checkout vs another, built one
  *   npm run bench:coalesce                          http.coalesce_answers on vs off
  *   npm run bench:ab -- --no-upstream               forwarding to the sink vs no upstream at all
+ *   npm run bench:ab -- --shed-hold                 door sheds held up to 100 ms (limits.shed_hold_ms) vs written at once
  *
  * Each round starts each relay fresh (dedup state empty), pinned to core 0
  * (`--layout default`: unpinned, workers auto, as a user starts it), warms
@@ -54,6 +55,7 @@ const { values: opt } = parseArgs({
     base: { type: 'string' },
     coalesce: { type: 'boolean', default: false },
     'no-upstream': { type: 'boolean', default: false },
+    'shed-hold': { type: 'boolean', default: false },
     doors: { type: 'string', default: 'solana-v2' },
     runs: { type: 'string', default: 'saturation,refusal' },
     rounds: { type: 'string', default: '3' },
@@ -91,6 +93,11 @@ if (opt.coalesce) {
     { label: 'forwarding to the sink', main: MAIN, env: {} },
     { label: 'no upstream', main: MAIN, env: none },
   ];
+} else if (opt['shed-hold']) {
+  variants = [
+    { label: 'sheds held (limits.shed_hold_ms 100)', main: MAIN, env: { TXRELAY_LIMITS_SHED_HOLD_MS: '100' } },
+    { label: 'sheds written at once (limits.shed_hold_ms 0)', main: MAIN, env: { TXRELAY_LIMITS_SHED_HOLD_MS: '0' } },
+  ];
 } else if (opt.base) {
   const baseMain = resolve(opt.base, 'dist', 'src', 'cli', 'main.js');
   if (!existsSync(baseMain)) throw new Error(`${baseMain} not found: build the base checkout first (npm ci)`);
@@ -99,7 +106,7 @@ if (opt.coalesce) {
     { label: `base (${opt.base})`, main: baseMain, env: {} },
   ];
 } else {
-  throw new Error('say what to compare: --base <other checkout>, --coalesce or --no-upstream');
+  throw new Error('say what to compare: --base <other checkout>, --coalesce, --no-upstream or --shed-hold');
 }
 
 type Kind = 'serial' | 'saturation' | 'overload' | 'refusal' | 'openloop';

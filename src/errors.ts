@@ -110,6 +110,11 @@ export class RelayError {
   readonly retryAfterMs: number;
   /** What failed underneath (a store write), for logs. */
   cause: unknown = undefined;
+  /**
+   * Milliseconds to hold the answer before writing it: a door shed under a
+   * standing queue (`limits.shed_hold_ms`, README "Load shedding"). 0: at once.
+   */
+  holdMs = 0;
 
   constructor(s: ErrorSpec, detail = '', retryAfterMs = 0) {
     this.spec = s;

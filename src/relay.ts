@@ -27,7 +27,7 @@ import { TipAccounts } from './chains/solana/tip.js';
 import { initKeccak } from './chains/evm/hash.js';
 import { loadAcceptor, describeAcceptor, type TemplatedApp, type Uws, type us_listen_socket } from './server/uws.js';
 import { attachConnectionCaps, connectionCaps, type ConnectionCaps } from './server/conn-caps.js';
-import { clientIp, flushHeldAnswers, holdAnswers, setAnswerCoalescing } from './server/http.js';
+import { clientIp, flushHeldAnswers, holdAnswers, releaseHeldRefusals, setAnswerCoalescing } from './server/http.js';
 import { RpcDispatcher } from './server/doors/jsonrpc.js';
 import { registerSolanaDoors } from './server/doors/solana.js';
 import { registerEvmDoors, type BatchRecorder } from './server/doors/evm.js';
@@ -172,6 +172,7 @@ export class Relay {
       tips,
       evmChainId: BigInt(cfg.evm.chain_id),
       enabled: { evm: cfg.evm.enabled, solana: cfg.solana.enabled },
+      shedHoldMs: cfg.limits.shed_hold_ms,
     });
 
     let outcomeFailures = 0;
@@ -295,6 +296,8 @@ export class Relay {
     const p = this.parts;
     this.admission.draining = true;
     for (const s of p.listen) p.uwsClose(s);
+    // Refusals held for pacing are answered now: the connections close before their hold would end.
+    releaseHeldRefusals();
     await p.udp?.close();
     const deadline = Date.now() + DRAIN_MS;
     while (p.pool.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));

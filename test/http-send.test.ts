@@ -12,8 +12,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setImmediate as nextTurn } from 'node:timers/promises';
-import { begin, flushHeldAnswers, guard, holdAnswers, joinHeaders, retryAfterHeaders, send, setAnswerCoalescing, type Headers, type Res } from '../src/server/http.js';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
+import { begin, flushHeldAnswers, guard, heldRefusals, holdAnswers, joinHeaders, releaseHeldRefusals, retryAfterHeaders, send, sendHeld, setAnswerCoalescing, type Headers, type Res } from '../src/server/http.js';
 import { loadAcceptor, type HttpResponse, type us_listen_socket } from '../src/server/uws.js';
 import { RawConnection } from './helpers/raw-http.js';
 
@@ -86,6 +86,43 @@ test('holdAnswers (a verifier batch answered outside a socket callback) holds th
   } finally {
     setAnswerCoalescing(true);
   }
+});
+
+test('a held refusal (limits.shed_hold_ms) is written once its hold is over, in arrival order; a client that left gets nothing', async () => {
+  await nextTurn();
+  const log: string[] = [];
+  const [a, b, c] = ['a', 'b', 'c'].map((n) => recorder(log, n));
+  const t0 = performance.now();
+  sendHeld(a!, 40, 503, null, '1');
+  sendHeld(b!, 40, 503, null, '2');
+  sendHeld(c!, 40, 503, null, '3');
+  assert.equal(heldRefusals(), 3);
+  await nextTurn();
+  assert.equal(log.length, 0, 'nothing written in the turn, nor at its end');
+  b!.abort();
+  send(a!, 200, null, 'again');
+  while (log.length === 0) await sleep(5);
+  assert.ok(performance.now() - t0 >= 39, `written after its hold (${(performance.now() - t0).toFixed(1)} ms)`);
+  assert.deepEqual(log, ['a 503 Service Unavailable', 'a body 1', 'c 503 Service Unavailable', 'c body 3'], 'answering it again was a no-op');
+  assert.equal(heldRefusals(), 0);
+  // A hold of 0 is an ordinary answer.
+  await nextTurn();
+  sendHeld(recorder(log, 'd'), 0, 503, null, '4');
+  assert.deepEqual(log.slice(-2), ['d 503 Service Unavailable', 'd body 4']);
+});
+
+test('held refusals are all written at once on shutdown (releaseHeldRefusals), none left for the closing listeners', async () => {
+  await nextTurn();
+  const log: string[] = [];
+  const [a, b] = ['a', 'b'].map((n) => recorder(log, n));
+  sendHeld(a!, 10_000, 503, null, '1');
+  sendHeld(b!, 5, 503, null, '2');
+  assert.equal(log.length, 0);
+  releaseHeldRefusals();
+  assert.deepEqual(log, ['a 503 Service Unavailable', 'a body 1', 'b 503 Service Unavailable', 'b body 2'], 'in arrival order');
+  assert.equal(heldRefusals(), 0);
+  await sleep(20);
+  assert.equal(log.length, 4, 'and never again when their timers would have run');
 });
 
 test('Retry-After pairs and joined header lists: reused while the same one is asked for, right values every time', () => {

@@ -78,6 +78,8 @@ export const configSchema = {
       queue_target_ms: { type: 'number', minimum: 0.5, maximum: 1000, default: 5 },
       // Hard bound for open-loop overload: an arrival that would wait longer for its check is shed at once.
       queue_max_ms: { type: 'number', minimum: 1, maximum: 10000, default: 100 },
+      // The longest a door shed (503 for capacity) is held before it is written (about the queue's wait); 0 writes it at once.
+      shed_hold_ms: { type: 'number', minimum: 0, maximum: 10000, default: 100 },
     }),
     dedup: section({
       window_s: { type: 'integer', minimum: 1, maximum: 86400, default: 120 },
@@ -129,7 +131,7 @@ export interface Config {
   admin: { host: string; port: number; token: string };
   storage: { data_dir: string };
   database: { url: string };
-  limits: { ip_rps: number; ip_burst: number; queue_capacity: number; queue_target_ms: number; queue_max_ms: number };
+  limits: { ip_rps: number; ip_burst: number; queue_capacity: number; queue_target_ms: number; queue_max_ms: number; shed_hold_ms: number };
   dedup: { window_s: number };
   evm: { enabled: boolean; chain_id: number; upstreams: { paid: string[]; free: string[] }; max_batch: number };
   solana: { enabled: boolean; rpc_upstreams: string[]; bundle_upstreams: string[]; tip_accounts: string[] };

@@ -82,6 +82,8 @@ export interface AdmissionDeps {
   tips: TipAccounts | null;
   evmChainId: bigint;
   enabled: { evm: boolean; solana: boolean };
+  /** `limits.shed_hold_ms`: the longest a door shed's answer is held (0: written at once). */
+  shedHoldMs?: number;
 }
 
 const SIGNATURE_BYTES = 64;
@@ -217,9 +219,15 @@ export class Admission {
 
   /** Step 5: CAPACITY when the queue controller sheds this arrival. */
   shed(): RelayError | null {
-    const s = this.d.verifier.admit(this.d.clock());
+    const v = this.d.verifier;
+    const s = v.admit(this.d.clock());
     if (s === Shed.No) return null;
-    return this.reject(E.CAPACITY, s === Shed.Standing ? 'standing verification queue' : OVER_BOUND);
+    const err = this.reject(E.CAPACITY, s === Shed.Standing ? 'standing verification queue' : OVER_BOUND);
+    // Held about as long as the queue it was turned away from (README, "Load shedding": a client that
+    // resends at once then comes back when there is room, instead of spending the relay on refusals).
+    const hold = this.d.shedHoldMs ?? 0;
+    if (hold > 0) err.holdMs = Math.min(hold, Math.max(v.queueMs(), v.controller.targetMs));
+    return err;
   }
 
   /**

@@ -281,6 +281,81 @@ export function flushHeldAnswers(): void {
   held.length = 0;
 }
 
+/**
+ * `send`, held `ms` first: a door shed under a standing queue
+ * (`RelayError.holdMs`, README "Load shedding"). A client that resends a
+ * refusal at once then comes back about when the queue it was turned away
+ * from has moved, instead of spending the relay's CPU on refusals (at 1024
+ * closed-loop connections, most of it). Held answers wait in arrays, in
+ * arrival order, behind one timer; a client that goes away meanwhile gets
+ * nothing, and `releaseHeldRefusals` writes them all at once (shutdown).
+ */
+export function sendHeld(res: Res, ms: number, status: number, contentType: string | null, body: string | Uint8Array, headers?: Headers): void {
+  if (ms <= 0) return send(res, status, contentType, body, headers);
+  if (res.aborted || res.done) return;
+  res.done = true;
+  watchAbort(res);
+  const due = performance.now() + ms;
+  const i = paced.length;
+  paced.push(res);
+  // Due times in arrival order never go backwards, so the head is always the next one due.
+  pacedDue[i] = i > pacedHead && due < pacedDue[i - 1]! ? pacedDue[i - 1]! : due;
+  pacedStatus[i] = status;
+  pacedType[i] = contentType;
+  pacedBody[i] = body;
+  pacedHeaders[i] = headers;
+  if (pacedTimer === null) pacedTimer = setTimeout(releaseDue, ms);
+}
+
+const paced: Res[] = [];
+const pacedDue: number[] = [];
+const pacedStatus: number[] = [];
+const pacedType: (string | null)[] = [];
+const pacedBody: (string | Uint8Array | undefined)[] = [];
+const pacedHeaders: (Headers | undefined)[] = [];
+let pacedHead = 0;
+let pacedTimer: NodeJS.Timeout | null = null;
+
+/** Refusals held by `sendHeld` and not yet written. */
+export function heldRefusals(): number {
+  return paced.length - pacedHead;
+}
+
+function releaseDue(): void {
+  pacedTimer = null;
+  releasePaced(performance.now());
+}
+
+/** Writes every held refusal now (shutdown: nothing is left unanswered when the listeners close). */
+export function releaseHeldRefusals(): void {
+  if (pacedTimer !== null) clearTimeout(pacedTimer);
+  pacedTimer = null;
+  releasePaced(Infinity);
+}
+
+function releasePaced(now: number): void {
+  // Held answers are written back to back: one wake-up of each client thread, as coalescing does.
+  let i = pacedHead;
+  for (; i < paced.length && pacedDue[i]! <= now + 0.5; i++) {
+    const res = paced[i]!;
+    if (!res.aborted) write(res, pacedStatus[i]!, pacedType[i]!, pacedBody[i]!, pacedHeaders[i], false);
+    paced[i] = undefined as unknown as Res;
+    pacedBody[i] = undefined;
+    pacedHeaders[i] = undefined;
+  }
+  pacedHead = i;
+  if (pacedHead === paced.length) {
+    paced.length = pacedDue.length = pacedStatus.length = pacedType.length = pacedBody.length = pacedHeaders.length = 0;
+    pacedHead = 0;
+    return;
+  }
+  if (pacedHead >= 4096 && pacedHead * 2 >= paced.length) {
+    for (const a of [paced, pacedDue, pacedStatus, pacedType, pacedBody, pacedHeaders] as unknown[][]) a.splice(0, pacedHead);
+    pacedHead = 0;
+  }
+  pacedTimer = setTimeout(releaseDue, Math.max(1, pacedDue[pacedHead]! - performance.now()));
+}
+
 export function sendJson(res: Res, status: number, body: string, headers?: Headers): void {
   send(res, status, 'application/json', body, headers);
 }

@@ -9,7 +9,7 @@ import { decodeHexInto, hexTransactionLength, parseHexTransaction } from '../../
 import type { Admission, BatchInput, BatchItem, Block, EvmOutcome, LaneName } from '../../pipeline/admission.js';
 import { FORWARDED_MESSAGE } from '../../pipeline/admission.js';
 import type { AccountRecord } from '../../store/accounts.js';
-import { begin, fixedHeaders, joinHeaders, readBodyTo, retryAfterHeaders, retryHeaders, send, type BodyTarget, type Headers, type Res } from '../http.js';
+import { begin, fixedHeaders, joinHeaders, readBodyTo, retryAfterHeaders, retryHeaders, send, sendHeld, type BodyTarget, type Headers, type Res } from '../http.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import type { DoorContext } from './context.js';
 import { rpcErrorBody, type Reply } from './jsonrpc.js';
@@ -132,7 +132,7 @@ function hexIn(admission: Admission, hex: string): Block | RelayError {
 /** The plain-text door's errors: JSON-RPC bodies with id null, readable by browsers (CORS). */
 function failText(res: Res, err: RelayError): void {
   const h = retryHeaders(err);
-  send(res, err.spec.http, JSON_CT, rpcErrorBody(err, 'null'), joinHeaders(h, CORS));
+  sendHeld(res, err.holdMs, err.spec.http, JSON_CT, rpcErrorBody(err, 'null'), joinHeaders(h, CORS));
 }
 
 type Submit = (reply: Reply, rec: AccountRecord, hex: string, id: string, cors: Headers | undefined) => void;

@@ -12,7 +12,7 @@
  * a few hundred bytes per call plus the ids the client sent.
  */
 import { E, RelayError } from '../../errors.js';
-import { begin, readBodyTo, retryAfterHeaders, send, type BodyTarget, type Headers, type LatencyTimer, type Res } from '../http.js';
+import { begin, readBodyTo, retryAfterHeaders, send, sendHeld, type BodyTarget, type Headers, type LatencyTimer, type Res } from '../http.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '../uws.js';
 
 export interface RpcCall {
@@ -111,8 +111,8 @@ export class RpcDispatcher {
   /** A 429 or a shed 503 for the whole request: SPEC 7.2's plain text for a family B caller (api-key), JSON-RPC otherwise. */
   private failEarly(res: Res, info: RequestInfo, err: RelayError): void {
     const h = err.spec.http === 429 ? retryAfterHeaders(err.retryAfterMs) : undefined;
-    if (info.apiKey !== null) return send(res, err.spec.http, 'text/plain; charset=utf-8', err.text, h);
-    send(res, err.spec.http, 'application/json', rpcErrorBody(err, 'null'), h);
+    if (info.apiKey !== null) return sendHeld(res, err.holdMs, err.spec.http, 'text/plain; charset=utf-8', err.text, h);
+    sendHeld(res, err.holdMs, err.spec.http, 'application/json', rpcErrorBody(err, 'null'), h);
   }
 
   /** @internal */

@@ -9,7 +9,7 @@ import { base58Decode } from '../../native/base58.js';
 import { MAX_V1_TX_SIZE } from '../../chains/solana/decode.js';
 import { base64DecodedLength, decodeBase64Into } from '../../chains/solana/base64.js';
 import type { Admission, Block, SolanaOutcome } from '../../pipeline/admission.js';
-import { begin, fixedHeaders, readBodyTo, retryHeaders, sendJson, sendText, type BodyTarget, type Headers, type Res } from '../http.js';
+import { begin, fixedHeaders, readBodyTo, retryHeaders, sendHeld, sendJson, sendText, type BodyTarget, type Headers, type Res } from '../http.js';
 import { rpcErrorBody } from './jsonrpc.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import type { DoorContext } from './context.js';
@@ -26,6 +26,7 @@ const JSON_CT = 'application/json';
 
 /** Family B error bodies are SPEC 7.2's plain text on every HTTP door (DECISIONS 6). */
 function sendPlainError(res: Res, err: RelayError): void {
+  if (err.holdMs > 0) return sendHeld(res, err.holdMs, err.spec.http, TEXT, err.text, retryHeaders(err));
   sendText(res, err.spec.http, err.text, retryHeaders(err));
 }
 
