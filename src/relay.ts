@@ -27,7 +27,7 @@ import { TipAccounts } from './chains/solana/tip.js';
 import { initKeccak } from './chains/evm/hash.js';
 import { loadAcceptor, describeAcceptor, type TemplatedApp, type Uws, type us_listen_socket } from './server/uws.js';
 import { attachConnectionCaps, connectionCaps, type ConnectionCaps } from './server/conn-caps.js';
-import { clientIp, flushHeldAnswers, holdAnswers, releaseHeldRefusals, setAnswerCoalescing } from './server/http.js';
+import { clientIp, flushHeldAnswers, heldRefusals, holdAnswers, releaseHeldRefusals, setAnswerCoalescing } from './server/http.js';
 import { RpcDispatcher } from './server/doors/jsonrpc.js';
 import { registerSolanaDoors } from './server/doors/solana.js';
 import { registerEvmDoors, type BatchRecorder } from './server/doors/evm.js';
@@ -173,6 +173,7 @@ export class Relay {
       evmChainId: BigInt(cfg.evm.chain_id),
       enabled: { evm: cfg.evm.enabled, solana: cfg.solana.enabled },
       shedHoldMs: cfg.limits.shed_hold_ms,
+      heldRefusals,
     });
 
     let outcomeFailures = 0;

@@ -389,11 +389,15 @@ test('a backlog that drains slower than the checks run (the acceptor also reads 
     const waiting = jobs.waiting();
     assert.ok(waiting > 300, `still a backlog after 80 ms (${waiting} waiting)`);
     const estimated = v.queueMs();
+    // The same pace prices a waiting room of refusals held behind the queue (door sheds, limits.shed_hold_ms).
+    assert.ok(Math.abs(v.drainMs(waiting) - estimated) <= estimated * 0.25, `${waiting} more take ${v.drainMs(waiting).toFixed(1)} ms at that pace`);
     const at = performance.now();
     await all;
     const actual = last - at;
     // At the checks' own pace, or by the oldest job's age, it would be about a third of what it took.
     assert.ok(estimated > actual * 0.6 && estimated < actual * 1.7, `estimated ${estimated.toFixed(1)} ms for a backlog that took ${actual.toFixed(1)} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(v.drainMs(100), 0, 'no backlog, no pace to price anything at');
   } finally {
     reading = false;
     await v.close();

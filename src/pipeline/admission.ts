@@ -84,6 +84,8 @@ export interface AdmissionDeps {
   enabled: { evm: boolean; solana: boolean };
   /** `limits.shed_hold_ms`: the longest a door shed's answer is held (0: written at once). */
   shedHoldMs?: number;
+  /** Door sheds held and not yet answered (src/server/http.ts). */
+  heldRefusals?: () => number;
 }
 
 const SIGNATURE_BYTES = 64;
@@ -226,7 +228,8 @@ export class Admission {
     // Held about as long as the queue it was turned away from (README, "Load shedding": a client that
     // resends at once then comes back when there is room, instead of spending the relay on refusals).
     const hold = this.d.shedHoldMs ?? 0;
-    if (hold > 0) err.holdMs = Math.min(hold, Math.max(v.queueMs(), v.controller.targetMs));
+    // Behind the refusals already held too: they come back first (a waiting room that empties at the drain pace).
+    if (hold > 0) err.holdMs = Math.min(hold, Math.max(v.queueMs() + v.drainMs(this.d.heldRefusals?.() ?? 0), v.controller.targetMs));
     return err;
   }
 

@@ -350,6 +350,14 @@ export class Verifier {
     return this.backloggedMs >= BACKLOG_TRUST_MS && this.drainPerMs > 0 ? Math.max(est, w / this.drainPerMs) : est;
   }
 
+  /**
+   * Milliseconds a standing backlog takes to drain `n` more checks at its
+   * measured pace; 0 while there is no trusted measurement.
+   */
+  drainMs(n: number): number {
+    return this.backloggedMs >= BACKLOG_TRUST_MS && this.drainPerMs > 0 ? n / this.drainPerMs : 0;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
