@@ -225,10 +225,9 @@ export class Admission {
     const s = v.admit(this.d.clock());
     if (s === Shed.No) return null;
     const err = this.reject(E.CAPACITY, s === Shed.Standing ? 'standing verification queue' : OVER_BOUND);
-    // Held about as long as the queue it was turned away from (README, "Load shedding": a client that
-    // resends at once then comes back when there is room, instead of spending the relay on refusals).
+    // Held about as long as the queue it was turned away from and the refusals held before it take to
+    // drain (README, "Load shedding"): a client that resends at once comes back when there is room.
     const hold = this.d.shedHoldMs ?? 0;
-    // Behind the refusals already held too: they come back first (a waiting room that empties at the drain pace).
     if (hold > 0) err.holdMs = Math.min(hold, Math.max(v.queueMs() + v.drainMs(this.d.heldRefusals?.() ?? 0), v.controller.targetMs));
     return err;
   }

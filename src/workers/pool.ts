@@ -347,7 +347,7 @@ export class Verifier {
     // A standing backlog drains at its measured pace: slower than the checks' own, as the acceptor also
     // reads, refuses and answers. Admitting by the checks' pace alone kept the queue at the bound, and
     // about a third of what the door admitted then expired after being read and queued.
-    return this.backloggedMs >= BACKLOG_TRUST_MS && this.drainPerMs > 0 ? Math.max(est, w / this.drainPerMs) : est;
+    return Math.max(est, this.drainMs(w));
   }
 
   /**
