@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { QueueController, Shed } from '../src/workers/controller.js';
+import { BACKLOG_TRUST_MS, DrainMeter, QueueController, Shed } from '../src/workers/controller.js';
 
 const opts = { targetMs: 5, intervalMs: 100, maxMs: 100 };
 
@@ -86,4 +86,45 @@ test('a shed period that resumes soon restarts near the previous rate (RFC 8289 
 test('nonsensical settings are refused', () => {
   assert.throws(() => new QueueController({ targetMs: 0 }), RangeError);
   assert.throws(() => new QueueController({ targetMs: 10, maxMs: 5 }), RangeError);
+});
+
+/** Samples every 5 ms from `from` while `waiting` checks wait and `perMs` leave the queue per ms; returns the time reached. */
+function drainFor(m: DrainMeter, from: number, ms: number, perMs: number, waiting: number, left: { n: number }): number {
+  let t = from;
+  for (; t < from + ms; t += 5) {
+    left.n += perMs * 5;
+    m.sample(t + 5, left.n, waiting);
+  }
+  return t;
+}
+
+test('a queue that stays non-empty is priced at the pace checks left it, once it has stood for BACKLOG_TRUST_MS', () => {
+  const m = new DrainMeter();
+  const left = { n: 0 };
+  m.sample(0, 0, 500);
+  let t = drainFor(m, 0, BACKLOG_TRUST_MS - 5, 2, 500, left);
+  assert.equal(m.ms(100), 0, 'a burst younger than the trust period is no forecast');
+  t = drainFor(m, t, 10, 2, 500, left);
+  assert.equal(m.ms(100), 50, '100 checks at 2 per ms');
+  // The acceptor spends more of itself elsewhere: the pace falls to 0.5/ms and the price follows it.
+  t = drainFor(m, t, 200, 0.5, 500, left);
+  assert.ok(Math.abs(m.ms(100) - 200) < 1, `100 checks at 0.5 per ms: ${m.ms(100)}`);
+});
+
+test('a queue seen empty, at a sample or between samples, starts its trust period again', () => {
+  const m = new DrainMeter();
+  const left = { n: 0 };
+  m.sample(0, 0, 500);
+  let t = drainFor(m, 0, 100, 2, 500, left);
+  assert.equal(m.ms(100), 50);
+  m.sample(t + 5, left.n, 0);
+  t += 5;
+  assert.equal(m.ms(100), 0, 'empty at a sample');
+  t = drainFor(m, t, 100, 2, 500, left);
+  assert.equal(m.ms(100), 50);
+  m.emptied();
+  t = drainFor(m, t, BACKLOG_TRUST_MS - 5, 2, 500, left);
+  assert.equal(m.ms(100), 0, 'emptied between samples (a turn drained it)');
+  drainFor(m, t, 10, 2, 500, left);
+  assert.equal(m.ms(100), 50);
 });

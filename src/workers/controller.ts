@@ -112,3 +112,54 @@ export class QueueController {
     return Shed.Standing;
   }
 }
+
+/**
+ * How long the queue must have stayed non-empty before its measured drain
+ * rate is trusted for the door's wait estimate. The first turns of a burst
+ * read much and check little: their drain rate is no forecast (README, Load
+ * shedding, the share-of-time estimate that was not kept).
+ */
+export const BACKLOG_TRUST_MS = 50;
+
+/**
+ * The pace a standing queue really drains at: checks that left it per
+ * millisecond (claimed, not expired) over sample periods through which it
+ * stayed non-empty. An overloaded acceptor also reads, refuses and answers,
+ * so this is slower than the checks' own pace; admitting by the checks' pace
+ * kept the queue at the bound, and about a third of what the door admitted
+ * then expired after being read and queued. Pure, like QueueController.
+ */
+export class DrainMeter {
+  /** Checks per millisecond, smoothed; 0 until measured. */
+  private perMs = 0;
+  /** Milliseconds the queue has been non-empty at every observation. */
+  private backloggedMs = 0;
+  private backlogged = false;
+  private lastLeft = 0;
+  private lastAt = 0;
+
+  /** A sample: `left` counts every check that has left the queue so far (claimed minus expired), `waiting` what is in it now. */
+  sample(now: number, left: number, waiting: number): void {
+    const dt = now - this.lastAt;
+    if (this.backlogged && waiting > 0 && dt > 0) {
+      const rate = (left - this.lastLeft) / dt;
+      this.perMs = this.perMs === 0 ? rate : this.perMs * 0.8 + rate * 0.2;
+      this.backloggedMs += dt;
+    } else {
+      this.backloggedMs = 0;
+    }
+    this.backlogged = waiting > 0;
+    this.lastLeft = left;
+    this.lastAt = now;
+  }
+
+  /** The queue was seen empty between samples: the next period is no backlog. */
+  emptied(): void {
+    this.backlogged = false;
+  }
+
+  /** Milliseconds `n` checks take at the measured pace; 0 while there is no trusted measurement. */
+  ms(n: number): number {
+    return this.backloggedMs >= BACKLOG_TRUST_MS && this.perMs > 0 ? n / this.perMs : 0;
+  }
+}

@@ -68,7 +68,7 @@ import type { Clock } from '../shared/clock.js';
 import type { DedupFilter, DedupHandle } from '../shared/dedup.js';
 import type { SlabHandle } from '../shared/slab.js';
 import { runCheck, runClaimed, type CheckContext } from './check.js';
-import { QueueController, Shed, type ControllerOptions } from './controller.js';
+import { DrainMeter, QueueController, Shed, type ControllerOptions } from './controller.js';
 import { C_COMPLETED, JobResult, S_RESULT, S_WORKER, SlotState, T_END, T_START, type JobTable, type JobTableHandle } from './jobs.js';
 
 /** Over this event-loop utilisation (last window) the acceptor is busy: with workers, checks go to them (woken) instead of inline. */
@@ -98,13 +98,6 @@ const TURN_BUDGET_MS = 1;
  * MAX_BATCH = 256 items; 5 ms is ~100-170 checks).
  */
 const MAX_SLICE_MS = 5;
-/**
- * How long the ring must have stayed non-empty before its measured drain
- * rate is trusted for the door's wait estimate. The first turns of a burst
- * read much and check little: their drain rate is no forecast (README, Load
- * shedding, the share-of-time estimate that was not kept).
- */
-const BACKLOG_TRUST_MS = 50;
 /** Starting per-check estimate (sodium-native ed25519 ~42 µs here) until checks are timed. */
 const INITIAL_SERVICE_MS = 0.05;
 /** A single sample is clamped so one stall cannot dominate the average. */
@@ -212,18 +205,8 @@ export class Verifier {
   private busy = false;
   /** Longest wait of a job started since the last controller sample. */
   private worstSojourn = 0;
-  /**
-   * Checks that left the ring per millisecond (claimed, not expired) while it
-   * stayed non-empty: the pace a new arrival's place in the queue really
-   * moves at, reading, refusing and answering included. 0 until measured.
-   */
-  private drainPerMs = 0;
-  /** Milliseconds the ring has been non-empty at every observation (controller samples, turn ends). */
-  private backloggedMs = 0;
-  private backlogged = false;
-  private lastClaimed = 0;
-  private lastExpired = 0;
-  private lastSampleAt = 0;
+  /** The ring's measured drain pace while it stays non-empty (controller sampling, turn ends). */
+  private readonly drain = new DrainMeter();
   /** Milliseconds the acceptor spent checking since the last controller sample. */
   private checkMs = 0;
   /** Jobs run in the current event-loop turn, and in the one before (counted by `tick` at each turn's end). */
@@ -355,7 +338,7 @@ export class Verifier {
    * measured pace; 0 while there is no trusted measurement.
    */
   drainMs(n: number): number {
-    return this.backloggedMs >= BACKLOG_TRUST_MS && this.drainPerMs > 0 ? n / this.drainPerMs : 0;
+    return this.drain.ms(n);
   }
 
   async close(): Promise<void> {
@@ -462,7 +445,7 @@ export class Verifier {
       if (rest > 0 && this.live > 0 && this.jobs.hasSleeper()) this.jobs.wake(Math.min(rest, this.live));
     }
     this.afterAnswers();
-    if (this.jobs.waiting() === 0) this.backlogged = false;
+    if (this.jobs.waiting() === 0) this.drain.emptied();
     // Jobs still wait past the slice: check more next turn (sockets are read in between) rather than
     // sleep. Jobs left to the workers by the share are theirs: their answers wake the acceptor.
     if (!left && this.jobs.waiting() > 0) {
@@ -546,27 +529,8 @@ export class Verifier {
     this.worstSojourn = 0;
     this.checkMs = 0;
     this.controller.observe(worst, this.clock());
-    this.sampleDrain(now);
+    this.drain.sample(now, this.jobs.claimedCount() - this.stats.expired, this.jobs.waiting());
   };
-
-  /** Measures the drain rate over the last sample period when the ring stayed non-empty through it. */
-  private sampleDrain(now: number): void {
-    const claimed = this.jobs.claimedCount();
-    const expired = this.stats.expired;
-    const waiting = this.jobs.waiting();
-    const dt = now - this.lastSampleAt;
-    if (this.backlogged && waiting > 0 && dt > 0) {
-      const rate = (claimed - this.lastClaimed - (expired - this.lastExpired)) / dt;
-      this.drainPerMs = this.drainPerMs === 0 ? rate : this.drainPerMs * 0.8 + rate * 0.2;
-      this.backloggedMs += dt;
-    } else {
-      this.backloggedMs = 0;
-    }
-    this.backlogged = waiting > 0;
-    this.lastClaimed = claimed;
-    this.lastExpired = expired;
-    this.lastSampleAt = now;
-  }
 
   // ---- workers ---------------------------------------------------------------
 
