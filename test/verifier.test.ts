@@ -347,9 +347,13 @@ test('on the worker too, a job that waited past the bound is refused unchecked a
     assert.equal(results.filter((r) => r === JobResult.Ok).length + expired, 300);
     assert.ok(expired > 0, 'some waited past 1 ms');
     assert.equal(v.stats.expired, expired);
-    const again = await Promise.all(txs.filter((_, i) => results[i] === JobResult.Expired).slice(0, 5).map((t) => check(JobKind.SolanaTx, t)));
-    assert.ok(again.every((r) => r.result !== JobResult.Duplicate), 'an expired transaction is not a duplicate when resent');
-    assert.ok(again.some((r) => r.result === JobResult.Ok));
+    // Resent one at a time, again while it expires, as a client should: five offered at once on a busy
+    // CI host had all waited past 1 ms again. Every attempt is checked afresh, none is a duplicate.
+    for (const t of txs.filter((_, i) => results[i] === JobResult.Expired).slice(0, 5)) {
+      let r = (await check(JobKind.SolanaTx, t)).result;
+      for (let i = 0; r === JobResult.Expired && i < 50; i++) r = (await check(JobKind.SolanaTx, t)).result;
+      assert.equal(r, JobResult.Ok, 'an expired transaction is not a duplicate when resent: it is checked and accepted');
+    }
   } finally {
     await v.close();
   }
