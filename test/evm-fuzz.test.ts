@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { concatHex, hexToBytes, toRlp, type Hex } from 'viem';
 import { DecodeError } from '../src/errors.js';
-import { decodeEvmTransaction, signingHash, txHash } from '../src/chains/evm/decode.js';
+import { decodeEvmTransaction, EvmTx, signingHash, txHash } from '../src/chains/evm/decode.js';
 import { initKeccak } from '../src/chains/evm/hash.js';
 import { parseHexTransaction } from '../src/chains/evm/hex.js';
 import { recoverSender, useSecpBackend } from '../src/chains/evm/recover.js';
@@ -137,6 +137,52 @@ test('random mutations of valid transactions only ever raise DecodeError (decode
     { numRuns: 3000 },
   );
   useSecpBackend('native');
+});
+
+/**
+ * Everything a check reads of a decoded transaction, views and integers
+ * included, and how validation and both hashes come out: or the error.
+ */
+function outcome(raw: Uint8Array, into?: EvmTx): string {
+  let tx: EvmTx;
+  try {
+    tx = decodeEvmTransaction(raw, into);
+  } catch (e) {
+    if (e instanceof DecodeError) return `decode: ${e.message}`;
+    throw e;
+  }
+  const fields: Record<string, unknown> = { ...tx, raw: undefined, to: tx.to, data: tx.data, rBytes: tx.rBytes, sBytes: tx.sBytes, r: tx.r, s: tx.s };
+  let valid = 'valid';
+  try {
+    validateEvmTransaction(tx, { chainId: 1n });
+  } catch (e) {
+    if (!(e instanceof DecodeError)) throw e;
+    valid = e.message;
+  }
+  const hex = (x: Uint8Array) => Buffer.from(x).toString('hex');
+  const text = (v: unknown): unknown =>
+    typeof v === 'bigint' ? `${v}n` : v instanceof Uint8Array ? hex(v) : Array.isArray(v) ? v.map(text) : v;
+  return JSON.stringify({ ...Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, text(v)])), valid, hash: hex(txHash(raw, tx)), signing: hex(signingHash(raw, tx)) });
+}
+
+test('decoding into a reused instance, after any earlier input, gives what a fresh decode gives', () => {
+  // The checking loop decodes every transaction into one instance (workers/check.ts): nothing of
+  // the previous transaction, decoded or refused halfway, may show through.
+  const small = seeds.filter((s) => s.length < 10_000);
+  const input = fc.tuple(fc.constantFrom(...small), fc.array(mutation, { maxLength: 3 })).map(([seed, ms]) => mutate(seed, ms));
+  const scratch = new EvmTx();
+  fc.assert(
+    fc.property(input, input, (before, raw) => {
+      outcome(before, scratch);
+      assert.equal(outcome(raw, scratch), outcome(raw));
+    }),
+    { numRuns: 2000 },
+  );
+  // The unmutated seeds too, each after every other.
+  for (const a of seeds) for (const b of seeds) {
+    outcome(a, scratch);
+    assert.equal(outcome(b, scratch), outcome(b));
+  }
 });
 
 test('mutations of blob network forms only ever raise DecodeError', () => {

@@ -81,8 +81,13 @@ test('an unrecoverable signature is a DecodeError on both backends', async () =>
   for (const backend of ['native', 'noble'] as const) {
     useSecpBackend(backend);
     for (let r = 1n; r < 40n; r++) {
+      // r is an offset into the input: point it at one byte appended to a copy of it.
       const tx = decodeEvmTransaction(s.raw);
-      tx.rBytes = Uint8Array.of(Number(r));
+      const withR = Uint8Array.from([...s.raw, Number(r)]);
+      tx.raw = withR;
+      tx.rAt = s.raw.length;
+      tx.rLen = 1;
+      assert.equal(tx.r, r);
       let threw = false;
       try {
         recoverSender(tx, hash);

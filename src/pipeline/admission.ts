@@ -498,8 +498,8 @@ export class Admission {
       return done({ ok: false, error });
     }
     const keyAt = this.jobs.keyAt(s);
-    const hashBytes = this.jobs.bytes.subarray(keyAt, keyAt + KEY_BYTES);
-    const hash = toHex(hashBytes);
+    // Straight from the job table to text: no view of the hash, no Buffer around it.
+    const hash = '0x' + this.jobsBuf.toString('hex', keyAt, keyAt + KEY_BYTES);
     if (r === JobResult.Duplicate) {
       this.jobs.release(s);
       this.release(block);
@@ -511,7 +511,7 @@ export class Admission {
     if (!this.d.forwarder.lane(lane).offer(payload)) {
       const k = this.keyScratch;
       k[0] = KEY_EVM;
-      k.set(hashBytes, 1);
+      k.set(this.jobs.bytes.subarray(keyAt, keyAt + KEY_BYTES), 1);
       this.d.dedup.release(k.subarray(0, 1 + KEY_BYTES), this.d.clock());
       this.jobs.release(s);
       return done({ ok: false, error: this.capacityError('forwarding queue full') });

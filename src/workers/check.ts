@@ -17,7 +17,7 @@ import type { Clock } from '../shared/clock.js';
 import type { DedupFilter } from '../shared/dedup.js';
 import { decodeSolanaTransaction, maxSizeFor, SolanaTxView } from '../chains/solana/decode.js';
 import { verifySolanaTransaction } from '../chains/solana/verify.js';
-import { decodeEvmTransaction } from '../chains/evm/decode.js';
+import { decodeEvmTransaction, EvmTx } from '../chains/evm/decode.js';
 import { validateEvmTransaction } from '../chains/evm/validate.js';
 import { signingHashAt, txHashAt } from '../chains/evm/hash.js';
 import { recovers } from '../chains/evm/recover.js';
@@ -126,12 +126,15 @@ function solanaVerify(c: CheckContext, s: number, tx: Uint8Array): void {
   else jobs.setResult(s, JobResult.BadSignature, 'signature verification failed');
 }
 
+/** This thread's decoded transaction, decoded into again by each check (synchronous: never two at once). */
+const evmScratch = new EvmTx();
+
 function evmTx(c: CheckContext, s: number, raw: Uint8Array, hashed: boolean): void {
   const jobs = c.jobs;
   const keyAt = jobs.keyAt(s);
   let tx;
   try {
-    tx = decodeEvmTransaction(raw);
+    tx = decodeEvmTransaction(raw, evmScratch);
     if (!hashed) {
       validateEvmTransaction(tx, { chainId: c.chainId });
       txHashAt(raw, tx, jobs.bytes, keyAt);

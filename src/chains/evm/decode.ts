@@ -22,9 +22,10 @@
  * so that validate.ts can name the rule.
  *
  * The result keeps offsets into the input instead of copies: `data`, `to`,
- * hashes and commitments are subarrays, and the byte ranges that the
- * transaction hash and the signing hash cover are recorded so `txHash` and
- * `signingHash` (hash.ts, re-exported here) need no re-encoding.
+ * r and s are offsets (with views made on request), blob hashes and
+ * commitments are subarrays, and the byte ranges that the transaction hash
+ * and the signing hash cover are recorded so `txHash` and `signingHash`
+ * (hash.ts, re-exported here) need no re-encoding.
  */
 
 import { DecodeError } from '../../errors.js';
@@ -77,10 +78,14 @@ export class EvmTx {
   maxPriorityFeePerGas = 0n;
   /** EIP-4844 only. */
   maxFeePerBlobGas: bigint | null = null;
-  /** 20-byte view, or null for contract creation. */
-  to: Uint8Array | null = null;
+  /** The input the offsets below point into. */
+  raw: Uint8Array = EMPTY;
+  /** Offset of the 20-byte recipient in `raw`, or -1 for contract creation. */
+  toAt = -1;
   value = 0n;
-  data: Uint8Array = EMPTY;
+  /** The call data: raw[dataAt, dataAt + dataLen). */
+  dataAt = 0;
+  dataLen = 0;
   accessListAddresses = 0;
   accessListStorageKeys = 0;
   blobVersionedHashes: readonly Uint8Array[] = NO_HASHES;
@@ -94,9 +99,11 @@ export class EvmTx {
   v = 0n;
   /** Recovery id 0 or 1; -1 when v / yParity is not a valid value. */
   yParity = -1;
-  /** Minimal big-endian bytes of r and s as they appear in the input (canonical: no leading zero, at most 32). */
-  rBytes: Uint8Array = EMPTY;
-  sBytes: Uint8Array = EMPTY;
+  /** Minimal big-endian bytes of r and s as they appear in the input (canonical: no leading zero, at most 32): raw[rAt, rAt + rLen). */
+  rAt = 0;
+  rLen = 0;
+  sAt = 0;
+  sLen = 0;
   /** Length of the whole input, sidecar included. */
   size = 0;
   /** The canonical RLP list: the transaction hash is keccak(type byte, if typed || input[bodyStart, bodyEnd)). */
@@ -106,30 +113,89 @@ export class EvmTx {
   unsignedStart = 0;
   unsignedEnd = 0;
 
-  /**
-   * r and s as integers, converted when asked for: the checks compare the
-   * bytes (validate.ts) and the native recovery takes them as bytes, so the
-   * hot path builds no BigInt for them (~1 KB of garbage per transaction).
+  /*
+   * Byte fields are offsets into `raw`, and the views and integers below are
+   * made when asked for: the checks (validate.ts, hash.ts, recover.ts) read
+   * the offsets, so the hot path builds neither a view nor a BigInt for them
+   * (each view is ~100 B of garbage per transaction).
    */
+
+  /** 20-byte view, or null for contract creation. */
+  get to(): Uint8Array | null {
+    return this.toAt < 0 ? null : this.raw.subarray(this.toAt, this.toAt + 20);
+  }
+
+  get data(): Uint8Array {
+    return this.raw.subarray(this.dataAt, this.dataAt + this.dataLen);
+  }
+
+  get rBytes(): Uint8Array {
+    return this.raw.subarray(this.rAt, this.rAt + this.rLen);
+  }
+
+  get sBytes(): Uint8Array {
+    return this.raw.subarray(this.sAt, this.sAt + this.sLen);
+  }
+
   get r(): bigint {
-    return this.rBytes.length === 0 ? 0n : bytesToBigInt(this.rBytes, 0, this.rBytes.length);
+    return this.rLen === 0 ? 0n : bytesToBigInt(this.raw, this.rAt, this.rLen);
   }
 
   get s(): bigint {
-    return this.sBytes.length === 0 ? 0n : bytesToBigInt(this.sBytes, 0, this.sBytes.length);
+    return this.sLen === 0 ? 0n : bytesToBigInt(this.raw, this.sAt, this.sLen);
+  }
+
+  /** Back to a fresh instance's values, so one instance can be decoded into again. */
+  reset(raw: Uint8Array): this {
+    this.type = 0;
+    this.chainId = null;
+    this.nonce = 0n;
+    this.gasLimit = 0n;
+    this.gasPrice = 0n;
+    this.maxFeePerGas = 0n;
+    this.maxPriorityFeePerGas = 0n;
+    this.maxFeePerBlobGas = null;
+    this.raw = raw;
+    this.toAt = -1;
+    this.value = 0n;
+    this.dataAt = 0;
+    this.dataLen = 0;
+    this.accessListAddresses = 0;
+    this.accessListStorageKeys = 0;
+    this.blobVersionedHashes = NO_HASHES;
+    this.sidecarVersion = -1;
+    this.sidecarBlobs = 0;
+    this.sidecarCommitments = NO_HASHES;
+    this.sidecarProofs = 0;
+    this.authorizationCount = 0;
+    this.v = 0n;
+    this.yParity = -1;
+    this.rAt = 0;
+    this.rLen = 0;
+    this.sAt = 0;
+    this.sLen = 0;
+    this.size = raw.length;
+    this.bodyStart = 0;
+    this.bodyEnd = 0;
+    this.unsignedStart = 0;
+    this.unsignedEnd = 0;
+    return this;
   }
 }
 
 /** One reader per thread: decoding is synchronous, so it is never shared by two calls at once. */
 const reader = new RlpReader();
 
-/** Decodes one signed transaction; throws DecodeError naming the offending field. */
-export function decodeEvmTransaction(raw: Uint8Array): EvmTx {
+/**
+ * Decodes one signed transaction; throws DecodeError naming the offending
+ * field. `into` (reset first) saves the allocation where the caller is done
+ * with the previous result, as the checking loop is.
+ */
+export function decodeEvmTransaction(raw: Uint8Array, into?: EvmTx): EvmTx {
   const n = raw.length;
   if (n === 0) throw new DecodeError('empty transaction');
   const first = raw[0]!;
-  const tx = new EvmTx();
-  tx.size = n;
+  const tx = (into ?? new EvmTx()).reset(raw);
   if (first >= 0xc0) {
     decodeLegacy(raw, tx);
   } else if (first >= TX_ACCESS_LIST && first <= TX_SET_CODE) {
@@ -155,12 +221,12 @@ function decodeLegacy(raw: Uint8Array, tx: EvmTx): void {
   tx.maxFeePerGas = tx.gasPrice;
   tx.maxPriorityFeePerGas = tx.gasPrice;
   tx.gasLimit = r.uint(end, U64_BYTES, 'gas');
-  tx.to = readTo(r, end, raw);
+  tx.toAt = readTo(r, end);
   tx.value = r.uint(end, U256_BYTES, 'value');
-  r.string(end, 'data');
-  tx.data = raw.subarray(r.start, r.pos);
+  tx.dataLen = r.string(end, 'data');
+  tx.dataAt = r.start;
   tx.unsignedEnd = r.pos;
-  readSignature(r, end, raw, tx, 'v');
+  readSignature(r, end, tx, 'v');
   r.finish(end, 'transaction');
 
   // EIP-155: v = chainId * 2 + 35 + yParity; 27 / 28 are pre-EIP-155 (no chain id).
@@ -204,10 +270,10 @@ function decodeTyped(raw: Uint8Array, tx: EvmTx, type: number): void {
     tx.gasPrice = tx.maxFeePerGas;
   }
   tx.gasLimit = r.uint(end, U64_BYTES, 'gas');
-  tx.to = readTo(r, end, raw);
+  tx.toAt = readTo(r, end);
   tx.value = r.uint(end, U256_BYTES, 'value');
-  r.string(end, 'data');
-  tx.data = raw.subarray(r.start, r.pos);
+  tx.dataLen = r.string(end, 'data');
+  tx.dataAt = r.start;
   readAccessList(r, end, tx);
   if (type === TX_BLOB) {
     tx.maxFeePerBlobGas = r.uint(end, U256_BYTES, 'maxFeePerBlobGas');
@@ -216,26 +282,29 @@ function decodeTyped(raw: Uint8Array, tx: EvmTx, type: number): void {
     tx.authorizationCount = readAuthorizationList(r, end);
   }
   tx.unsignedEnd = r.pos;
-  readSignature(r, end, raw, tx, 'yParity');
+  readSignature(r, end, tx, 'yParity');
   r.finish(end, 'transaction');
   tx.yParity = tx.v === 0n ? 0 : tx.v === 1n ? 1 : -1;
 
   if (network) readSidecar(r, outerEnd, raw, tx);
 }
 
-function readTo(r: RlpReader, end: number, raw: Uint8Array): Uint8Array | null {
+/** The recipient's offset, or -1 when empty (contract creation). */
+function readTo(r: RlpReader, end: number): number {
   const len = r.string(end, 'to');
-  if (len === 0) return null;
+  if (len === 0) return -1;
   if (len !== ADDRESS_BYTES) throw new DecodeError('to: must be 20 bytes or empty');
-  return raw.subarray(r.start, r.pos);
+  return r.start;
 }
 
-function readSignature(r: RlpReader, end: number, raw: Uint8Array, tx: EvmTx, vName: string): void {
+function readSignature(r: RlpReader, end: number, tx: EvmTx, vName: string): void {
   tx.v = r.uint(end, U256_BYTES, vName);
   r.skipUint(end, U256_BYTES, 'r');
-  tx.rBytes = raw.subarray(r.start, r.pos);
+  tx.rAt = r.start;
+  tx.rLen = r.pos - r.start;
   r.skipUint(end, U256_BYTES, 's');
-  tx.sBytes = raw.subarray(r.start, r.pos);
+  tx.sAt = r.start;
+  tx.sLen = r.pos - r.start;
 }
 
 /** EIP-2930 access list: [[address, [storageKey, ...]], ...]; only the counts matter here (intrinsic gas). */

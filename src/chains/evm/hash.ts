@@ -154,7 +154,7 @@ export function txHash(raw: Uint8Array, tx: EvmTx): Uint8Array {
 export function txHashAt(raw: Uint8Array, tx: EvmTx, out: Uint8Array, outOff: number): void {
   if (tx.type === LEGACY || tx.bodyStart === 1) return keccak256At(raw, 0, tx.bodyEnd, out, outOff);
   typeByte[0] = tx.type;
-  keccak256PartsAt(out, outOff, typeByte, raw.subarray(tx.bodyStart, tx.bodyEnd));
+  keccakFramedAt(out, outOff, typeByte, 1, raw, tx.bodyStart, tx.bodyEnd, tail, 0);
 }
 
 /**
@@ -178,18 +178,53 @@ export function signingHash(raw: Uint8Array, tx: EvmTx): Uint8Array {
 
 /** `signingHash` written at out[outOff]. */
 export function signingHashAt(raw: Uint8Array, tx: EvmTx, out: Uint8Array, outOff: number): void {
-  const fields = raw.subarray(tx.unsignedStart, tx.unsignedEnd);
-  const len = fields.length;
+  const start = tx.unsignedStart;
+  const end = tx.unsignedEnd;
+  const len = end - start;
   if (tx.type !== LEGACY) {
     head[0] = tx.type;
-    return keccak256PartsAt(out, outOff, head.subarray(0, writeHeader(head, 1, 0xc0, len)), fields);
+    return keccakFramedAt(out, outOff, head, writeHeader(head, 1, 0xc0, len), raw, start, end, tail, 0);
   }
   if (tx.chainId === null) {
-    return keccak256PartsAt(out, outOff, head.subarray(0, writeHeader(head, 0, 0xc0, len)), fields);
+    return keccakFramedAt(out, outOff, head, writeHeader(head, 0, 0xc0, len), raw, start, end, tail, 0);
   }
   let t = writeUint(tail, 0, tx.chainId);
   tail[t++] = 0x80;
   tail[t++] = 0x80;
-  const headLen = writeHeader(head, 0, 0xc0, len + t);
-  keccak256PartsAt(out, outOff, head.subarray(0, headLen), fields, tail.subarray(0, t));
+  keccakFramedAt(out, outOff, head, writeHeader(head, 0, 0xc0, len + t), raw, start, end, tail, t);
+}
+
+/** Ranges copied byte by byte below this length; longer ones through a view (one allocation, beside a long copy). */
+const COPY_LOOP_LIMIT = 512;
+
+/**
+ * keccak-256 of pre[0, preLen) || src[start, end) || post[0, postLen) into
+ * out[outOff, outOff + 32): keccak256PartsAt without a view of any part on
+ * the usual path (every transaction's two hashes take it).
+ */
+function keccakFramedAt(
+  out: Uint8Array,
+  outOff: number,
+  pre: Uint8Array,
+  preLen: number,
+  src: Uint8Array,
+  start: number,
+  end: number,
+  post: Uint8Array,
+  postLen: number,
+): void {
+  const len = end - start;
+  const total = preLen + len + postLen;
+  if (total > CONCAT_LIMIT) {
+    return keccak256PartsAt(out, outOff, pre.subarray(0, preLen), src.subarray(start, end), post.subarray(0, postLen));
+  }
+  const buf = concatScratch;
+  for (let i = 0; i < preLen; i++) buf[i] = pre[i]!;
+  if (len < COPY_LOOP_LIMIT) {
+    for (let i = 0; i < len; i++) buf[preLen + i] = src[start + i]!;
+  } else {
+    buf.set(src.subarray(start, end), preLen);
+  }
+  for (let i = 0, at = preLen + len; i < postLen; i++) buf[at + i] = post[i]!;
+  keccak256At(buf, 0, total, out, outOff);
 }

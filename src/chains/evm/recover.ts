@@ -90,9 +90,11 @@ function recoverPublicKey(tx: EvmTx, hash: Uint8Array): Uint8Array {
   const recid = tx.yParity;
   if (recid !== 0 && recid !== 1) throw new DecodeError('invalid signature: bad recovery id');
   if (secpBackend === 'native') {
+    // r and s right-aligned in 32 bytes each, copied from the input without a view of either.
     sig64.fill(0);
-    sig64.set(tx.rBytes, 32 - tx.rBytes.length);
-    sig64.set(tx.sBytes, 64 - tx.sBytes.length);
+    const raw = tx.raw;
+    for (let i = 0, at = 32 - tx.rLen; i < tx.rLen; i++) sig64[at + i] = raw[tx.rAt + i]!;
+    for (let i = 0, at = 64 - tx.sLen; i < tx.sLen; i++) sig64[at + i] = raw[tx.sAt + i]!;
     try {
       return native!.ecdsaRecover(sig64, recid, hash, false, pub65);
     } catch {

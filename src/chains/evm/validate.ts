@@ -58,12 +58,14 @@ const HALF_N_BYTES = Buffer.from(SECP256K1_HALF_N.toString(16).padStart(64, '0')
 /**
  * Compares a canonical big-endian integer (no leading zero byte, at most 32
  * bytes, as decode.ts enforces) with a 32-byte one whose first byte is not
- * zero: -1, 0 or 1. Signature ranges are checked on the bytes, without a BigInt.
+ * zero, given as `len` bytes of `buf` at `at`: -1, 0 or 1. Signature ranges
+ * are checked on the bytes, without a BigInt or a view.
  */
-function compareWord(x: Uint8Array, word: Uint8Array): number {
-  if (x.length !== 32) return -1;
+function compareWord(buf: Uint8Array, at: number, len: number, word: Uint8Array): number {
+  if (len !== 32) return -1;
   for (let i = 0; i < 32; i++) {
-    if (x[i] !== word[i]) return x[i]! < word[i]! ? -1 : 1;
+    const x = buf[at + i]!;
+    if (x !== word[i]) return x < word[i]! ? -1 : 1;
   }
   return 0;
 }
@@ -103,11 +105,11 @@ export function validateEvmTransaction(tx: EvmTx, opts: EvmValidationOptions): v
   const sizeLimit = isBlob ? BLOB_TX_MAX_SIZE : TX_MAX_SIZE;
   if (tx.size > sizeLimit) throw new DecodeError(`transaction size ${tx.size} exceeds limit ${sizeLimit}`);
 
-  const create = tx.to === null;
+  const create = tx.toAt < 0;
   if (create && isBlob) throw new DecodeError('blob transaction cannot create a contract (to is empty)');
   if (create && tx.type === TX_SET_CODE) throw new DecodeError('set-code transaction cannot create a contract (to is empty)');
-  if (create && tx.data.length > MAX_INIT_CODE_SIZE) {
-    throw new DecodeError(`init code size ${tx.data.length} exceeds limit ${MAX_INIT_CODE_SIZE}`);
+  if (create && tx.dataLen > MAX_INIT_CODE_SIZE) {
+    throw new DecodeError(`init code size ${tx.dataLen} exceeds limit ${MAX_INIT_CODE_SIZE}`);
   }
   const gasCap = opts.maxTxGas === undefined ? MAX_TX_GAS : opts.maxTxGas;
   if (gasCap !== null && tx.gasLimit > gasCap) {
@@ -123,21 +125,22 @@ export function validateEvmTransaction(tx: EvmTx, opts: EvmValidationOptions): v
   if (tx.yParity !== 0 && tx.yParity !== 1) {
     throw new DecodeError(tx.type === TX_LEGACY ? `invalid v ${tx.v}` : `invalid yParity ${tx.v}`);
   }
-  if (tx.rBytes.length === 0 || compareWord(tx.rBytes, N_BYTES) >= 0) throw new DecodeError('invalid signature: r out of range');
-  if (tx.sBytes.length === 0 || compareWord(tx.sBytes, N_BYTES) >= 0) throw new DecodeError('invalid signature: s out of range');
-  if (compareWord(tx.sBytes, HALF_N_BYTES) > 0) throw new DecodeError('invalid signature: s above n/2 (EIP-2 requires low s)');
+  const raw = tx.raw;
+  if (tx.rLen === 0 || compareWord(raw, tx.rAt, tx.rLen, N_BYTES) >= 0) throw new DecodeError('invalid signature: r out of range');
+  if (tx.sLen === 0 || compareWord(raw, tx.sAt, tx.sLen, N_BYTES) >= 0) throw new DecodeError('invalid signature: s out of range');
+  if (compareWord(raw, tx.sAt, tx.sLen, HALF_N_BYTES) > 0) throw new DecodeError('invalid signature: s above n/2 (EIP-2 requires low s)');
 
   if (tx.chainId === null) throw new DecodeError('unprotected legacy transactions are not accepted');
   if (tx.chainId !== opts.chainId) throw new DecodeError(`wrong chain id ${tx.chainId}, expected ${opts.chainId}`);
 
   if (tx.nonce >= NONCE_MAX) throw new DecodeError('nonce has reached its maximum 2^64-1 (EIP-2681)');
 
-  const zeros = countZeroBytes(tx.data);
+  const zeros = zeroBytesOf(tx);
   const intrinsic = intrinsicGasOf(tx, zeros);
   if (tx.gasLimit < BigInt(intrinsic)) {
     throw new DecodeError(`intrinsic gas too low: gas ${tx.gasLimit}, minimum needed ${intrinsic}`);
   }
-  const floor = floorDataGasOf(tx.data.length, zeros);
+  const floor = floorDataGasOf(tx.dataLen, zeros);
   if (tx.gasLimit < BigInt(floor)) {
     throw new DecodeError(`gas below the EIP-7623 calldata floor: gas ${tx.gasLimit}, minimum needed ${floor}`);
   }
@@ -181,15 +184,17 @@ function validateBlobs(tx: EvmTx): void {
   }
 }
 
-function countZeroBytes(data: Uint8Array): number {
+/** Zero bytes in the call data. */
+function zeroBytesOf(tx: EvmTx): number {
+  const raw = tx.raw;
   let zeros = 0;
-  for (let i = 0; i < data.length; i++) if (data[i] === 0) zeros++;
+  for (let i = tx.dataAt, end = tx.dataAt + tx.dataLen; i < end; i++) if (raw[i] === 0) zeros++;
   return zeros;
 }
 
 function intrinsicGasOf(tx: EvmTx, zeros: number): number {
-  const len = tx.data.length;
-  const create = tx.to === null;
+  const len = tx.dataLen;
+  const create = tx.toAt < 0;
   let gas = create ? TX_GAS_CONTRACT_CREATION : TX_GAS;
   gas += zeros * TX_DATA_ZERO_GAS + (len - zeros) * TX_DATA_NON_ZERO_GAS;
   if (create) gas += Math.ceil(len / 32) * INIT_CODE_WORD_GAS;
@@ -204,10 +209,10 @@ function floorDataGasOf(len: number, zeros: number): number {
 
 /** go-ethereum core.IntrinsicGas at Prague/Osaka (Homestead, Istanbul and Shanghai rules on). */
 export function intrinsicGas(tx: EvmTx): number {
-  return intrinsicGasOf(tx, countZeroBytes(tx.data));
+  return intrinsicGasOf(tx, zeroBytesOf(tx));
 }
 
 /** EIP-7623 floor: 21000 + 10 * (zero bytes + 4 * non-zero bytes). */
 export function floorDataGas(tx: EvmTx): number {
-  return floorDataGasOf(tx.data.length, countZeroBytes(tx.data));
+  return floorDataGasOf(tx.dataLen, zeroBytesOf(tx));
 }
