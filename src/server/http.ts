@@ -425,7 +425,11 @@ export function conflictingContentLength(req: HttpRequest): boolean {
  * callback and a context for what they share.
  */
 export interface BodyTarget {
-  /** The whole body. */
+  /**
+   * The whole body. Without `into`, the bytes may be uWS's own chunk, which
+   * it takes back (detaches) when the callback returns: read them during the
+   * call, and copy what must outlive it.
+   */
   body(bytes: Uint8Array): void;
   /** The body is over the limit: `declared` from Content-Length, else what arrived so far. The caller answers. */
   tooLarge(declared: number): void;
@@ -443,6 +447,7 @@ export interface BodyTarget {
  * are copied exactly once); it may answer the request itself and return null
  * to stop reading. `onTooLarge` fires, before anything is buffered when
  * Content-Length says so, once the body exceeds `max`; the caller answers.
+ * `onBody` reads the body during the call (BodyTarget.body).
  */
 export function readBody(
   res: Res,
@@ -483,10 +488,11 @@ export function readBodyTo(res: Res, req: HttpRequest, max: number, t: BodyTarge
     if (res.aborted || res.done) return;
     const c = new Uint8Array(chunk);
     if (buf === null) {
-      // Fast path: the whole body in one chunk and no slab wanted.
+      // Fast path: the whole body in one chunk and no slab wanted. The target reads it during the
+      // call (BodyTarget.body), so it gets the chunk itself, not a copy.
       if (isLast && !wantsInto && (expected < 0 || c.length === expected)) {
         if (c.length > max) return t.tooLarge(c.length);
-        bodyInScope(t, Buffer.from(c));
+        bodyInScope(t, c);
         return;
       }
       if (wantsInto && expected >= 0) {
