@@ -14,6 +14,7 @@
 import { E, RelayError } from '../../errors.js';
 import { begin, readBodyTo, retryAfterHeaders, send, sendHeld, type BodyTarget, type Headers, type LatencyTimer, type Res } from '../http.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '../uws.js';
+import { scanCall } from './rpc-scan.js';
 
 export interface RpcCall {
   method: string;
@@ -122,13 +123,21 @@ export class RpcDispatcher {
     if (calls > this.maxArray) {
       return this.fail(res, new RelayError(E.INVALID_REQUEST, `a JSON-RPC array holds at most ${this.maxArray} calls`));
     }
+    const single: Reply = (status, contentType, text, headers) => send(res, status, contentType, text, headers);
+    if (calls === 0) {
+      // The usual single call, read from its bytes (rpc-scan.ts); whatever it declines is parsed below.
+      const fast = scanCall(body);
+      if (fast !== null) {
+        const h = this.handlers.get(fast.method);
+        if (h) return h(single, info, fast);
+      }
+    }
     let msg: unknown;
     try {
       msg = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.length).toString('utf8'));
     } catch {
       return this.fail(res, new RelayError(E.PARSE, 'body is not valid JSON'));
     }
-    const single: Reply = (status, contentType, text, headers) => send(res, status, contentType, text, headers);
     if (!Array.isArray(msg)) return this.call(single, info, msg);
     if (msg.length === 0) return this.fail(res, new RelayError(E.INVALID_REQUEST, 'empty array'));
     if (msg.length > this.maxArray) {
@@ -159,19 +168,23 @@ export class RpcDispatcher {
   }
 
   private call(reply: Reply, info: RequestInfo, m: unknown): void {
-    const id = idOf(m);
-    const err = (e: RelayError) => reply(e.spec.http, 'application/json', rpcErrorBody(e, id));
-    if (typeof m !== 'object' || m === null) return err(new RelayError(E.INVALID_REQUEST, 'not a JSON-RPC object'));
-    const o = m as { jsonrpc?: unknown; method?: unknown; params?: unknown; id?: unknown };
-    if (o.jsonrpc !== '2.0') return err(new RelayError(E.INVALID_REQUEST, 'jsonrpc must be "2.0"'));
-    if (typeof o.method !== 'string') return err(new RelayError(E.INVALID_REQUEST, 'method must be a string'));
-    if (o.id !== undefined && o.id !== null && typeof o.id !== 'number' && typeof o.id !== 'string') {
-      return err(new RelayError(E.INVALID_REQUEST, 'id must be a number, a string or null'));
-    }
-    const h = this.handlers.get(o.method);
-    if (!h) return err(new RelayError(E.METHOD_NOT_FOUND, o.method.slice(0, 64)));
-    h(reply, info, { method: o.method, params: o.params, id });
+    const c = readCall(m);
+    const err = c instanceof RelayError ? c : this.handlers.has(c.method) ? null : new RelayError(E.METHOD_NOT_FOUND, c.method.slice(0, 64));
+    if (err) return reply(err.spec.http, 'application/json', rpcErrorBody(err, idOf(m)));
+    this.handlers.get((c as RpcCall).method)!(reply, info, c as RpcCall);
   }
+}
+
+/** One parsed JSON-RPC call as the dispatcher reads it, or the request error it answers with (id: `idOf`). */
+export function readCall(m: unknown): RpcCall | RelayError {
+  if (typeof m !== 'object' || m === null) return new RelayError(E.INVALID_REQUEST, 'not a JSON-RPC object');
+  const o = m as { jsonrpc?: unknown; method?: unknown; params?: unknown; id?: unknown };
+  if (o.jsonrpc !== '2.0') return new RelayError(E.INVALID_REQUEST, 'jsonrpc must be "2.0"');
+  if (typeof o.method !== 'string') return new RelayError(E.INVALID_REQUEST, 'method must be a string');
+  if (o.id !== undefined && o.id !== null && typeof o.id !== 'number' && typeof o.id !== 'string') {
+    return new RelayError(E.INVALID_REQUEST, 'id must be a number, a string or null');
+  }
+  return { method: o.method, params: o.params, id: idOf(m) };
 }
 
 /**
