@@ -44,10 +44,31 @@ export interface BatchRecorder {
 }
 
 /** `Authorization: Bearer <uuid>` → the UUID; '' when the header is present but not a Bearer credential. */
-function bearer(authorization: string | null): string | null {
+export function bearer(authorization: string | null): string | null {
   if (authorization === null) return null;
+  // The usual `Bearer <token>`, one space and visible ASCII after it, is what the expression below
+  // matches it as, without its match array (~150 B of heap per request).
+  if (authorization.length > 7 && authorization.charCodeAt(6) === 0x20 && bearerWord(authorization) && visibleFrom(authorization, 7)) {
+    return authorization.slice(7);
+  }
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   return m ? m[1]! : '';
+}
+
+/** Whether `s` starts with "Bearer" in any case (ASCII letters only, as the expression's `i` flag has it). */
+function bearerWord(s: string): boolean {
+  const word = 'bearer';
+  for (let i = 0; i < word.length; i++) if ((s.charCodeAt(i) | 0x20) !== word.charCodeAt(i)) return false;
+  return true;
+}
+
+/** Whether every character of `s` from `from` on is visible ASCII (0x21-0x7e). */
+function visibleFrom(s: string, from: number): boolean {
+  for (let i = from; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return true;
 }
 
 function okBody(hash: string, id: string): string {
