@@ -126,20 +126,26 @@ export class Admission {
   /** Dedup key scratch for releasing a claim on the main thread. */
   private readonly keyScratch = new Uint8Array(1 + 4 * SIGNATURE_BYTES);
   /**
-   * What answering a single Solana transaction needs, by job slot, while its
-   * check runs: parallel arrays and one callback for every slot, where a
-   * closure per transaction (and its context) was ~100 B of the heap each
-   * transaction allocated (scripts/heap-sample.mjs).
+   * What answering a single transaction needs, by job slot, while its check
+   * runs: parallel arrays and one callback per family for every slot, where a
+   * closure per transaction (and its context) was ~100-140 B of the heap each
+   * transaction allocated (scripts/heap-sample.mjs). A slot belongs to one
+   * job at a time, so the two families share the block and text columns.
    */
   private readonly singleBlock: (Block | undefined)[];
   private readonly singleDone: (((o: SolanaOutcome) => void) | undefined)[];
-  private readonly singleBase64: (string | null)[];
+  private readonly singleEvmDone: (((o: EvmOutcome) => void) | undefined)[];
+  /** The client's text of the transaction (Solana base64, EVM `0x` hex), forwarded as is; null to encode it from the slab. */
+  private readonly singleText: (string | null)[];
+  private readonly singleLane: LaneName[];
 
   constructor(private readonly d: AdmissionDeps) {
     this.jobs = d.jobs;
     this.singleBlock = new Array<Block | undefined>(d.jobs.slots).fill(undefined);
     this.singleDone = new Array<((o: SolanaOutcome) => void) | undefined>(d.jobs.slots).fill(undefined);
-    this.singleBase64 = new Array<string | null>(d.jobs.slots).fill(null);
+    this.singleEvmDone = new Array<((o: EvmOutcome) => void) | undefined>(d.jobs.slots).fill(undefined);
+    this.singleText = new Array<string | null>(d.jobs.slots).fill(null);
+    this.singleLane = new Array<LaneName>(d.jobs.slots).fill('solana-single');
     this.slab = d.slab.bytes;
     this.slabBuf = Buffer.from(this.slab.buffer, this.slab.byteOffset, this.slab.length);
     this.jobsBuf = Buffer.from(d.jobs.bytes.buffer, d.jobs.bytes.byteOffset, d.jobs.bytes.length);
@@ -333,17 +339,17 @@ export class Admission {
     this.jobs.set(s, JobKind.SolanaTx, block.offset, block.length, overUdp ? F_OVER_UDP : 0);
     this.singleBlock[s] = block;
     this.singleDone[s] = done;
-    this.singleBase64[s] = base64;
+    this.singleText[s] = base64;
     this.d.verifier.run(s, this.solanaSingleChecked);
   }
 
   private readonly solanaSingleChecked = (s: number): void => {
     const block = this.singleBlock[s]!;
     const done = this.singleDone[s]!;
-    const base64 = this.singleBase64[s] as string | null;
+    const base64 = this.singleText[s] as string | null;
     this.singleBlock[s] = undefined;
     this.singleDone[s] = undefined;
-    this.singleBase64[s] = null;
+    this.singleText[s] = null;
     this.solanaSingleDone(s, block, 'solana-single', done, base64);
   };
 
@@ -486,8 +492,22 @@ export class Admission {
       return done({ ok: false, error: this.capacityError('verification or forwarding queue full') });
     }
     this.jobs.set(s, JobKind.EvmTx, block.offset, block.length, 0);
-    this.d.verifier.run(s, () => this.evmDone(s, block, hex, lane, done));
+    this.singleBlock[s] = block;
+    this.singleEvmDone[s] = done;
+    this.singleText[s] = hex;
+    this.singleLane[s] = lane;
+    this.d.verifier.run(s, this.evmSingleChecked);
   }
+
+  private readonly evmSingleChecked = (s: number): void => {
+    const block = this.singleBlock[s]!;
+    const done = this.singleEvmDone[s]!;
+    const hex = this.singleText[s] as string | null;
+    this.singleBlock[s] = undefined;
+    this.singleEvmDone[s] = undefined;
+    this.singleText[s] = null;
+    this.evmDone(s, block, hex, this.singleLane[s]!, done);
+  };
 
   private evmDone(s: number, block: Block, hex: string | null, lane: LaneName, done: (o: EvmOutcome) => void): void {
     const r = this.jobs.field(s, S_RESULT) as JobResult;
