@@ -340,17 +340,21 @@ export class Admission {
     this.singleBlock[s] = block;
     this.singleDone[s] = done;
     this.singleText[s] = base64;
-    this.d.verifier.run(s, this.solanaSingleChecked);
+    this.d.verifier.run(s, this.singleChecked);
   }
 
-  private readonly solanaSingleChecked = (s: number): void => {
+  /** The verifier's callback for every single transaction: the slot's columns, cleared, to the family's answer. */
+  private readonly singleChecked = (s: number): void => {
     const block = this.singleBlock[s]!;
-    const done = this.singleDone[s]!;
-    const base64 = this.singleText[s] as string | null;
+    const text = this.singleText[s] as string | null;
+    const solana = this.singleDone[s];
+    const evm = this.singleEvmDone[s];
     this.singleBlock[s] = undefined;
     this.singleDone[s] = undefined;
+    this.singleEvmDone[s] = undefined;
     this.singleText[s] = null;
-    this.solanaSingleDone(s, block, 'solana-single', done, base64);
+    if (evm !== undefined) this.evmDone(s, block, text, this.singleLane[s]!, evm);
+    else this.solanaSingleDone(s, block, 'solana-single', solana!, text);
   };
 
   private solanaSingleDone(s: number, block: Block, lane: LaneName, done: (o: SolanaOutcome) => void, base64: string | null): void {
@@ -496,18 +500,8 @@ export class Admission {
     this.singleEvmDone[s] = done;
     this.singleText[s] = hex;
     this.singleLane[s] = lane;
-    this.d.verifier.run(s, this.evmSingleChecked);
+    this.d.verifier.run(s, this.singleChecked);
   }
-
-  private readonly evmSingleChecked = (s: number): void => {
-    const block = this.singleBlock[s]!;
-    const done = this.singleEvmDone[s]!;
-    const hex = this.singleText[s] as string | null;
-    this.singleBlock[s] = undefined;
-    this.singleEvmDone[s] = undefined;
-    this.singleText[s] = null;
-    this.evmDone(s, block, hex, this.singleLane[s]!, done);
-  };
 
   private evmDone(s: number, block: Block, hex: string | null, lane: LaneName, done: (o: EvmOutcome) => void): void {
     const r = this.jobs.field(s, S_RESULT) as JobResult;

@@ -128,15 +128,28 @@ function scalar(): string | number | boolean | null {
   return literal();
 }
 
+/** At a list's first element: true (and past it) when `close` ends the list right away. */
+function emptyList(close: number): boolean {
+  ws();
+  if (buf[pos] !== close) return false;
+  pos++;
+  return true;
+}
+
+/** After a list's element: true (and past it) at `close`, false past a comma; anything else declines. */
+function listEnds(close: number): boolean {
+  ws();
+  const c = buf[pos++];
+  if (c === close) return true;
+  if (c !== COMMA) throw DECLINE;
+  return false;
+}
+
 /** A flat object of scalars; `pos` after its `{`. Keys are plain strings, each once. */
 function flatObject(): Record<string, unknown> {
   const o: Record<string, unknown> = {};
-  ws();
-  if (buf[pos] === RBRACE) {
-    pos++;
-    return o;
-  }
-  for (;;) {
+  if (emptyList(RBRACE)) return o;
+  do {
     ws();
     if (buf[pos] !== QUOTE) throw DECLINE;
     const key = stringValue();
@@ -144,23 +157,16 @@ function flatObject(): Record<string, unknown> {
     if (key === '__proto__' || Object.prototype.hasOwnProperty.call(o, key)) throw DECLINE;
     expect(COLON);
     o[key] = scalar();
-    ws();
-    const c = buf[pos++];
-    if (c === RBRACE) return o;
-    if (c !== COMMA) throw DECLINE;
-  }
+  } while (!listEnds(RBRACE));
+  return o;
 }
 
 /** `params`: an array of scalars and flat objects; `pos` at its `[`. */
 function paramsArray(): unknown[] {
   expect(LBRACKET);
   const out: unknown[] = [];
-  ws();
-  if (buf[pos] === RBRACKET) {
-    pos++;
-    return out;
-  }
-  for (;;) {
+  if (emptyList(RBRACKET)) return out;
+  do {
     ws();
     if (buf[pos] === LBRACE) {
       pos++;
@@ -168,11 +174,8 @@ function paramsArray(): unknown[] {
     } else {
       out.push(scalar());
     }
-    ws();
-    const c = buf[pos++];
-    if (c === RBRACKET) return out;
-    if (c !== COMMA) throw DECLINE;
-  }
+  } while (!listEnds(RBRACKET));
+  return out;
 }
 
 const MEMBERS = ['', 'jsonrpc', 'method', 'params', 'id'];
@@ -213,7 +216,7 @@ function scan(): RpcCall {
   let method = '';
   let params: unknown = undefined;
   let id = 'null';
-  for (;;) {
+  do {
     ws();
     if (buf[pos] !== QUOTE) throw DECLINE;
     const start = stringRange();
@@ -248,11 +251,7 @@ function scan(): RpcCall {
         break;
       }
     }
-    ws();
-    const c = buf[pos++];
-    if (c === RBRACE) break;
-    if (c !== COMMA) throw DECLINE;
-  }
+  } while (!listEnds(RBRACE));
   // jsonrpc, method and params present (bits 1-3); id optional.
   if ((seen & 0b1110) !== 0b1110) throw DECLINE;
   ws();
