@@ -203,14 +203,30 @@ export async function startRelay(o: RelayOptions): Promise<Relay> {
     }
   });
   const base = `http://127.0.0.1:${adminPort}`;
+  try {
+    const uuid = await ready(child, base, token, () => stderr);
+    const counts = async () => parseMetrics(await (await fetch(`${base}/metrics`)).text());
+    return { child, pid: child.pid!, port, adminPort, uuid, dir, layout: o.layout, counts, gc: o.profileDir ? null : gc };
+  } catch (e) {
+    // A relay that started but cannot be used (say another process took one of its ports between
+    // freePort and the bind) must not outlive the run: left pinned to the measured core, it would
+    // share it with every later window.
+    await stopChild(child, 5_000);
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/** Waits for the relay's health check, then makes the paid account every window sends with; its UUID. */
+async function ready(child: ChildProcess, base: string, token: string, stderr: () => string): Promise<string> {
   for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`relay exited at start-up: ${stderr}`);
+    if (child.exitCode !== null) throw new Error(`relay exited at start-up: ${stderr()}`);
     try {
       if ((await fetch(`${base}/healthz`)).ok) break;
     } catch {
       // not listening yet
     }
-    if (i > 150) throw new Error(`relay not healthy after 15 s: ${stderr}`);
+    if (i > 150) throw new Error(`relay not healthy after 15 s: ${stderr()}`);
     await sleep(100);
   }
   const res = await fetch(`${base}/admin/accounts`, {
@@ -219,9 +235,7 @@ export async function startRelay(o: RelayOptions): Promise<Relay> {
     body: JSON.stringify({ plan: 'paid', evm: { tps: 1_000_000, burst: 2_000_000 }, solana: { tps: 1_000_000, burst: 2_000_000, min_tip_lamports: 0 } }),
   });
   if (res.status !== 201) throw new Error(`account creation answered ${res.status}: ${await res.text()}`);
-  const uuid = ((await res.json()) as { uuid: string }).uuid;
-  const counts = async () => parseMetrics(await (await fetch(`${base}/metrics`)).text());
-  return { child, pid: child.pid!, port, adminPort, uuid, dir, layout: o.layout, counts, gc: o.profileDir ? null : gc };
+  return ((await res.json()) as { uuid: string }).uuid;
 }
 
 export async function stopRelay(r: Relay): Promise<void> {
