@@ -169,9 +169,13 @@ export class RpcDispatcher {
 
   private call(reply: Reply, info: RequestInfo, m: unknown): void {
     const c = readCall(m);
-    const err = c instanceof RelayError ? c : this.handlers.has(c.method) ? null : new RelayError(E.METHOD_NOT_FOUND, c.method.slice(0, 64));
-    if (err) return reply(err.spec.http, 'application/json', rpcErrorBody(err, idOf(m)));
-    this.handlers.get((c as RpcCall).method)!(reply, info, c as RpcCall);
+    if (c instanceof RelayError) return reply(c.spec.http, 'application/json', rpcErrorBody(c, idOf(m)));
+    const h = this.handlers.get(c.method);
+    if (!h) {
+      const err = new RelayError(E.METHOD_NOT_FOUND, c.method.slice(0, 64));
+      return reply(err.spec.http, 'application/json', rpcErrorBody(err, c.id));
+    }
+    h(reply, info, c);
   }
 }
 
