@@ -25,7 +25,7 @@ import { Admission } from './pipeline/admission.js';
 import { AccountRegistry } from './pipeline/accounts.js';
 import { TipAccounts } from './chains/solana/tip.js';
 import { initKeccak } from './chains/evm/hash.js';
-import { loadAcceptor, describeAcceptor, type TemplatedApp, type Uws, type us_listen_socket } from './server/uws.js';
+import { loadAcceptor, describeAcceptor, LISTEN_EXCLUSIVE_PORT, type TemplatedApp, type Uws, type us_listen_socket } from './server/uws.js';
 import { attachConnectionCaps, connectionCaps, type ConnectionCaps } from './server/conn-caps.js';
 import { clientIp, flushHeldAnswers, heldRefusals, holdAnswers, releaseHeldRefusals, setAnswerCoalescing } from './server/http.js';
 import { RpcDispatcher } from './server/doors/jsonrpc.js';
@@ -239,8 +239,6 @@ export class Relay {
     const udp = cfg.solana.enabled && cfg.udp.enabled ? new UdpIngress(admission) : null;
     registerMetrics(metrics, { admission, pool, forwarder, dedup, slab, udp, batches, uploader, registry, outcomeFailures: () => outcomeFailures });
 
-    const listen: us_listen_socket[] = [];
-    const httpPort = await listenOn(uws, app, cfg.http.host, cfg.http.port, listen, 'http', caps);
     const adminApp = createAdminApp({
       uws,
       config: cfg,
@@ -250,23 +248,9 @@ export class Relay {
       metrics,
       health: () => ({ ok: !admission.draining, draining: admission.draining, verify_queue_ms: pool.queueMs() }),
     });
-    const adminPort = await listenOn(uws, adminApp, cfg.admin.host, cfg.admin.port, listen, 'admin');
-    let udpPort: number | null = null;
-    if (udp) {
-      const u = await udp.listen(cfg.udp.host, cfg.udp.port, cfg.udp.sockets);
-      udpPort = u.port;
-      if (u.sockets === 1 && cfg.udp.sockets !== 1 && !u.reusePort && availableParallelism() > 1) {
-        log.info(`UDP: one socket on port ${u.port}: Node ${process.version} cannot share a UDP port (dgram reusePort needs Node >= 22.12)`);
-      } else {
-        log.info({ udp: u.port, sockets: u.sockets }, `UDP: ${u.sockets} socket(s) on port ${u.port}`);
-      }
-    }
-
-    log.info(
-      { http: `${cfg.http.host}:${httpPort}`, admin: `${cfg.admin.host}:${adminPort}`, udp: udpPort, threads: pool.threads, acceptor: acceptor.name },
-      'txrelay listening',
-    );
-    const relay = new Relay(cfg, { http: httpPort, udp: udpPort, admin: adminPort }, adminToken, admission, metrics, {
+    const listen: us_listen_socket[] = [];
+    const ports: RelayPorts = { http: 0, udp: null, admin: 0 };
+    const relay = new Relay(cfg, ports, adminToken, admission, metrics, {
       log,
       db,
       batches,
@@ -280,6 +264,29 @@ export class Relay {
       uwsClose: (s) => uws.us_listen_socket_close(s),
     });
     relay.acceptor = acceptor.kind;
+    try {
+      ports.http = await listenOn(uws, app, cfg.http.host, cfg.http.port, listen, 'http', caps);
+      ports.admin = await listenOn(uws, adminApp, cfg.admin.host, cfg.admin.port, listen, 'admin');
+      if (udp) {
+        const u = await udp.listen(cfg.udp.host, cfg.udp.port, cfg.udp.sockets);
+        ports.udp = u.port;
+        if (u.sockets === 1 && cfg.udp.sockets !== 1 && !u.reusePort && availableParallelism() > 1) {
+          log.info(`UDP: one socket on port ${u.port}: Node ${process.version} cannot share a UDP port (dgram reusePort needs Node >= 22.12)`);
+        } else {
+          log.info({ udp: u.port, sockets: u.sockets }, `UDP: ${u.sockets} socket(s) on port ${u.port}`);
+        }
+      }
+    } catch (e) {
+      // A port that cannot be had (in use, not permitted): nothing was admitted yet, so stopping at once
+      // releases the workers, the lanes' sockets, the timers and the store (and its lock on data_dir).
+      await relay.stop();
+      throw e;
+    }
+
+    log.info(
+      { http: `${cfg.http.host}:${ports.http}`, admin: `${cfg.admin.host}:${ports.admin}`, udp: ports.udp, threads: pool.threads, acceptor: acceptor.name },
+      'txrelay listening',
+    );
     return relay;
   }
 
@@ -335,7 +342,7 @@ function listenOn(
 ): Promise<number> {
   if (caps) attachConnectionCaps(app, caps);
   return new Promise((resolve, reject) => {
-    app.listen(host, port, (s) => {
+    app.listen(host, port, LISTEN_EXCLUSIVE_PORT, (s) => {
       if (!s) return reject(new Error(`${what}: cannot listen on ${host}:${port} (in use or not permitted)`));
       sockets.push(s);
       const bound = uws.us_socket_local_port(s);

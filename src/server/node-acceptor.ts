@@ -460,7 +460,11 @@ class NodeApp implements TemplatedApp {
     for (const f of this.filters) f(conn, -1);
   }
 
-  listen(host: string, port: number, cb: (listenSocket: us_listen_socket | false) => void): TemplatedApp {
+  listen(host: string, port: number, cb: (listenSocket: us_listen_socket | false) => void): TemplatedApp;
+  listen(host: string, port: number, options: number, cb: (listenSocket: us_listen_socket | false) => void): TemplatedApp;
+  /** node:http listens without SO_REUSEPORT (Node's default), so a port in use fails either way: the options change nothing. */
+  listen(host: string, port: number, a: number | ((s: us_listen_socket | false) => void), b?: (s: us_listen_socket | false) => void): TemplatedApp {
+    const cb = typeof a === 'function' ? a : b!;
     const server = http.createServer({
       keepAliveTimeout: IDLE_TIMEOUT_MS,
       headersTimeout: HEADERS_TIMEOUT_MS,

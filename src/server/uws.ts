@@ -86,6 +86,8 @@ export interface TemplatedApp {
   put(pattern: string, handler: RouteHandler): TemplatedApp;
   any(pattern: string, handler: RouteHandler): TemplatedApp;
   listen(host: string, port: number, cb: (listenSocket: us_listen_socket | false) => void): TemplatedApp;
+  /** The same with uSockets' listen options (`LISTEN_EXCLUSIVE_PORT`). */
+  listen(host: string, port: number, options: number, cb: (listenSocket: us_listen_socket | false) => void): TemplatedApp;
   /**
    * Connection open (+1) and close (-1) events. Absent in trufflesuite's uWS
    * 20.30. On uWS the address is readable on +1 only (the descriptor is
@@ -102,6 +104,16 @@ export interface Uws {
   us_listen_socket_close(listenSocket: us_listen_socket): void;
   us_socket_local_port(listenSocket: us_listen_socket): number;
 }
+
+/**
+ * uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT (every build txrelay loads has it).
+ * Without it uWS listens with SO_REUSEPORT, so a second process bound to a
+ * port already in use starts as if nothing were wrong and the kernel splits
+ * the connections between the two: each with its own dedup filter and rate
+ * buckets. The relay's listeners take their ports exclusively and fail at
+ * start-up instead.
+ */
+export const LISTEN_EXCLUSIVE_PORT = 1;
 
 export type AcceptorMode = 'auto' | 'uws' | 'node';
 

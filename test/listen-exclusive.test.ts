@@ -1,0 +1,42 @@
+/**
+ * A port already in use stops a relay at start-up. uWS listens with
+ * SO_REUSEPORT unless told otherwise, and then a second relay started on a
+ * running relay's port came up as if nothing were wrong while the kernel
+ * split the connections between the two, each with its own dedup filter and
+ * rate buckets (found when a benchmark left such a relay behind).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type AddressInfo } from 'node:net';
+import { startTestRelay } from './helpers/relay.js';
+
+/** A port nothing listens on now. The relays below must name their ports: Linux keeps a socket that took
+ * an ephemeral port (port 0) out of any SO_REUSEPORT group, so the bug shows only on a configured port. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+test('a second relay on a running relay’s HTTP or admin port fails to start, and the first keeps answering', async () => {
+  const httpPort = await freePort();
+  const adminPort = await freePort();
+  const first = await startTestRelay({ http: { port: httpPort }, admin: { port: adminPort } });
+  try {
+    await assert.rejects(startTestRelay({ http: { port: httpPort } }), /http: cannot listen on .*:\d+ \(in use or not permitted\)/);
+    await assert.rejects(startTestRelay({ admin: { port: adminPort } }), /admin: cannot listen on .*:\d+ \(in use or not permitted\)/);
+    // Every connection still reaches the first relay: 20 fresh ones, as the kernel would have spread them.
+    for (let i = 0; i < 20; i++) {
+      const r = await fetch(`${first.base}/ping`, { headers: { connection: 'close' } });
+      assert.equal(r.status, 200);
+      assert.equal(await r.text(), 'pong');
+    }
+  } finally {
+    await first.stop();
+  }
+});
