@@ -12,22 +12,13 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import net from 'node:net';
 import pg from 'pg';
 import { signed1559 } from './helpers/evm.js';
 import { eventually } from './helpers/relay.js';
+import { freePorts } from '../bench/e2e/relay.js';
 
 const CLI = new URL('../src/cli/main.js', import.meta.url).pathname;
 const PG_URL = process.env.TXRELAY_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/test';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 async function pgReachable(): Promise<boolean> {
   const c = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
@@ -47,7 +38,7 @@ interface Node {
 }
 
 async function startNode(dataDir: string, extraEnv: Record<string, string> = {}): Promise<Node> {
-  const [http, admin] = [await freePort(), await freePort()];
+  const [http, admin] = (await freePorts(2)) as [number, number];
   const env = {
     ...process.env,
     TXRELAY_STORAGE_DATA_DIR: dataDir,

@@ -7,25 +7,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type AddressInfo } from 'node:net';
+import { freePorts } from '../bench/e2e/relay.js';
 import { startTestRelay } from './helpers/relay.js';
 
-/** A port nothing listens on now. The relays below must name their ports: Linux keeps a socket that took
- * an ephemeral port (port 0) out of any SO_REUSEPORT group, so the bug shows only on a configured port. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+// The relays below name their ports: Linux keeps a socket that took an ephemeral port (port 0) out of
+// any SO_REUSEPORT group, so the bug showed only on a configured port.
 
 test('a second relay on a running relay’s HTTP or admin port fails to start, and the first keeps answering', async () => {
-  const httpPort = await freePort();
-  const adminPort = await freePort();
+  const [httpPort, adminPort] = (await freePorts(2)) as [number, number];
   const first = await startTestRelay({ http: { port: httpPort }, admin: { port: adminPort } });
   try {
     await assert.rejects(startTestRelay({ http: { port: httpPort } }), /http: cannot listen on .*:\d+ \(in use or not permitted\)/);

@@ -22,15 +22,30 @@ import { parseGcLine, type GcEvent } from './gc.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * `n` distinct ports that nothing listens on now. Every probe stays open
+ * until all are chosen: asking one at a time can hand out the same port
+ * twice (a relay's HTTP and admin port alike, which then fails to start).
+ */
+export async function freePorts(n: number): Promise<number[]> {
+  const probes: ReturnType<typeof createServer>[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const s = createServer();
+      probes.push(s);
+      await new Promise<void>((res, rej) => {
+        s.once('error', rej);
+        s.listen(0, '127.0.0.1', () => res());
+      });
+    }
+    return probes.map((s) => (s.address() as AddressInfo).port);
+  } finally {
+    await Promise.all(probes.map((s) => new Promise<void>((res) => (s.listening ? s.close(() => res()) : res()))));
+  }
+}
+
 export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as AddressInfo).port;
-      s.close(() => res(p));
-    });
-  });
+  return (await freePorts(1))[0]!;
 }
 
 /** `taskset -c <cores> <args...>`; cores is a taskset list ("0", "1", "0-1"). */
@@ -164,8 +179,7 @@ const UNLIMITED = '1000000'; // the schema's maximum TPS
 const UNLIMITED_BURST = '2000000'; // the schema's maximum burst
 
 export async function startRelay(o: RelayOptions): Promise<Relay> {
-  const port = await freePort();
-  const adminPort = await freePort();
+  const [port, adminPort] = (await freePorts(2)) as [number, number];
   const token = randomBytes(24).toString('hex');
   const dir = mkdtempSync(join(tmpdir(), 'txrelay-e2e-'));
   const env: Record<string, string> = {
@@ -209,7 +223,7 @@ export async function startRelay(o: RelayOptions): Promise<Relay> {
     return { child, pid: child.pid!, port, adminPort, uuid, dir, layout: o.layout, counts, gc: o.profileDir ? null : gc };
   } catch (e) {
     // A relay that started but cannot be used (say another process took one of its ports between
-    // freePort and the bind) must not outlive the run: left pinned to the measured core, it would
+    // freePorts and the bind) must not outlive the run: left pinned to the measured core, it would
     // share it with every later window.
     await stopChild(child, 5_000);
     rmSync(dir, { recursive: true, force: true });
