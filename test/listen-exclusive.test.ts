@@ -29,3 +29,18 @@ test('a second relay on a running relay’s HTTP or admin port fails to start, a
     await first.stop();
   }
 });
+
+test('a second relay on a running relay’s UDP port fails to start, even where UDP sockets share a port', async () => {
+  // Two sockets: on Node >= 22.12 the first relay's pool shares its port (reusePort), and another
+  // process's reusePort socket could join that group without the probe bind listen() makes first.
+  const [udpPort] = (await freePorts(1)) as [number];
+  const first = await startTestRelay({ udp: { port: udpPort, sockets: 2 } });
+  try {
+    assert.equal(first.udpPort, udpPort);
+    await assert.rejects(startTestRelay({ udp: { port: udpPort, sockets: 2 } }), /udp: cannot listen on 127\.0\.0\.1:\d+ \(in use\)/);
+    const r = await fetch(`${first.base}/ping`);
+    assert.equal(await r.text(), 'pong');
+  } finally {
+    await first.stop();
+  }
+});

@@ -84,6 +84,10 @@ export class UdpIngress {
   async listen(host: string, port: number, want = 0): Promise<UdpListenResult> {
     const n = want > 0 ? want : Math.min(MAX_AUTO_SOCKETS, availableParallelism());
     const type = host.includes(':') ? 'udp6' : 'udp4';
+    // Sockets bound with reusePort would join any other process's group on the port (another relay's,
+    // say) and the kernel would split the datagrams between two dedup filters: a configured port is
+    // first bound alone, which fails if anyone holds it, and only then shared by our own sockets.
+    if (n > 1 && port !== 0) await this.probeFree(type, host, port);
     const first = await this.bindOne(type, host, port, n > 1);
     const bound = first.address().port;
     let reusePort = n > 1;
@@ -97,6 +101,18 @@ export class UdpIngress {
       }
     }
     return { port: bound, sockets: this.sockets.length, reusePort: reusePort && this.sockets.length > 1 };
+  }
+
+  /** Binds host:port without sharing and lets it go again; rejects (EADDRINUSE) when another socket holds it. */
+  private probeFree(type: 'udp4' | 'udp6', host: string, port: number): Promise<void> {
+    const s = dgram.createSocket({ type });
+    return new Promise((resolve, reject) => {
+      s.once('error', (e) => {
+        s.close();
+        reject(new Error(`udp: cannot listen on ${host}:${port} (${(e as NodeJS.ErrnoException).code === 'EADDRINUSE' ? 'in use' : e.message})`));
+      });
+      s.bind(port, host, () => s.close(() => resolve()));
+    });
   }
 
   private bindOne(type: 'udp4' | 'udp6', host: string, port: number, reusePort: boolean): Promise<dgram.Socket> {
