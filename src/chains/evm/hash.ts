@@ -102,27 +102,19 @@ export function keccak256Parts(a: Uint8Array, b: Uint8Array, c?: Uint8Array): Ui
 }
 
 /** `keccak256Parts` written at out[outOff]. */
-export function keccak256PartsAt(out: Uint8Array, outOff: number, a: Uint8Array, b: Uint8Array, c?: Uint8Array): void {
-  const cLen = c === undefined ? 0 : c.length;
-  const total = a.length + b.length + cLen;
-  if (total <= CONCAT_LIMIT) {
-    concatScratch.set(a, 0);
-    concatScratch.set(b, a.length);
-    if (c !== undefined) concatScratch.set(c, a.length + b.length);
-    keccak256At(concatScratch, 0, total, out, outOff);
-    return;
-  }
-  // Over the scratch's size the parts are streamed, which the addon (one contiguous range) cannot do.
+export function keccak256PartsAt(out: Uint8Array, outOff: number, a: Uint8Array, b: Uint8Array, c: Uint8Array = NO_PART): void {
+  keccakFramedAt(out, outOff, a, a.length, b, 0, b.length, c, c.length);
+}
+const NO_PART = new Uint8Array(0);
+
+/** Over the scratch's size the parts are streamed, which the addon (one contiguous range) cannot do. */
+function streamParts(out: Uint8Array, outOff: number, a: Uint8Array, b: Uint8Array, c: Uint8Array): void {
   const h = forceNoble ? null : wasm;
   if (h === null) {
-    const k = keccak_256.create().update(a).update(b);
-    if (c !== undefined) k.update(c);
-    out.set(k.digest(), outOff);
+    out.set(keccak_256.create().update(a).update(b).update(c).digest(), outOff);
     return;
   }
-  h.init().update(a).update(b);
-  if (c !== undefined) h.update(c);
-  out.set(h.digest('binary'), outOff);
+  out.set(h.init().update(a).update(b).update(c).digest('binary'), outOff);
 }
 
 /** Keccak-256 through @noble/hashes only; the benchmark's reference point. */
@@ -199,8 +191,9 @@ const COPY_LOOP_LIMIT = 512;
 
 /**
  * keccak-256 of pre[0, preLen) || src[start, end) || post[0, postLen) into
- * out[outOff, outOff + 32): keccak256PartsAt without a view of any part on
- * the usual path (every transaction's two hashes take it).
+ * out[outOff, outOff + 32), parts given as ranges: every transaction's two
+ * hashes take it without a view of any part (keccak256PartsAt is its
+ * whole-array form).
  */
 function keccakFramedAt(
   out: Uint8Array,
@@ -216,7 +209,7 @@ function keccakFramedAt(
   const len = end - start;
   const total = preLen + len + postLen;
   if (total > CONCAT_LIMIT) {
-    return keccak256PartsAt(out, outOff, pre.subarray(0, preLen), src.subarray(start, end), post.subarray(0, postLen));
+    return streamParts(out, outOff, pre.subarray(0, preLen), src.subarray(start, end), post.subarray(0, postLen));
   }
   const buf = concatScratch;
   for (let i = 0; i < preLen; i++) buf[i] = pre[i]!;
