@@ -83,6 +83,8 @@ test('keccak256Parts equals keccak256 of the concatenation, on every backend and
   await eachBackend((b) => {
     assert.equal(hex(keccak256Parts(a, sab, c)), want, b);
     assert.equal(hex(keccak256Parts(a, sab.subarray(0, 10))), viemKeccak(new Uint8Array([...a, ...sab.subarray(0, 10)])), b);
+    // A middle part over the byte-by-byte copy's limit (512) and under the scratch's size.
+    assert.equal(hex(keccak256Parts(a, sab.subarray(0, 1000), c)), viemKeccak(new Uint8Array([...a, ...sab.subarray(0, 1000), ...c])), b);
   });
 });
 
