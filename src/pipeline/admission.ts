@@ -127,7 +127,7 @@ export class Admission {
   private readonly keyScratch = new Uint8Array(1 + 4 * SIGNATURE_BYTES);
   /**
    * What answering a single transaction needs, by job slot, while its check
-   * runs: parallel arrays and one callback per family for every slot, where a
+   * runs: parallel arrays and one callback for every slot, where a
    * closure per transaction (and its context) was ~100-140 B of the heap each
    * transaction allocated (scripts/heap-sample.mjs). A slot belongs to one
    * job at a time, so the two families share the block and text columns.
