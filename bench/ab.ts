@@ -39,7 +39,7 @@ import { parseArgs } from 'node:util';
 import { DOORS, type Door, type DoorName } from './e2e/doors.js';
 import { readBodies, writeBodies } from './e2e/bodies.js';
 import { startRelay, startSink, stopChild, stopRelay, type Relay } from './e2e/relay.js';
-import { OPEN_CONNECTIONS, OPEN_FACTOR, openLoopSpec, wrkSpec, type WrkResult } from './e2e/generators.js';
+import { OPEN_CONNECTIONS, OPEN_FACTOR, openLoopGenerator, openLoopSpec, wrkSpec, type WrkResult } from './e2e/generators.js';
 import { measureWindow, type RunStats } from './e2e/window.js';
 import { evmTransfers, solanaTransfers } from '../src/bench/txgen.js';
 
@@ -158,7 +158,7 @@ async function window(relay: Relay, d: Door, name: string, connections: number, 
 
 /** The open-loop window: `rate` requests per second on a fixed schedule, whatever the relay answers. */
 async function openWindow(relay: Relay, d: Door, name: string, rate: number, file: string): Promise<RunStats> {
-  const spec = openLoopSpec(name, name, join(HERE, 'e2e', 'openloop.js'), {
+  const spec = openLoopSpec(name, name, openLoopGenerator(ROOT, join(HERE, '..'), log), {
     host: '127.0.0.1',
     port: relay.port,
     path: d.path(relay.uuid),

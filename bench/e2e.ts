@@ -46,7 +46,7 @@ import { renderMarkdown, type CryptoCeiling, type DoorReport, type ProfileRun, t
 import { evaluateGoals, shedCpuUs, GOALS, OVERLOAD_GOALS } from './e2e/goals.js';
 import { collect, onCores, startBare, startRelay, startSink, stopChild, stopRelay, type Layout, type Relay, type Sink, type Target } from './e2e/relay.js';
 import { measureWindow, type RunStats } from './e2e/window.js';
-import { OPEN_CONNECTIONS, OPEN_FACTOR, openLoopSpec, wrkSpec, type WrkResult } from './e2e/generators.js';
+import { OPEN_CONNECTIONS, OPEN_FACTOR, openLoopGenerator, openLoopSpec, wrkSpec, type WrkResult } from './e2e/generators.js';
 import { solanaTransfers, evmTransfers } from '../src/bench/txgen.js';
 import { loadAcceptor, describeAcceptor } from '../src/server/uws.js';
 
@@ -340,7 +340,7 @@ async function runDoor(door: Door, txs: Buffer[], crypto: CryptoCeiling, sink: S
       log(`${door.name}: relay pinned, ${rate} req/s offered open loop (${OPEN_FACTOR}x capacity)`);
       await warm(c, relay, cur, oneCore);
       const file = bodiesFile(dir, door, forRequests(c, cur, rate * S));
-      const spec = openLoopSpec('open 2x', `relay pinned, ${OPEN_FACTOR}x capacity offered open loop`, join(DIST, 'bench', 'e2e', 'openloop.js'), {
+      const spec = openLoopSpec('open 2x', `relay pinned, ${OPEN_FACTOR}x capacity offered open loop`, openLoopGenerator(ROOT, DIST, log), {
         host: '127.0.0.1',
         port: relay.port,
         path: door.path(relay.uuid),

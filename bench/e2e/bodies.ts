@@ -1,6 +1,6 @@
 /**
  * Request bodies on disk, shared by every load generator of a run (wrk's Lua
- * script and the Node open-loop client): each record is a u16 little-endian
+ * script and the open-loop generators): each record is a u16 little-endian
  * length and the bytes. One file per phase, so no transaction is ever sent
  * twice to the relay (a repeat would take its dedup fast path).
  */

@@ -1,7 +1,9 @@
 /**
  * A fixed-rate (open-loop) HTTP/1.1 load generator for the end-to-end
  * benchmark, fed the same pre-built bodies as wrk. wrk is closed-loop
- * (Debian has no wrk2), so a fixed offered rate (2x capacity) needs this.
+ * (Debian has no wrk2), so a fixed offered rate (2x capacity) needs this or
+ * its C twin, openloop.c, which the benchmarks use where a C compiler runs
+ * (this one costs three times the CPU per request: generators.ts).
  *
  * Request i is due at t0 + i/rate whether or not earlier ones were answered;
  * latency is measured from that due time (no coordinated omission), so a
@@ -17,6 +19,7 @@ import { connect, type Socket } from 'node:net';
 import * as hdr from 'hdr-histogram-js';
 import { pathToFileURL } from 'node:url';
 import { readBodies } from './bodies.js';
+import { requestHead } from './generators.js';
 
 export interface OpenLoopOpts {
   host: string;
@@ -39,7 +42,7 @@ export interface Percentiles {
 }
 
 export interface OpenLoopResult {
-  tool: 'node open-loop (bench/e2e/openloop.ts)';
+  tool: 'node open-loop (bench/e2e/openloop.ts)' | 'C open-loop (bench/e2e/openloop.c)';
   targetRate: number;
   /** Requests whose answers arrived, per second of the schedule. */
   achievedRate: number;
@@ -86,8 +89,7 @@ export interface OpenLoopMarks {
 export async function openLoop(o: OpenLoopOpts, marks?: OpenLoopMarks): Promise<OpenLoopResult> {
   const bodies = readBodies(o.bodiesFile);
   const total = Math.min(bodies.length, Math.round(o.rate * o.seconds));
-  let head = `POST ${o.path} HTTP/1.1\r\nhost: ${o.host}:${o.port}\r\n`;
-  for (const [k, v] of Object.entries(o.headers)) head += `${k}: ${v}\r\n`;
+  const head = requestHead(o);
   const reqs = new Array<Buffer>(total);
   for (let i = 0; i < total; i++) reqs[i] = Buffer.concat([Buffer.from(`${head}content-length: ${bodies[i]!.length}\r\n\r\n`, 'latin1'), bodies[i]!]);
 

@@ -118,7 +118,7 @@ export function renderMarkdown(r: Report): string {
     `**Placement.** The measured process is on core ${r.placement.relayCore}: the bare uWS server, the crypto loop, and txrelay "pinned" ` +
       `(\`taskset\`; on a one-core mask \`workers.threads\` auto verifies inline on the main thread). The "default layout" is txrelay as a user starts it: ` +
       `no pinning (cores ${r.placement.allCores}), \`workers.threads\` auto (one verify worker per core beyond the main thread). ` +
-      `Load generators (wrk, the Node open-loop generator), the upstream (\`${r.settings.sink}\`, its own process) and the orchestrator run on core ${r.placement.loadCore} in every run, ` +
+      `Load generators (wrk; the open-loop generator, bench/e2e/openloop.c, or openloop.ts where no C compiler runs: each window's tool says which), the upstream (\`${r.settings.sink}\`, its own process) and the orchestrator run on core ${r.placement.loadCore} in every run, ` +
       `so in the default layout the relay shares that core with them: each run says what share of a core they took ("load %").`,
     '',
   );
