@@ -151,8 +151,8 @@ export function renderMarkdown(r: Report): string {
   L.push('## Overload (issue 7 item 3)', '');
   L.push(
     `| door | goodput 1024 ÷ 16 ${cmp(G.goodput1024)} | goodput, ${r.settings.openFactor}x offered open loop ${cmp(G.goodputOpen2x)} | shed answer ÷ bare uWS ${cmp(G.shedCost)} | refused at 256 connections | ` +
-      `gate refusal, µs CPU/answer | bare uWS at 256, µs CPU/req | ${r.settings.openFactor}x open loop: accepted p50 / p99 µs | ${r.settings.openFactor}x open loop: ceiling if each refusal costs a bare uWS request |`,
-    '|---|---|---|---|---|---|---|---|---|',
+      `gate refusal, µs CPU/answer | bare uWS at 256, µs CPU/req | ${r.settings.openFactor}x open loop: accepted p50 / p99 µs | ${r.settings.openFactor}x open loop: answered ÷ offered | ${r.settings.openFactor}x open loop: ceiling if each refusal costs a bare uWS request |`,
+    '|---|---|---|---|---|---|---|---|---|---|',
   );
   for (const d of r.doors) {
     const c256 = d.pinned.c256;
@@ -160,13 +160,13 @@ export function renderMarkdown(r: Report): string {
     L.push(
       `| ${d.door} | ${verdictCell(d.goals.goodput1024)} | ${verdictCell(d.goals.goodputOpen2x)} | ${verdictCell(d.goals.shedCost)} | ` +
         `${c256 ? `${f0((100 * c256.refused) / Math.max(1, c256.answers))}% of ${f0(c256.answers)}` : '–'} | ${f1(d.pinned.refusal?.cpuUsPerAnswer)} | ${f1(d.bare.c256?.cpuUsPerAnswer)} | ` +
-        `${o ? `${f0(o.latency.p50Us)} / ${f0(o.latency.p99Us)}` : '–'} | ${f2(openLoopCeiling(Number(r.settings.openFactor), d.bare.c256?.cpuUsPerAnswer, d.pinned.c16?.cpuUsPerAccepted))} |`,
+        `${o ? `${f0(o.latency.p50Us)} / ${f0(o.latency.p99Us)}` : '–'} | ${f2(answeredShare(o))} | ${f2(openLoopCeiling(Number(r.settings.openFactor), d.bare.c256?.cpuUsPerAnswer, d.pinned.c16?.cpuUsPerAccepted))} |`,
     );
   }
   L.push(
     '',
     `Shed answer: the 256-connection run's relay CPU beyond its accepted transactions (priced at the 16-connection run's µs per accepted tx) divided by its refused answers; ` +
-      'n/a when refusals are under 5% of the answers. Ceiling: on one core, accepted µs (16 connections) and refused µs (bare uWS at 256) must add up to one core, so at 2x offered goodput can be no more than (1 − 2r) ÷ (1 − r) of capacity, r = refusal ÷ accepted µs (bench/e2e/goals.ts `openLoopCeiling`). Gate refusal: a relay started with `limits.ip_rps = 0`, so every request is refused (429) at the gate before its body is looked at: the floor of any refusal. ' +
+      'n/a when refusals are under 5% of the answers. Ceiling: on one core, accepted µs (16 connections) and refused µs (bare uWS at 256) must add up to one core, so at 2x offered goodput can be no more than (1 − 2r) ÷ (1 − r) of capacity, r = refusal ÷ accepted µs (bench/e2e/goals.ts `openLoopCeiling`). Answered ÷ offered: answers per second the open-loop generator got ÷ the rate of its schedule; under 1, the rest of the offered requests were still unanswered, waiting for one of its connections or unread in the kernel, when the window ended (the relay reads no faster than it can answer; the ceiling assumes every offered request is answered). Gate refusal: a relay started with `limits.ip_rps = 0`, so every request is refused (429) at the gate before its body is looked at: the floor of any refusal. ' +
       `Default layout at 256 connections: ${r.doors.map((d) => `${d.door} ${f0(d.defaultLayout.c256?.acceptedPerSec)} tx/s (${f2((d.defaultLayout.c256?.acceptedPerSec ?? NaN) / (d.defaultLayout.c16?.acceptedPerSec ?? NaN))}x its 16-connection rate)`).join(', ')}.`,
     '',
   );
@@ -295,4 +295,10 @@ export function renderMarkdown(r: Report): string {
     }
   }
   return L.join('\n') + '\n';
+}
+
+/** The open-loop generator's answers per second ÷ the rate its schedule offered. */
+function answeredShare(o: { generator?: Record<string, unknown> } | null): number {
+  const g = o?.generator as { achievedRate?: number; targetRate?: number } | undefined;
+  return g?.achievedRate !== undefined && g.targetRate ? g.achievedRate / g.targetRate : NaN;
 }
