@@ -33,13 +33,23 @@ const PARK_MS = 1000;
 export default function serve(task: { index: number }): number {
   if (task.index < 0) return 0;
   let n = 0;
+  let unannounced = false;
   for (;;) {
     const s = jobs.claim(task.index, systemClock());
     if (s >= 0) {
       runClaimed(ctx, s);
-      jobs.complete(s, systemClock());
+      jobs.complete(s, systemClock(), false);
+      unannounced = true;
+      if (jobs.waiting() === 0) {
+        jobs.announce();
+        unannounced = false;
+      }
       n++;
       continue;
+    }
+    if (unannounced) {
+      jobs.announce();
+      unannounced = false;
     }
     if (jobs.stopping) return n;
     jobs.park(PARK_MS);
