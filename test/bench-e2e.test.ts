@@ -146,6 +146,19 @@ test('a shed answer is priced from the overload run: its CPU beyond the accepted
   assert.equal(shedCpuUs(null, 100), null);
 });
 
+test('a door\'s crypto ceiling is the mean of the loops run on either side of its windows, and their spread is its drift', async () => {
+  const { meanCrypto, cryptoDrift } = await import('../bench/e2e/report.js');
+  const run = (cpu: number, wall: number) => ({ tool: 'loop', backend: 'native', n: 1000, cpuUsPerTx: cpu, wallUsPerTx: wall });
+  const c = meanCrypto([run(40, 41), run(50, 52)]);
+  assert.equal(c.cpuUsPerTx, 45);
+  assert.equal(c.wallUsPerTx, 46.5);
+  assert.equal(c.n, 2000);
+  assert.deepEqual(c.runs, [{ cpuUsPerTx: 40, wallUsPerTx: 41 }, { cpuUsPerTx: 50, wallUsPerTx: 52 }]);
+  assert.ok(Math.abs(cryptoDrift(c) - 10 / 45) < 1e-12);
+  assert.equal(cryptoDrift(meanCrypto([run(40, 41)])), 0);
+  assert.throws(() => meanCrypto([]));
+});
+
 test('the open-loop ceiling: accepted and refused CPU add up to one core', async () => {
   const { openLoopCeiling } = await import('../bench/e2e/goals.js');
   // Free refusals: all of capacity. A refusal at 1/6 of an accepted tx, 2x offered: g + (2 - g)/6 = 1, g = 0.8.
@@ -294,6 +307,8 @@ test('bench:e2e --smoke measures every phase and reports the five goals and the 
       assert.equal(typeof v.met, 'boolean', `${name} is judged`);
     }
     assert.ok(Array.isArray(door.pinned.c16.gc), 'the relay ran under --trace-gc-nvp');
+    assert.equal(door.crypto.runs.length, 2, 'the crypto loop ran on either side of the windows');
+    if (!spawnSync(process.env.CC || 'cc', ['--version']).error) assert.match(door.pinned.open2x.tool, /^C open loop/);
     assert.ok(door.defaultLayout.c16.threads.some((x: { label: string }) => x.label === 'main'), 'per-thread CPU has the main thread');
     assert.match(md, /^\| solana-v2 \| (\*\*)?\d+\.\d\dx(\*\*)? (met|missed) \|/m);
     assert.match(md, /## Overload \(issue 7 item 3\)/);
