@@ -1,7 +1,7 @@
 /**
  * Both open-loop generators of the benchmarks (bench/e2e/openloop.c and its
  * Node twin openloop.ts) against a real HTTP server on a real socket: every
- * body goes out once, in order; answers are counted by status; latency runs
+ * body goes out once; answers are counted by status; latency runs
  * from each request's due time, so a server that falls behind shows in the
  * figures instead of slowing the schedule down (no coordinated omission).
  */
@@ -71,7 +71,7 @@ const gens: [string, () => OpenLoopGen | null][] = [
 ];
 
 for (const [name, make] of gens) {
-  test(`${name} open-loop generator: every body once, in order, answers counted by status`, async (t) => {
+  test(`${name} open-loop generator: every body once, answers counted by status`, async (t) => {
     const gen = make();
     if (!gen) return t.skip('no C compiler here: the benchmarks fall back to the Node generator');
     const dir = mkdtempSync(join(tmpdir(), 'openloop-'));
@@ -89,7 +89,9 @@ for (const [name, make] of gens) {
       assert.equal(r.accepted.count, 300);
       assert.equal(r.shed.count, 300);
       assert.equal(r.acceptedService.count, 300);
-      assert.deepEqual(seen.bodies, Array.from({ length: 600 }, (_, i) => String(i)));
+      // Sent in schedule order, but over 8 connections: a generator that fell behind (a busy machine) sends
+      // several at once, and the server reads them in whatever order their sockets come up.
+      assert.deepEqual(seen.bodies.map(Number).sort((a, b) => a - b), Array.from({ length: 600 }, (_, i) => i));
       assert.deepEqual([...seen.paths], ['/v2?x=1']);
       assert.deepEqual([...seen.tokens], ['k-1']);
       const p = r.accepted;
