@@ -254,8 +254,9 @@ async function runDoor(door: Door, txs: Buffer[], sink: Sink, dir: string): Prom
   const c: Ctx = { door, dir, sink, notes: [] };
   const S = SECONDS;
   // The crypto ceiling is measured on either side of the windows its ratios are taken with: the host's
-  // speed drifts over the minutes a door takes (one loop at the start of a run, 2026-11-25 15:20, left the
-  // last door's ratios 10-20% off those of a paired perf profile).
+  // speed drifts over the minutes a door takes. With one loop per family at the start of the run
+  // (2026-11-25 15:20), sendTransaction's saturation ratio came out at 1.49 against /v2's 1.27, where a
+  // perf profile of the two side by side put sendTransaction only ~2.5 µs per transaction dearer.
   log(`${door.name}: crypto ceiling (${CRYPTO_SECONDS} s tight loop on core ${RELAY_CORE})`);
   const cryptoBefore = await cryptoCeiling(door.family, txs, dir);
 

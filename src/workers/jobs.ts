@@ -285,17 +285,16 @@ export class JobTable {
 
   // ---- the done ring -------------------------------------------------------------
 
-  /** A worker publishes a finished job. */
-  complete(s: number, nowMs: number, announce = true): void {
+  /** A worker publishes a finished job; `announce` wakes a main thread that waits for it. */
+  complete(s: number, nowMs: number): void {
     this.times[s * SLOT_TIMES + T_END] = nowMs;
     Atomics.store(this.ints, s * SLOT_WORDS + S_STATE, SlotState.Done);
     const seq = Atomics.add(this.ctrl, C_DONE_TAIL, 1);
     Atomics.store(this.doneRing, seq & this.mask, s + 1);
     Atomics.add(this.ctrl, C_COMPLETED, 1);
-    if (announce) Atomics.notify(this.ctrl, C_COMPLETED);
   }
 
-  /** Wakes the main thread if it waits for answers (after `complete(..., false)`). */
+  /** Wakes the main thread if it waits for answers (Atomics.waitAsync on COMPLETED). */
   announce(): void {
     Atomics.notify(this.ctrl, C_COMPLETED);
   }

@@ -39,9 +39,10 @@
  * piscina owns their lifecycle. A worker publishes each answer as it is
  * made but wakes the acceptor only once no job waits (or before it parks):
  * a wake-up per check cost the acceptor a turn per answer (bench:ab,
- * default layout: 0-4% fewer admitted, ab-20261125-1540.md). A worker that dies leaves its claimed jobs
- * behind: they are answered as retry-safe failures and the worker is
- * restarted (a few times a minute at most, then the acceptor checks alone).
+ * default layout: 0-4% fewer admitted, ab-20261125-1540.md). A worker that
+ * dies leaves its claimed jobs behind: they are answered as retry-safe
+ * failures and the worker is restarted (a few times a minute at most, then
+ * the acceptor checks alone).
  *
  * Admission control (controller.ts) is fed every LAG_TICK_MS with the worst
  * of: the age of the oldest waiting job, the longest wait of jobs started

@@ -38,7 +38,7 @@ export default function serve(task: { index: number }): number {
     const s = jobs.claim(task.index, systemClock());
     if (s >= 0) {
       runClaimed(ctx, s);
-      jobs.complete(s, systemClock(), false);
+      jobs.complete(s, systemClock());
       unannounced = true;
       if (jobs.waiting() === 0) {
         jobs.announce();
