@@ -2,7 +2,7 @@
  * Held door sheds (`limits.shed_hold_ms`, README "Load shedding") over real
  * sockets: a 503 for capacity decided at the door is written after its hold,
  * on every door that sheds there, while answers that are not door sheds (a
- * missing credential here) go out at once.
+ * 404 here) go out at once.
  *
  * Overload cannot be produced on demand on a shared machine, so the door is
  * made to shed by closing the relay's verifier (a closed verifier admits
@@ -47,16 +47,23 @@ async function timed(path: string, init: RequestInit): Promise<{ status: number;
   return { status: r.status, text, ms: at - t0, at };
 }
 
-test('a door shed on /v2 is held for its hold; a refusal that is not a shed, sent after it, is answered first', async () => {
+test('a door shed on /v2 is held for its hold; an answer that is not a shed, asked for after it, is written first', async () => {
   const shed = timed('/v2', { headers: { 'api-key': uuid }, body: legacyTransfer().bytes });
   await new Promise((r) => setTimeout(r, 20));
-  const unauth = await timed('/v2', { body: legacyTransfer().bytes });
+  const notFound = await timed('/v2/no-such-door', { body: 'x' });
   const s = await shed;
-  assert.equal(unauth.status, 401);
+  assert.equal(notFound.status, 404);
   assert.equal(s.status, 503, s.text);
   assert.equal(s.text, 'Server Busy', 'SPEC 7.2 plain text for capacity');
   assert.ok(s.ms >= HOLD_MS - 10, `the shed answer came after ${s.ms.toFixed(0)} ms`);
-  assert.ok(unauth.at < s.at, 'the 401 sent 20 ms later was not held behind it');
+  assert.ok(notFound.at < s.at, 'the 404 asked for 20 ms later was not held behind it');
+});
+
+test('the queue controller is asked before the credential is looked at: a shed arrival without one is a held 503, not a 401', async () => {
+  // README, "Order of the gate": a shed is decided before anything of the request is read.
+  const unauth = await timed('/v2', { body: legacyTransfer().bytes });
+  assert.equal(unauth.status, 503, unauth.text);
+  assert.ok(unauth.ms >= HOLD_MS - 10, `the shed answer came after ${unauth.ms.toFixed(0)} ms`);
 });
 
 test('JSON-RPC (family B text and family A JSON-RPC) and the EVM text door hold their door sheds too', async () => {

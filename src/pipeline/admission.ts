@@ -1,13 +1,14 @@
 /**
  * The admission pipeline: the one ordered sequence every door goes through.
  *
- *   gate     (headers only, before a body byte is kept)
+ *   arrive   (nothing read yet: not even the peer address)
  *     1. node draining?                        -> DRAINING      503
- *     2. per-IP token bucket                   -> RATE_IP       429 (before any per-request work,
+ *     2. queue controller: standing queue?     -> CAPACITY      503 (shed; no IP or account credit spent)
+ *   gate     (headers only, before a body byte is kept)
+ *     3. per-IP token bucket                   -> RATE_IP       429 (before any per-request work,
  *                                                  authentication included: issue 8)
- *     3. authenticate the account              -> AUTH_*        401
- *     4. lane able to forward?                 -> UNAVAILABLE   503 (before any quota is spent)
- *     5. queue controller: standing queue?     -> CAPACITY      503 (shed; no account quota spent)
+ *     4. authenticate the account              -> AUTH_*        401
+ *     5. lane able to forward?                 -> UNAVAILABLE   503 (before any quota is spent)
  *     6. per-account token bucket              -> RATE_ACCOUNT  429 (quota spent from here on, DECISIONS 5)
  *   admit    (body copied once into the shared slab, a job slot held)
  *     7. room in the lane and the job table    -> CAPACITY      503
@@ -21,10 +22,10 @@
  *
  * Bundles add the tip rule (606/607) and their own dedup key on the main
  * thread between 7 and 8. Family A batches persist their receive record
- * after 4 (DECISIONS 6, the door does it), once the account's record budget
- * allowed it; per-item account credits follow the record. POST / charges the
- * IP bucket once per JSON-RPC call and asks the controller (step 5) before
- * reading its body, and its handlers then pass `ip` null. Doors translate wire
+ * after 5 (DECISIONS 6, the door does it), once the account's record budget
+ * allowed it; per-item account credits follow the record. POST / asks the
+ * controller (step 2) and charges the IP bucket once per JSON-RPC call
+ * before reading its body, and its handlers then pass `ip` null. Doors translate wire
  * formats into these calls and outcomes back into responses; no door
  * re-implements a step. Steps 1-7 run on the main thread before any
  * signature is checked, so unauthorised, over-limit and shed traffic never
@@ -159,13 +160,26 @@ export class Admission {
   // ---- gate: steps 1-6 -------------------------------------------------------
 
   /**
-   * Steps 1-6 for a credential given as text (`null` when absent). `ip` null:
-   * the door already charged the IP bucket and asked the queue controller
-   * for this call (POST /, before its body is read). The lane is derived
-   * from the account (family A routes by plan). Returns the account, or the
-   * rejection to answer. Refusals are returned, never thrown: a throw inside
-   * a uWS handler makes V8 walk the stack for the message location, which
-   * cost a shed answer ~2% of its CPU (perf, bench:e2e gate-refusal run).
+   * Steps 1-2, the first thing an HTTP door asks of an arrival: is the node
+   * open for the family, and does the queue controller take it. A shed costs
+   * no more than this: it is decided before the door reads the peer address
+   * (a getpeername(2) per request in uWS), a header, the IP bucket or the
+   * account table, none of which change the answer. So shed arrivals spend
+   * neither IP nor account credits.
+   */
+  arrive(family: Family): RelayError | null {
+    return this.checkOpen(family) ?? this.shed();
+  }
+
+  /**
+   * Step 1 again, then steps 3-6, for a credential given as text (`null`
+   * when absent), after `arrive` (HTTP doors) or the JSON-RPC door's own
+   * shed. `ip` null: the door already charged the IP bucket for this call
+   * (POST /, before its body is read). The lane is derived from the account
+   * (family A routes by plan). Returns the account, or the rejection to
+   * answer. Refusals are returned, never thrown: a throw inside a uWS
+   * handler makes V8 walk the stack for the message location, which cost a
+   * shed answer ~2% of its CPU (perf, bench:e2e gate-refusal run).
    */
   gate(family: Family, credential: string | null, ip: string | null, credits: number, bundle = false): AccountRecord | RelayError {
     const closed = this.checkOpen(family);
@@ -176,23 +190,19 @@ export class Admission {
     }
     const rec = this.authenticateAccount(family, credential, bundle);
     if (rec instanceof RelayError) return rec;
-    if (ip !== null) {
-      const shed = this.shed();
-      if (shed) return shed;
-    }
     return this.limitAccount(rec, family, credits) ?? rec;
   }
 
   /** Steps 1-6 for 16 raw UUID bytes (UDP), with UDP's own per-IP buckets. */
   gateBytes(family: Family, buf: Uint8Array, offset: number, ip: string, credits: number): AccountRecord | RelayError {
-    const closed = this.checkOpen(family);
-    if (closed) return closed;
+    const refused = this.arrive(family);
+    if (refused) return refused;
     const wait = this.d.udpIpLimiter.tryTake(ip, credits, this.d.clock());
     if (wait > 0) return this.reject(E.RATE_IP, String(this.d.udpIpRps), wait);
     const rec = this.d.accounts.byBytes(buf, offset);
     const bad = this.checkAccount(family, rec, false);
     if (bad) return bad;
-    return this.shed() ?? this.limitAccount(rec!, family, credits) ?? rec!;
+    return this.limitAccount(rec!, family, credits) ?? rec!;
   }
 
   private checkOpen(family: Family): RelayError | null {
@@ -201,7 +211,7 @@ export class Admission {
     return null;
   }
 
-  /** Steps 3-4 (family A batches: the door charged the IP bucket; the record comes next). */
+  /** Steps 1, 4 and 5 (family A batches: the door charged the IP bucket; the record comes next). */
   authenticate(family: Family, credential: string | null): AccountRecord | RelayError {
     return this.checkOpen(family) ?? this.authenticateAccount(family, credential, false);
   }
@@ -219,13 +229,13 @@ export class Admission {
     return null;
   }
 
-  /** Step 2: the per-IP bucket. */
+  /** Step 3: the per-IP bucket. */
   limitIp(ip: string, credits: number): RelayError | null {
     const wait = this.d.ipLimiter.tryTake(ip, credits, this.d.clock());
     return wait > 0 ? this.reject(E.RATE_IP, String(this.d.ipRps), wait) : null;
   }
 
-  /** Step 5: CAPACITY when the queue controller sheds this arrival. */
+  /** Step 2: CAPACITY when the queue controller sheds this arrival. */
   shed(): RelayError | null {
     const v = this.d.verifier;
     const s = v.admit(this.d.clock());
@@ -555,7 +565,7 @@ export class Admission {
   }
 
   /**
-   * Steps 5-9 for a family A batch whose receive record is already durable
+   * Steps 6-9 for a family A batch whose receive record is already durable
    * (DECISIONS 6; the door charged the IP bucket and the record budget): per
    * item in order one account credit (invalid and duplicate items included),
    * dedup, capacity, signature, enqueue. `done` gets every item's outcome and

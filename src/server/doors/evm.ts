@@ -217,6 +217,8 @@ export function registerEvmDoors(ctx: DoorContext): void {
   const maxBody = ctx.config.http.max_body_bytes;
   app.post('/v2/svc_send_raw_transaction', (r: HttpResponse, req: HttpRequest) => {
     const res = begin(r, textTimer);
+    const shed = admission.arrive('evm');
+    if (shed) return failText(res, shed);
     const ip = ctx.ip(res, req);
     const ctype = req.getHeader('content-type');
     if (!/^text\/plain\s*(;|$)/i.test(ctype)) return failText(res, new RelayError(E.UNSUPPORTED_MEDIA, 'use text/plain'));

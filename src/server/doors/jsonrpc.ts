@@ -89,17 +89,18 @@ export class RpcDispatcher {
   mount(app: TemplatedApp, ip: (res: HttpResponse, req: HttpRequest) => string, timer?: LatencyTimer): void {
     app.post('/', (r, req) => {
       const res = begin(r, timer);
-      const call = new RpcRequest(this, res, ip(res, req), req.getHeader('api-key') || null, req.getHeader('authorization') || null);
+      const apiKey = req.getHeader('api-key') || null;
+      // Shed before anything else is read (the peer address is a syscall), so a shed answer costs about a bare request.
+      const shed = this.shed();
+      if (shed) return this.failEarly(res, apiKey, shed);
+      const call = new RpcRequest(this, res, ip(res, req), apiKey, req.getHeader('authorization') || null);
       // SPEC 4.4 and DECISIONS 6: JSON-RPC is application/json; a missing Content-Type is 415 too.
       const ctype = req.getHeader('content-type');
       if (!/^application\/json\s*(;|$)/i.test(ctype)) {
         return this.fail(res, new RelayError(E.UNSUPPORTED_MEDIA, 'use application/json'));
       }
       const limited = this.chargeIp(call.ip, 1);
-      if (limited) return this.failEarly(res, call, limited);
-      // Shed before the body is read or parsed, so a shed answer costs about a bare request.
-      const shed = this.shed();
-      if (shed) return this.failEarly(res, call, shed);
+      if (limited) return this.failEarly(res, apiKey, limited);
       readBodyTo(res, req, this.maxBody, call);
     });
   }
@@ -110,9 +111,9 @@ export class RpcDispatcher {
   }
 
   /** A 429 or a shed 503 for the whole request: SPEC 7.2's plain text for a family B caller (api-key), JSON-RPC otherwise. */
-  private failEarly(res: Res, info: RequestInfo, err: RelayError): void {
+  private failEarly(res: Res, apiKey: string | null, err: RelayError): void {
     const h = err.spec.http === 429 ? retryAfterHeaders(err.retryAfterMs) : undefined;
-    if (info.apiKey !== null) return sendHeld(res, err.holdMs, err.spec.http, 'text/plain; charset=utf-8', err.text, h);
+    if (apiKey !== null) return sendHeld(res, err.holdMs, err.spec.http, 'text/plain; charset=utf-8', err.text, h);
     sendHeld(res, err.holdMs, err.spec.http, 'application/json', rpcErrorBody(err, 'null'), h);
   }
 
@@ -145,7 +146,7 @@ export class RpcDispatcher {
     }
     if (msg.length > 1) {
       const limited = this.chargeIp(info.ip, msg.length - 1);
-      if (limited) return this.failEarly(res, info, limited);
+      if (limited) return this.failEarly(res, info.apiKey, limited);
     }
     // Standard JSON-RPC array: answered as an array of single responses, in order.
     const bodies: string[] = new Array(msg.length);

@@ -48,8 +48,9 @@ export function registerSolanaDoors(ctx: DoorContext): void {
   const batchTimer = ctx.timer('solana-batch');
   app.post('/v2', (r: HttpResponse, req: HttpRequest) => {
     const res = begin(r, v2Timer);
-    const ip = ctx.ip(res, req);
-    const refused = admission.gate('solana', req.getHeader('api-key') || null, ip, 1);
+    const shed = admission.arrive('solana');
+    if (shed) return sendPlainError(res, shed);
+    const refused = admission.gate('solana', req.getHeader('api-key') || null, ctx.ip(res, req), 1);
     if (refused instanceof RelayError) return sendPlainError(res, refused);
     readBodyTo(res, req, MAX_V1_TX_SIZE, new V2Body(res, admission));
   });
@@ -57,8 +58,9 @@ export function registerSolanaDoors(ctx: DoorContext): void {
   // POST /v2/batch: a bundle (SPEC 2.5, 4.6).
   app.post('/v2/batch', (r: HttpResponse, req: HttpRequest) => {
     const res = begin(r, batchTimer);
-    const ip = ctx.ip(res, req);
-    const rec = admission.gate('solana', req.getHeader('api-key') || null, ip, 1, true);
+    const shed = admission.arrive('solana');
+    if (shed) return sendPlainError(res, shed);
+    const rec = admission.gate('solana', req.getHeader('api-key') || null, ctx.ip(res, req), 1, true);
     if (rec instanceof RelayError) return sendPlainError(res, rec);
     readBodyTo(res, req, MAX_BUNDLE_BODY, new BundleBody(res, admission, rec.solana.min_tip_lamports));
   });
