@@ -67,9 +67,9 @@ export interface DoorReport {
    * (BARE_CHECK=turn), 16 connections: the floor of a relay that batches per turn.
    */
   bare: Runs<'serial' | 'c16' | 'c256'> & { checkSerial?: RunStats | null; check16?: RunStats | null; checkTurn16?: RunStats | null };
-  pinned: Runs<'serial' | 'c16' | 'c256' | 'c1024' | 'open2x' | 'refusal'>;
+  pinned: Runs<'serial' | 'c16' | 'c256' | 'c1024' | 'open2x' | 'refusal' | 'shed'>;
   defaultLayout: Runs<'serial' | 'c16' | 'c256'>;
-  /** Relay CPU µs per refused answer at 256 connections (goals.ts shedCpuUs), null when too few were refused. */
+  /** Relay CPU µs per door shed, from the door-shed run (goals.ts shedCpuUs), null when it did not run or refused too few. */
   shedCpuUs: number | null;
   goals: Record<GoalName, Verdict>;
   profiles: ProfileRun[];
@@ -183,22 +183,23 @@ export function renderMarkdown(r: Report): string {
   L.push('## Overload (issue 7 item 3)', '');
   L.push(
     `| door | goodput 1024 ÷ 16 ${cmp(G.goodput1024)} | goodput, ${r.settings.openFactor}x offered open loop ${cmp(G.goodputOpen2x)} | shed answer ÷ bare uWS ${cmp(G.shedCost)} | refused at 256 connections | ` +
-      `gate refusal, µs CPU/answer | bare uWS at 256, µs CPU/req | ${r.settings.openFactor}x open loop: accepted p50 / p99 µs | ${r.settings.openFactor}x open loop: answered ÷ offered | ${r.settings.openFactor}x open loop: ceiling if each refusal costs a bare uWS request |`,
-    '|---|---|---|---|---|---|---|---|---|---|',
+      `door shed, µs CPU/shed | gate refusal, µs CPU/answer | bare uWS at 256, µs CPU/req | ${r.settings.openFactor}x open loop: accepted p50 / p99 µs | ${r.settings.openFactor}x open loop: answered ÷ offered | ${r.settings.openFactor}x open loop: ceiling if each refusal costs a bare uWS request |`,
+    '|---|---|---|---|---|---|---|---|---|---|---|',
   );
   for (const d of r.doors) {
     const c256 = d.pinned.c256;
     const o = d.pinned.open2x;
     L.push(
       `| ${d.door} | ${verdictCell(d.goals.goodput1024)} | ${verdictCell(d.goals.goodputOpen2x)} | ${verdictCell(d.goals.shedCost)} | ` +
-        `${c256 ? `${f0((100 * c256.refused) / Math.max(1, c256.answers))}% of ${f0(c256.answers)}` : '–'} | ${f1(d.pinned.refusal?.cpuUsPerAnswer)} | ${f1(d.bare.c256?.cpuUsPerAnswer)} | ` +
+        `${c256 ? `${f0((100 * c256.refused) / Math.max(1, c256.answers))}% of ${f0(c256.answers)}` : '–'} | ${f1(d.shedCpuUs ?? undefined)} | ${f1(d.pinned.refusal?.cpuUsPerAnswer)} | ${f1(d.bare.c256?.cpuUsPerAnswer)} | ` +
         `${o ? `${f0(o.latency.p50Us)} / ${f0(o.latency.p99Us)}` : '–'} | ${f2(answeredShare(o))} | ${f2(openLoopCeiling(Number(r.settings.openFactor), d.bare.c256?.cpuUsPerAnswer, d.pinned.c16?.cpuUsPerAccepted))} |`,
     );
   }
   L.push(
     '',
-    `Shed answer: the 256-connection run's relay CPU beyond its accepted transactions (priced at the 16-connection run's µs per accepted tx) divided by its refused answers; ` +
-      'n/a when refusals are under 5% of the answers. Ceiling: on one core, accepted µs (16 connections) and refused µs (bare uWS at 256) must add up to one core, so at 2x offered goodput can be no more than (1 − 2r) ÷ (1 − r) of capacity, r = refusal ÷ accepted µs (bench/e2e/goals.ts `openLoopCeiling`). Answered ÷ offered: answers per second the open-loop generator got, over its schedule and the drain after it, ÷ the rate of its schedule; under 1, the relay answered slower than requests were offered and the rest waited, unread in the kernel or for a connection of the generator (the relay reads no faster than it can answer; the ceiling assumes every offered request is answered). Gate refusal: a relay started with `limits.ip_rps = 0`, so every request is refused (429) at the gate before its body is looked at: the floor of any refusal. ' +
+    'Door shed: a relay started with `limits.queue_max_ms` 1 and `limits.shed_hold_ms` 0, 256 connections, so nearly every request is shed (503) at the door before anything of it is read, and written at once; ' +
+      "its CPU beyond the few transactions it accepted (priced at the 16-connection run's µs per accepted tx) divided by its refused answers (the few read and then expired included). " +
+      'Ceiling: on one core, accepted µs (16 connections) and refused µs (bare uWS at 256) must add up to one core, so at 2x offered goodput can be no more than (1 − 2r) ÷ (1 − r) of capacity, r = refusal ÷ accepted µs (bench/e2e/goals.ts `openLoopCeiling`). Answered ÷ offered: answers per second the open-loop generator got, over its schedule and the drain after it, ÷ the rate of its schedule; under 1, the relay answered slower than requests were offered and the rest waited, unread in the kernel or for a connection of the generator (the relay reads no faster than it can answer; the ceiling assumes every offered request is answered). Gate refusal: a relay started with `limits.ip_rps = 0`, so every request is refused (429) by the per-IP bucket before its body is looked at (a door shed comes before that bucket). ' +
       `Default layout at 256 connections: ${r.doors.map((d) => `${d.door} ${f0(d.defaultLayout.c256?.acceptedPerSec)} tx/s (${f2((d.defaultLayout.c256?.acceptedPerSec ?? NaN) / (d.defaultLayout.c16?.acceptedPerSec ?? NaN))}x its 16-connection rate)`).join(', ')}.`,
     '',
   );
@@ -305,6 +306,7 @@ export function renderMarkdown(r: Report): string {
       ['pinned, 1024', d.pinned.c1024],
       [`pinned, ${r.settings.openFactor}x open loop`, d.pinned.open2x],
       ['pinned, all refused at the gate, 256', d.pinned.refusal],
+      ['pinned, nearly all shed at the door, 256', d.pinned.shed ?? null],
       ['default, 1', d.defaultLayout.serial],
       ['default, 16', d.defaultLayout.c16],
       ['default, 256', d.defaultLayout.c256],
