@@ -18,6 +18,9 @@
  *   overload    1024 connections, relay CPU per accepted transaction
  *   refusal     256 connections with `limits.ip_rps = 0`: relay CPU per
  *               answer, every request refused at the gate
+ *   shed        256 connections with a 1 ms queue bound and sheds written at
+ *               once (bench:e2e's door-shed run): relay CPU per answer,
+ *               nearly every request shed at the door
  *   openloop    the open-loop generator offering `--rate` requests per
  *               second (default: twice what A accepted in a 16-connection
  *               calibration window run first) over 2048 connections, as
@@ -38,7 +41,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DOORS, type Door, type DoorName } from './e2e/doors.js';
 import { readBodies, writeBodies } from './e2e/bodies.js';
-import { startRelay, startSink, stopChild, stopRelay, type Relay } from './e2e/relay.js';
+import { DOOR_SHED_ENV, startRelay, startSink, stopChild, stopRelay, type Relay } from './e2e/relay.js';
 import { OPEN_CONNECTIONS, OPEN_FACTOR, openLoopGenerator, openLoopSpec, wrkSpec, type WrkResult } from './e2e/generators.js';
 import { measureWindow, type RunStats } from './e2e/window.js';
 import { evmTransfers, solanaTransfers } from '../src/bench/txgen.js';
@@ -109,16 +112,17 @@ if (opt.coalesce) {
   throw new Error('say what to compare: --base <other checkout>, --coalesce, --no-upstream or --shed-hold');
 }
 
-type Kind = 'serial' | 'saturation' | 'overload' | 'refusal' | 'openloop';
+type Kind = 'serial' | 'saturation' | 'overload' | 'refusal' | 'shed' | 'openloop';
 const KINDS: Record<Kind, { connections: number; env: Record<string, string>; perAnswer: boolean }> = {
   serial: { connections: 1, env: {}, perAnswer: false },
   saturation: { connections: 16, env: {}, perAnswer: false },
   overload: { connections: 1024, env: {}, perAnswer: false },
   refusal: { connections: 256, env: { TXRELAY_LIMITS_IP_RPS: '0', TXRELAY_LIMITS_IP_BURST: '1' }, perAnswer: true },
+  shed: { connections: 256, env: DOOR_SHED_ENV, perAnswer: true },
   openloop: { connections: OPEN_CONNECTIONS, env: {}, perAnswer: false },
 };
 const kinds = opt.runs.split(',') as Kind[];
-for (const k of kinds) if (!(k in KINDS)) throw new Error(`--runs: unknown kind ${k} (serial, saturation, overload, refusal, openloop)`);
+for (const k of kinds) if (!(k in KINDS)) throw new Error(`--runs: unknown kind ${k} (serial, saturation, overload, refusal, shed, openloop)`);
 const doors = opt.doors.split(',').map((n) => {
   const d = DOORS[n as DoorName];
   if (!d || d.txPerRequest !== 1) throw new Error(`--doors: ${n} is not a single-transaction door of bench:e2e`);
@@ -254,7 +258,7 @@ console.log('|---|---|---|---|---|---|---|---|---|');
 for (const d of doors) {
   for (const kind of kinds) {
     const what =
-      kind === 'openloop' ? `open loop, ${openRate} req/s over ${OPEN_CONNECTIONS} connections` : `${KINDS[kind].connections} connections${KINDS[kind].perAnswer ? ', refused at the gate' : ''}`;
+      kind === 'openloop' ? `open loop, ${openRate} req/s over ${OPEN_CONNECTIONS} connections` : `${KINDS[kind].connections} connections${kind === 'refusal' ? ', refused at the gate' : kind === 'shed' ? ', shed at the door' : ''}`;
     for (const v of variants) {
       const f = fig(d, kind, v);
       const pct = `${(f.expired * 100).toFixed(0)}%`;

@@ -44,7 +44,7 @@ import { cpuModel, loadAvg } from './e2e/proc.js';
 import { summariseProfiles } from './e2e/profile.js';
 import { meanCrypto, renderMarkdown, type CryptoCeiling, type DoorReport, type ProfileRun, type Report } from './e2e/report.js';
 import { evaluateGoals, shedCpuUs, GOALS, OVERLOAD_GOALS } from './e2e/goals.js';
-import { collect, onCores, startBare, startRelay, startSink, stopChild, stopRelay, type Layout, type Relay, type Sink, type Target } from './e2e/relay.js';
+import { DOOR_SHED_ENV, collect, onCores, startBare, startRelay, startSink, stopChild, stopRelay, type Layout, type Relay, type Sink, type Target } from './e2e/relay.js';
 import { measureWindow, type RunStats } from './e2e/window.js';
 import { OPEN_CONNECTIONS, OPEN_FACTOR, openLoopGenerator, openLoopSpec, wrkSpec, type WrkResult } from './e2e/generators.js';
 import { solanaTransfers, evmTransfers } from '../src/bench/txgen.js';
@@ -97,13 +97,6 @@ const CHECKED_DOORS: Record<string, true> = { 'solana-v2': true, 'evm-text': tru
 
 /** Bodies the bare server and the gate-refusal run cycle through (neither looks a body up: repeats cost nothing extra). */
 const BARE_BODIES = 100_000;
-
-/**
- * The door-shed run: a queue bound of 1 ms (the controller's target may not
- * exceed it), so nearly every arrival is over it and shed at the door, and
- * sheds written at once, as a bare request's answer is.
- */
-const SHED_ENV = { TXRELAY_LIMITS_QUEUE_TARGET_MS: '1', TXRELAY_LIMITS_QUEUE_MAX_MS: '1', TXRELAY_LIMITS_SHED_HOLD_MS: '0' };
 
 const log = (m: string) => process.stderr.write(`[e2e] ${m}\n`);
 
@@ -346,7 +339,7 @@ async function runDoor(door: Door, txs: Buffer[], sink: Sink, dir: string): Prom
     // Item 3's shed answer, measured directly: with a 1 ms bound on the queue, nearly every arrival at 256
     // connections is shed at the door (503) before anything of it is read. Bodies repeat as above; the few
     // that get in are checked (and, repeated, answered as duplicates).
-    withRelay(c, 'pinned', SHED_ENV, async (relay, cur) => {
+    withRelay(c, 'pinned', { ...DOOR_SHED_ENV }, async (relay, cur) => {
       log(`${door.name}: relay pinned, limits.queue_max_ms 1 and shed_hold_ms 0 (nearly every request shed at the door), ${OVERLOAD} connections`);
       const bodies = forRequests(c, cur, BARE_BODIES);
       if (WARM_SECONDS > 0) await wrkRun(c, relay, relay.uuid, 'warm-up', 'warm-up', SATURATION, 1, bodies, true);

@@ -341,9 +341,9 @@ async function abSmoke(t: { skip(msg: string): void }, what: string, args: strin
 }
 
 test('bench:ab --smoke runs both relays through every kind of window and prints the paired table', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
-  const out = await abSmoke(t, 'bench:ab', ['--coalesce', '--runs', 'serial,saturation,refusal']);
+  const out = await abSmoke(t, 'bench:ab', ['--coalesce', '--runs', 'serial,saturation,refusal,shed']);
   if (out === null) return;
-  for (const what of ['1 connections', '16 connections', '256 connections, refused at the gate']) {
+  for (const what of ['1 connections', '16 connections', '256 connections, refused at the gate', '256 connections, shed at the door']) {
     for (const relay of ['coalescing on', 'coalescing off']) assert.match(out, new RegExp(`^\\| solana-v2 \\| ${what} \\| ${relay} \\| \\d+\\.\\d \\|`, 'm'), `${what}, ${relay}`);
     assert.match(out, new RegExp(`^\\| solana-v2 \\| ${what} \\| B ÷ A \\| \\d+\\.\\d\\dx \\|`, 'm'), `${what}: the ratio`);
   }

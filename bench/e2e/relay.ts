@@ -174,6 +174,14 @@ export interface RelayOptions {
   env?: Record<string, string>;
 }
 
+/**
+ * A relay that sheds nearly every arrival at the door: a queue bound of 1 ms
+ * (the controller's target may not exceed it), so nearly every arrival is
+ * over it, and sheds written at once, as a bare request's answer is. The
+ * door-shed runs of bench:e2e and bench:ab start it so.
+ */
+export const DOOR_SHED_ENV: Readonly<Record<string, string>> = { TXRELAY_LIMITS_QUEUE_TARGET_MS: '1', TXRELAY_LIMITS_QUEUE_MAX_MS: '1', TXRELAY_LIMITS_SHED_HOLD_MS: '0' };
+
 /** Limits far above any rate here, so only overload (not quotas) refuses transactions. */
 const UNLIMITED = '1000000'; // the schema's maximum TPS
 const UNLIMITED_BURST = '2000000'; // the schema's maximum burst
