@@ -250,6 +250,18 @@ async function warm(c: Ctx, relay: Relay, cur: Cursor, rate: number): Promise<vo
   if (WARM_SECONDS > 0) await wrkRun(c, relay, relay.uuid, 'warm-up', 'warm-up', SATURATION, WARM_SECONDS, forRequests(c, cur, rate * WARM_SECONDS * SLICE), false);
 }
 
+/**
+ * `warm`, then one connection: a serial client's requests take another path
+ * (checked inline in the handler, not at the end of a busy turn), and a
+ * warm-up at 16 connections alone left its JIT compiles inside the serial
+ * window: TurboFan jobs of 1-2 ms on the relay's one core, each a stall a
+ * serial client waits out (perf sched, by hand, 2026-11-25).
+ */
+async function warmBoth(c: Ctx, relay: Relay, cur: Cursor, rate: number, serialRate: number): Promise<void> {
+  await warm(c, relay, cur, rate);
+  if (WARM_SECONDS > 0) await wrkRun(c, relay, relay.uuid, 'warm-up', 'warm-up', SERIAL, WARM_SECONDS, forRequests(c, cur, serialRate * WARM_SECONDS * 1.5), false);
+}
+
 async function runDoor(door: Door, txs: Buffer[], sink: Sink, dir: string): Promise<DoorReport> {
   const c: Ctx = { door, dir, sink, notes: [] };
   const S = SECONDS;
@@ -317,7 +329,7 @@ async function runDoor(door: Door, txs: Buffer[], sink: Sink, dir: string): Prom
   await phase(c, 'pinned serial + saturation', () =>
     withRelay(c, 'pinned', undefined, async (relay, cur) => {
       log(`${door.name}: relay pinned to core ${RELAY_CORE}: serial, then ${SATURATION} connections`);
-      await warm(c, relay, cur, oneCore);
+      await warmBoth(c, relay, cur, oneCore, serialRate);
       p.serial = await wrkRun(c, relay, relay.uuid, 'serial', 'relay pinned, one connection', SERIAL, S, forRequests(c, cur, serialRate * S * 1.5), false);
       p.c16 = await wrkRun(c, relay, relay.uuid, 'saturation', `relay pinned, ${SATURATION} connections`, SATURATION, S, forRequests(c, cur, oneCore * S * SLICE), false);
     }, txs),
@@ -387,7 +399,7 @@ async function runDoor(door: Door, txs: Buffer[], sink: Sink, dir: string): Prom
   await phase(c, 'default serial + saturation', () =>
     withRelay(c, 'default', undefined, async (relay, cur) => {
       log(`${door.name}: relay in the default layout (cores ${ALL_CORES}, workers auto): serial, then ${SATURATION} connections`);
-      await warm(c, relay, cur, oneCore * CORES);
+      await warmBoth(c, relay, cur, oneCore * CORES, serialRate);
       d.serial = await wrkRun(c, relay, relay.uuid, 'serial', 'default layout, one connection', SERIAL, S, forRequests(c, cur, serialRate * S * 1.5), false);
       d.c16 = await wrkRun(c, relay, relay.uuid, 'saturation', `default layout, ${SATURATION} connections`, SATURATION, S, forRequests(c, cur, oneCore * CORES * S * SLICE), false);
     }, txs),
