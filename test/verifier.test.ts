@@ -72,6 +72,26 @@ test('a lightly loaded acceptor checks inline and has the answer before run() re
   }
 });
 
+test('a serial client is checked inline even while the loop is busy and a worker is idle: one request per turn never hops', async () => {
+  const { v, check } = setup();
+  await v.start();
+  try {
+    // Each round keeps the event loop busy for 8 ms (over the 5 ms utilisation window, as a serial
+    // client's own checks and answers do), then submits one transaction alone in its turn.
+    for (let i = 0; i < 12; i++) {
+      const until = performance.now() + 8;
+      while (performance.now() < until);
+      const r = await check(JobKind.SolanaTx, legacyTransfer().bytes);
+      assert.deepEqual(r, { result: JobResult.Ok, sync: true, sameTurn: true }, `round ${i}: answered before run() returned`);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.equal(v.stats.workers, 0, 'no check went to the worker');
+    assert.equal(v.stats.acceptor, 12);
+  } finally {
+    await v.close();
+  }
+});
+
 test('once turns carry several requests, a turn\'s checks run back to back after it, in submission order, answered in that turn', async () => {
   // This is about order and turns, not time: a wide slice keeps a slow or busy CI machine from
   // spilling checks into the next turn (the slice has its own test below).

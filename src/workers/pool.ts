@@ -24,8 +24,17 @@
  * loop's utilisation: a serial client keeps a fast relay ~75% busy with one
  * request per turn, where deferring only adds a hop (the utilisation gauge
  * flipped serial `/v2` into deferral and cost it ~10%, `npm run bench:ab`).
+ * With workers a turn's lone request stays inline too, however busy the
+ * loop, unless requests overlapped in the last OVERLAP_MEMORY_MS (another in
+ * the turn, waiting, or out on a worker): a serial client keeps the loop over
+ * ELU_BUSY mostly with its own checks, and handing them to the worker for
+ * that cost it 1.20-1.28x the relay CPU per transaction and 0.77-0.81x the
+ * transactions a second in the default layout, on every single-transaction
+ * door (bench:ab, ab-20261125-2027.md and -2033.md). Under load, requests
+ * overlap and a busy acceptor still leaves lone requests to the workers: at
+ * 16 connections the two rules measured 0.95-1.05x of each other.
  *
- * A busy acceptor (event-loop utilisation over ELU_INLINE_MAX) wakes a
+ * A busy acceptor (event-loop utilisation over ELU_BUSY) wakes a
  * worker per submission when there are workers, and takes waiting jobs
  * itself within its slice, so both cores stay busy; it does not sleep, so it
  * collects the workers' answers at the end of each turn without paying for
@@ -75,10 +84,16 @@ import { runCheck, runClaimed, type CheckContext } from './check.js';
 import { DrainMeter, QueueController, Shed, type ControllerOptions } from './controller.js';
 import { C_COMPLETED, JobResult, S_RESULT, S_WORKER, SlotState, T_END, T_START, type JobTable, type JobTableHandle } from './jobs.js';
 
-/** Over this event-loop utilisation (last window) the acceptor is busy: with workers, checks go to them (woken) instead of inline. */
-const ELU_INLINE_MAX = 0.75;
+/** Over this event-loop utilisation (last window) the acceptor is busy: a deferred job wakes a worker, and the acceptor takes only its share of a turn's checks. */
+const ELU_BUSY = 0.75;
 /** How often the utilisation is re-read: short enough to follow a load step, long enough to be a stable ratio. */
 const ELU_WINDOW_MS = 5;
+/**
+ * How long after requests last overlapped a busy loop still leaves a lone
+ * request to the workers: the utilisation window's length, so both signals
+ * cover the same stretch of time.
+ */
+const OVERLAP_MEMORY_MS = ELU_WINDOW_MS;
 /** Controller sampling period; also bounds how stale its view of the queue gets. */
 const LAG_TICK_MS = 5;
 /**
@@ -220,6 +235,8 @@ export class Verifier {
   private turnDeferred = 0;
   /** The acceptor's share of the checks waiting at the end of a busy turn (SHARE_STEP). */
   private share = 1;
+  /** When a check last arrived while another was in this turn, waiting, or out on a worker (OVERLAP_MEMORY_MS). */
+  private overlapAt = -Infinity;
   /** Whether a worker was parked when this turn's first check went to the ring. */
   private idleAtTurnStart = false;
   private lagTimer: NodeJS.Timeout | null = null;
@@ -366,9 +383,11 @@ export class Verifier {
   /**
    * Whether to check this job now, in the handler: it is the turn's first,
    * the turn before had at most one (one request per turn is a serial client
-   * or light load, where batching saves nothing), nothing waits ahead of it,
-   * and the acceptor may check first. Also refreshes `busy` (event-loop
-   * utilisation), which decides whether a deferred job wakes a worker.
+   * or light load, where batching saves nothing and a worker only adds a
+   * hop), nothing waits ahead of it, the acceptor may check first (`inline`
+   * is not `never`), and, with workers, the loop is not busy with
+   * overlapping requests. Also refreshes `busy` (event-loop utilisation),
+   * which decides that and whether a deferred job wakes a worker.
    */
   private inlineNow(): boolean {
     const now = performance.now();
@@ -377,11 +396,16 @@ export class Verifier {
       const d = performance.eventLoopUtilization(e, this.elu);
       this.elu = e;
       this.eluAt = now;
-      this.busy = d.utilization > ELU_INLINE_MAX;
+      this.busy = d.utilization > ELU_BUSY;
     }
-    if (this.turnJobs > 0 || this.prevTurnJobs > 1 || this.jobs.waiting() > 0) return false;
-    if (this.live > 0 && (this.busy || !this.inlineAuto)) return false;
-    return true;
+    const lone = this.turnJobs === 0 && this.prevTurnJobs <= 1 && this.jobs.waiting() === 0;
+    if (!lone || this.outstanding > 0) this.overlapAt = now;
+    if (!lone) return false;
+    if (this.live === 0) return true;
+    if (!this.inlineAuto) return false;
+    // With workers, a busy loop defers a lone request too while requests overlap (the acceptor keeps
+    // reading, the workers check); with none overlapping lately it is busy with one client's own checks.
+    return !(this.busy && now - this.overlapAt < OVERLAP_MEMORY_MS);
   }
 
   /** Runs a check on this thread and accounts for its time; `claimed`: taken from the ring (it may have expired there). */
