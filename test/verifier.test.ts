@@ -72,7 +72,7 @@ test('a lightly loaded acceptor checks inline and has the answer before run() re
   }
 });
 
-test('a serial client is checked inline even while the loop is busy and a worker is idle: one request per turn never hops', async () => {
+test('a serial client is checked inline while its own work keeps the loop busy: no hop to an idle worker', async () => {
   const { v, check } = setup();
   await v.start();
   try {
