@@ -143,7 +143,7 @@ export function renderMarkdown(r: Report): string {
   if (r.smoke) L.push('**Smoke run** (`--smoke`: 1 s windows, no warm-up, small pool): it checks that the harness works end to end; its figures mean nothing.', '');
   L.push(
     `${h.cpu}, ${h.cores} cores (shared VM), ${h.os}, Node ${h.node}; load average ${h.loadAvg}. Whole run ${r.durationS.toFixed(0)} s; ` +
-      `every window lasts ${r.settings.seconds} s after ${r.settings.warmSeconds} s of warm-up, and every ratio below divides two figures from this one run.`,
+      `every window lasts ${r.settings.seconds} s after a warm-up (a relay: ${r.settings.warmSeconds} s at 16 connections, and ${r.settings.warmSeconds} s more at one before its serial windows), and every ratio below divides two figures from this one run.`,
     '',
   );
   L.push(
