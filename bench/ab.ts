@@ -34,7 +34,7 @@
  * (one round of 1 s windows: checks the harness, its figures mean nothing).
  * Needs wrk and taskset; a base checkout needs `npm ci` (which builds it) first.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -256,11 +256,16 @@ const fig = (d: Door, kind: Kind, v: Variant) => {
   };
 };
 const [A, B] = variants;
+const lines: string[] = [];
+const print = (line: string) => {
+  lines.push(line);
+  console.log(line);
+};
 const where = LAYOUT === 'pinned' ? `relay pinned to core ${RELAY_CORE}` : 'relay in the default layout (all cores, workers auto)';
-console.log(`# ${A.label} (A) vs ${B.label} (B), ${new Date().toISOString()}, Node ${process.version}, ${ROUNDS} rounds of ${SECONDS} s, ${where}`);
-if (kinds.includes('openloop')) console.log(`Open loop: ${openRate} requests per second offered${opt.rate ? ' (--rate)' : ` (${OPEN_FACTOR}x what ${A.label} accepted in a 16-connection calibration window)`}.`);
-console.log('| door | window | relay | relay µs CPU per accepted tx (per answer when refusing), median | each round | accepted per second (answers when refusing), median | p50 / p99 µs, median (wrk: every answer; open loop: accepted ones, from their due time) | refusals that expired after being read, median | other work, % of a core |');
-console.log('|---|---|---|---|---|---|---|---|---|');
+print(`# ${A.label} (A) vs ${B.label} (B), ${new Date().toISOString()}, Node ${process.version}, ${ROUNDS} rounds of ${SECONDS} s, ${where}`);
+if (kinds.includes('openloop')) print(`Open loop: ${openRate} requests per second offered${opt.rate ? ' (--rate)' : ` (${OPEN_FACTOR}x what ${A.label} accepted in a 16-connection calibration window)`}.`);
+print('| door | window | relay | relay µs CPU per accepted tx (per answer when refusing), median | each round | accepted per second (answers when refusing), median | p50 / p99 µs, median (wrk: every answer; open loop: accepted ones, from their due time) | refusals that expired after being read, median | other work, % of a core |');
+print('|---|---|---|---|---|---|---|---|---|');
 for (const d of doors) {
   for (const kind of kinds) {
     const what =
@@ -268,10 +273,12 @@ for (const d of doors) {
     for (const v of variants) {
       const f = fig(d, kind, v);
       const pct = `${(f.expired * 100).toFixed(0)}%`;
-      console.log(`| ${d.name} | ${what} | ${v.label} | ${f.cpu.toFixed(1)} | ${f.each} | ${f.rate.toFixed(0)} | ${f.p50.toFixed(0)} / ${f.p99.toFixed(0)} | ${pct} | ${f.other.toFixed(0)} |`);
+      print(`| ${d.name} | ${what} | ${v.label} | ${f.cpu.toFixed(1)} | ${f.each} | ${f.rate.toFixed(0)} | ${f.p50.toFixed(0)} / ${f.p99.toFixed(0)} | ${pct} | ${f.other.toFixed(0)} |`);
     }
     const a = fig(d, kind, A);
     const b = fig(d, kind, B);
-    console.log(`| ${d.name} | ${what} | B ÷ A | ${(b.cpu / a.cpu).toFixed(2)}x | | ${(b.rate / a.rate).toFixed(2)}x | | | |`);
+    print(`| ${d.name} | ${what} | B ÷ A | ${(b.cpu / a.cpu).toFixed(2)}x | | ${(b.rate / a.rate).toFixed(2)}x | | | |`);
   }
 }
+// The latest paired run is kept as bench/results/ab.md (a smoke run's figures mean nothing).
+if (!opt.smoke) writeFileSync(join(ROOT, 'bench', 'results', 'ab.md'), lines.join('\n') + '\n');

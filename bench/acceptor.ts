@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadAcceptor, type AcceptorMode, type HttpResponse } from '../src/server/uws.js';
+import { loadAcceptor, type AcceptorMode, type HttpResponse } from '../src/ingress/uws.js';
 import { cpuModel, cpuSeconds } from './e2e/proc.js';
 
 /** A Solana transfer is ~215 bytes; 300 is a typical small transaction with a memo. */

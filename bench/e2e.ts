@@ -26,7 +26,7 @@
  * and each run reports that share. Each window is exactly the generator's
  * timed phase (bench/e2e/window.ts).
  *
- * Writes <out>/e2e-<date>.{json,md} and latest.{json,md}; out is
+ * Writes <out>/e2e.{json,md} (the latest run; earlier ones are in git history); out is
  * bench/results unless E2E_OUT names another directory.
  * Env: E2E_SECONDS (measured window, default 5), E2E_DOORS (comma list),
  * E2E_PROFILE=always|never|auto (auto: when a goal is missed), E2E_POOL.
@@ -48,7 +48,7 @@ import { DOOR_SHED_ENV, collect, onCores, startBare, startRelay, startSink, stop
 import { measureWindow, type RunStats } from './e2e/window.js';
 import { OPEN_CONNECTIONS, OPEN_FACTOR, openLoopGenerator, openLoopSpec, wrkSpec, type WrkResult } from './e2e/generators.js';
 import { solanaTransfers, evmTransfers } from '../src/bench/txgen.js';
-import { loadAcceptor, describeAcceptor } from '../src/server/uws.js';
+import { loadAcceptor, describeAcceptor } from '../src/ingress/uws.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url)); // dist/bench
 const ROOT = resolve(HERE, '..', '..');
@@ -517,15 +517,13 @@ async function main(): Promise<void> {
     doors: reports,
   };
   mkdirSync(OUT, { recursive: true });
-  const stamp = started.toISOString().slice(0, 16).replace(/[-:]/g, '').replace('T', '-');
   const json = JSON.stringify(report, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2) + '\n';
   const md = renderMarkdown(report);
-  writeFileSync(join(OUT, `e2e-${stamp}.json`), json);
-  writeFileSync(join(OUT, `e2e-${stamp}.md`), md);
-  writeFileSync(join(OUT, 'latest.json'), json);
-  writeFileSync(join(OUT, 'latest.md'), md);
+  // One file per benchmark, overwritten: the latest run; earlier ones live in git history.
+  writeFileSync(join(OUT, 'e2e.json'), json);
+  writeFileSync(join(OUT, 'e2e.md'), md);
   process.stdout.write(md);
-  log(`written ${OUT}/e2e-${stamp}.{json,md} and latest.{json,md} in ${report.durationS.toFixed(0)} s`);
+  log(`written ${OUT}/e2e.{json,md} in ${report.durationS.toFixed(0)} s`);
 }
 
 function osRelease(): string {

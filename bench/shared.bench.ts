@@ -5,11 +5,11 @@
  * claim of a new and of a duplicate key on the default 192 MB table (so cache
  * misses are included), and slab alloc + free.
  */
-import { initKeyedHash, keyedHash128, keyedHash128Wasm, keyedHashString96, randomSeeds } from '../src/shared/keyed-hash.js';
-import { TokenBucketTable } from '../src/shared/token-bucket.js';
-import { IpLimiter } from '../src/shared/ip-limiter.js';
-import { DedupFilter } from '../src/shared/dedup.js';
-import { Slab } from '../src/shared/slab.js';
+import { initKeyedHash, keyedHash128, keyedHash128Wasm, keyedHashString96, randomSeeds } from '../src/tables/keyed-hash.js';
+import { TokenBucketTable } from '../src/tables/token-bucket.js';
+import { IpLimiter } from '../src/tables/ip-limiter.js';
+import { DedupFilter } from '../src/tables/dedup.js';
+import { Slab } from '../src/tables/slab.js';
 
 const BATCH = 256;
 const T0 = 1_700_000_000_000;

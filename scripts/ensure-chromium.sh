@@ -1,5 +1,5 @@
 #!/bin/sh
-# Makes Debian's chromium available for test/browser-cors.test.ts.
+# Makes Debian's chromium available for test/e2e/browser-cors.test.ts.
 # Best effort: always exits 0; if chromium is still missing afterwards the
 # browser test skips with one line instead of failing CI.
 [ -x /usr/bin/chromium ] && exit 0

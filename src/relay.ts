@@ -7,32 +7,32 @@ import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import type { Config } from './config/schema.js';
-import { systemClock, type Clock } from './shared/clock.js';
-import { initKeyedHash } from './shared/keyed-hash.js';
-import { setAckFirst } from './shared/ack-first.js';
-import { IpLimiter } from './shared/ip-limiter.js';
-import { DedupFilter } from './shared/dedup.js';
-import { Slab } from './shared/slab.js';
+import { systemClock, type Clock } from './clock.js';
+import { initKeyedHash } from './tables/keyed-hash.js';
+import { setAckFirst } from './ingress/ack-first.js';
+import { IpLimiter } from './tables/ip-limiter.js';
+import { DedupFilter } from './tables/dedup.js';
+import { Slab } from './tables/slab.js';
 import { Store, restrictToOwner, DATA_FILE_MODE } from './store/db.js';
 import { AccountStore } from './store/accounts.js';
 import { BatchStore } from './store/batches.js';
 import { Uploader } from './store/uploader.js';
 import { nextBatchId } from './store/ids.js';
-import { Verifier } from './workers/pool.js';
-import { JobTable } from './workers/jobs.js';
+import { Verifier } from './exec/verifier.js';
+import { JobTable } from './exec/jobs.js';
 import { Forwarder } from './forward/forwarder.js';
 import { Admission } from './pipeline/admission.js';
 import { AccountRegistry } from './pipeline/accounts.js';
 import { TipAccounts } from './chains/solana/tip.js';
 import { initKeccak } from './chains/evm/hash.js';
-import { loadAcceptor, describeAcceptor, LISTEN_EXCLUSIVE_PORT, type TemplatedApp, type Uws, type us_listen_socket } from './server/uws.js';
-import { attachConnectionCaps, connectionCaps, type ConnectionCaps } from './server/conn-caps.js';
-import { clientIp, flushHeldAnswers, heldRefusals, holdAnswers, releaseHeldRefusals, setAnswerCoalescing } from './server/http.js';
-import { RpcDispatcher } from './server/doors/jsonrpc.js';
-import { registerSolanaDoors } from './server/doors/solana.js';
-import { registerEvmDoors, type BatchRecorder } from './server/doors/evm.js';
-import { UdpIngress } from './server/udp.js';
-import { createAdminApp } from './server/admin.js';
+import { loadAcceptor, describeAcceptor, LISTEN_EXCLUSIVE_PORT, type TemplatedApp, type Uws, type us_listen_socket } from './ingress/uws.js';
+import { attachConnectionCaps, connectionCaps, type ConnectionCaps } from './ingress/conn-caps.js';
+import { clientIp, flushHeldAnswers, heldRefusals, holdAnswers, releaseHeldRefusals, setAnswerCoalescing } from './ingress/http.js';
+import { RpcDispatcher } from './ingress/doors/jsonrpc.js';
+import { registerSolanaDoors } from './ingress/doors/solana.js';
+import { registerEvmDoors, type BatchRecorder } from './ingress/doors/evm.js';
+import { UdpIngress } from './ingress/udp.js';
+import { createAdminApp } from './ingress/admin.js';
 import { Metrics, labelled } from './obs/metrics.js';
 import { silentLogger, scrub, type Logger } from './obs/log.js';
 import { base58Backend } from './native/base58.js';
@@ -152,7 +152,7 @@ export class Relay {
 
     // Seats every live account the store may hold: start-up never fails on stored state (issue 8).
     const registry = AccountRegistry.create(accounts, clock);
-    // No workers: the main thread is the tables' only user, so their locks are skipped (src/shared/lock.ts).
+    // No workers: the main thread is the tables' only user, so their locks are skipped (src/tables/lock.ts).
     if (pool.threads === 0) for (const t of [dedup, ipLimiter, udpIpLimiter, registry.buckets]) t.soleThread();
     if (accounts.live > accounts.maxLive) {
       log.warn({ live: accounts.live, max: accounts.maxLive }, 'more live accounts than the cap: new registrations are refused until some are revoked');

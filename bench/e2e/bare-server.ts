@@ -16,7 +16,7 @@
  * and answers run together after its sockets are read (`setImmediate`), as
  * a busy txrelay does: the floor of a relay that batches per turn.
  */
-import { loadUws, type HttpResponse, type HttpRequest } from '../../src/server/uws.js';
+import { loadUws, type HttpResponse, type HttpRequest } from '../../src/ingress/uws.js';
 import { initKeccak } from '../../src/chains/evm/hash.js';
 import { checkTx } from './check.js';
 

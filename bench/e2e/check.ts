@@ -16,7 +16,7 @@ import { validateEvmTransaction } from '../../src/chains/evm/validate.js';
 import { txHashAt, signingHashAt } from '../../src/chains/evm/hash.js';
 import { recovers } from '../../src/chains/evm/recover.js';
 
-// As the verifier (src/workers/check.ts): both hashes written into scratch, the sender's key recovered.
+// As the verifier (src/exec/check.ts): both hashes written into scratch, the sender's key recovered.
 const hash32 = new Uint8Array(32);
 const msg32 = new Uint8Array(32);
 

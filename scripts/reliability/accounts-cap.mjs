@@ -15,8 +15,8 @@
  *   3. new accounts register through the admin API (201, the next id) and
  *      are served at once; registrations per second for `--register-s`.
  * The live-account cap itself (2^20, README "Limits") has no configuration
- * key, so reaching it is not re-run here: test/store-accounts.test.ts and
- * test/e2e-accounts.test.ts pin it with a small cap (docs/RELIABILITY.md).
+ * key, so reaching it is not re-run here: test/store/accounts.test.ts and
+ * test/e2e/accounts.test.ts pin it with a small cap (docs/RELIABILITY.md).
  *
  *   node scripts/reliability/accounts-cap.mjs [--accounts 530000] [--register-s 5]
  */
@@ -144,7 +144,7 @@ emit(
     new_account: fresh,
     registrations: registrations,
     registrations_on_empty_store: registrationsEmpty,
-    cap: 'no configuration key: pinned by test/store-accounts.test.ts and test/e2e-accounts.test.ts with a small cap',
+    cap: 'no configuration key: pinned by test/store/accounts.test.ts and test/e2e/accounts.test.ts with a small cap',
   },
   [
     `accounts-cap: ${o.accounts} accounts in the store (ids 1..${last.id}, ${last.id - OLD_TABLE + 1} past the old 2^19 table), written in ${round(fillS)} s`,

@@ -97,7 +97,7 @@ const probes = [
     name: 'conflicting Content-Length, smuggled GET /ping behind it',
     finding: '8: request smuggling',
     expect: { closedWithoutStatus: true },
-    note: 'RFC 9112 6.3 wants 400 then close; uWS keeps parsing after any response, so closing at once is the safe answer (src/server/http.ts)',
+    note: 'RFC 9112 6.3 wants 400 then close; uWS keeps parsing after any response, so closing at once is the safe answer (src/ingress/http.ts)',
     payload: (k) => Buffer.concat([head(['POST /v2 HTTP/1.1', 'Host: relay', `api-key: ${k}`, `Content-Length: ${sol[0].length}`, `Content-Length: ${sol[0].length + 5}`]), sol[0], ping]),
   },
   {

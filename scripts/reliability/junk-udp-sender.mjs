@@ -38,7 +38,7 @@ function packet(key, tx, lenField = tx.length, method = 0) {
 
 const bytes = (min, max) => fc.uint8Array({ minLength: min, maxLength: max });
 const aTx = fc.constantFrom(...txs);
-/** Each kind aims at one outcome of src/server/udp.ts, from the cheapest refusal to a full signature check. */
+/** Each kind aims at one outcome of src/ingress/udp.ts, from the cheapest refusal to a full signature check. */
 const kinds = {
   random: bytes(0, 1300).map((b) => Buffer.from(b)),
   bad_method: fc.tuple(fc.integer({ min: 1, max: 255 }), bytes(16, 16), aTx).map(([m, k, t]) => packet(k, t, t.length, m)),

@@ -40,7 +40,7 @@ export const configSchema = {
       trust_proxy: { type: 'boolean', default: false },
       // auto: the first uWebSockets.js build that loads, else node:http; uws: fail start-up without one; node: node:http.
       acceptor: { enum: ['auto', 'uws', 'node'], default: 'auto' },
-      // 0: the open-files limit minus 1024 descriptors for everything else (src/server/conn-caps.ts).
+      // 0: the open-files limit minus 1024 descriptors for everything else (src/ingress/conn-caps.ts).
       max_connections: { type: 'integer', minimum: 0, maximum: 10_000_000, default: 0 },
       // 4x the 1024 connections one load generator opens in the benchmarks; 0: no per-IP cap.
       max_connections_per_ip: { type: 'integer', minimum: 0, maximum: 10_000_000, default: 4096 },

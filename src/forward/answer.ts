@@ -5,7 +5,7 @@
  * way, but no object, string or array is built: on the happy path nothing is
  * allocated. Only an error member is parsed, with JSON.parse, to give a log
  * line its reason. Decisions match JSON.parse of the UTF-8 text followed by
- * property checks (test/forward-answer.test.ts holds that model and compares
+ * property checks (test/forward/answer.test.ts holds that model and compares
  * the two on generated answers): duplicate keys, last one wins; an escaped
  * key ("\u0069d") is the key it spells; a leading BOM is skipped; bytes of
  * 0x80 and above are string content, as a replacing UTF-8 decoder would make

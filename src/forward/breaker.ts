@@ -13,7 +13,7 @@
  * client's bad transactions close a lane for everyone. While open, the lane
  * holds the upstream's items; the probe carries the oldest of them.
  */
-import type { Clock } from '../shared/clock.js';
+import type { Clock } from '../clock.js';
 
 /** One failure is noise (a reset keep-alive socket); five in a row is a pattern, and at 4 requests in flight it is about one round of them. */
 export const BREAKER_THRESHOLD = 5;

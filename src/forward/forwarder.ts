@@ -2,7 +2,7 @@
  * The forwarding layer: the four lanes of DECISIONS 8, built from config, with
  * one place for start-up warnings, statistics and graceful shutdown.
  */
-import type { Clock } from '../shared/clock.js';
+import type { Clock } from '../clock.js';
 import type { BreakerOptions } from './breaker.js';
 import { LANE_NAMES, Lane, QUEUE_CAPACITY, type LaneName, type LaneStats } from './lane.js';
 import type { LogSink } from './upstream.js';

@@ -46,8 +46,8 @@
  * whose slot was reused) is recognised by the done bit, or by `seq < head`,
  * and ignored.
  */
-import { afterAcks } from '../shared/ack-first.js';
-import { systemClock, type Clock } from '../shared/clock.js';
+import { afterAcks } from '../ingress/ack-first.js';
+import { systemClock, type Clock } from '../clock.js';
 import { Breaker, Permit, type BreakerOptions, type BreakerState } from './breaker.js';
 import {
   CallKind,
@@ -481,7 +481,7 @@ export class Lane<N extends LaneName = LaneName> {
 
   /**
    * Schedules one pump for everything offered so far: a burst leaves together, a lone item leaves at
-   * once, right after the acknowledgement it was admitted with (src/shared/ack-first.ts).
+   * once, right after the acknowledgement it was admitted with (src/ingress/ack-first.ts).
    */
   private kick(): void {
     if (this.scheduled || this.closed) return;

@@ -97,7 +97,7 @@ export function bundleCall(id: number, txs: readonly string[]): string {
  * The same calls written as bytes straight into a request buffer, so no body
  * string is built and flattened per request (bench/forward: 1.3 KB of heap
  * per serial request with strings, 0.4 KB this way, same CPU).
- * test/forward-wire.test.ts pins them to the string forms above.
+ * test/forward/wire.test.ts pins them to the string forms above.
  */
 export const CallKind = { EVM: 0, SOLANA: 1, BUNDLE: 2 } as const;
 export type CallKind = (typeof CallKind)[keyof typeof CallKind];

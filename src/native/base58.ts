@@ -4,7 +4,7 @@
  *
  * Uses the native addon (native/base58.c, built at install time by
  * scripts/build-native.mjs) when it loads, and the `bs58` package otherwise.
- * Both backends give byte-identical results; test/native-base58.test.ts pins
+ * Both backends give byte-identical results; test/native/base58.test.ts pins
  * that. `TXRELAY_NO_NATIVE=1` forces the JavaScript backend.
  */
 import bs58 from 'bs58';

@@ -17,8 +17,8 @@
  * request was in flight) reads as "never admits" instead of an index error.
  */
 import type { AccountRecord, AccountStore } from '../store/accounts.js';
-import { NEVER, TokenBucketTable } from '../shared/token-bucket.js';
-import type { Clock } from '../shared/clock.js';
+import { NEVER, TokenBucketTable } from '../tables/token-bucket.js';
+import type { Clock } from '../clock.js';
 
 export type Family = 'evm' | 'solana';
 /** The buckets of a seat: one per family, and the family A batch-record budget. */

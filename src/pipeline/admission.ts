@@ -12,7 +12,7 @@
  *     6. per-account token bucket              -> RATE_ACCOUNT  429 (quota spent from here on, DECISIONS 5)
  *   admit    (body copied once into the shared slab, a job slot held)
  *     7. room in the lane and the job table    -> CAPACITY      503
- *     8. the check (workers/check.ts), inline or on a worker:
+ *     8. the check (exec/check.ts), inline or on a worker:
  *          strict decode and stateless checks  -> *_DECODE/TX_INVALID 400/605
  *          dedup peek                          -> duplicate: success, not forwarded again
  *          signature                           -> *_DECODE/TX_INVALID 400/605
@@ -32,16 +32,16 @@
  * costs one.
  */
 import { E, RelayError, DecodeError, type ErrorSpec } from '../errors.js';
-import type { Clock } from '../shared/clock.js';
-import type { IpLimiter } from '../shared/ip-limiter.js';
-import type { DedupFilter } from '../shared/dedup.js';
-import type { Slab } from '../shared/slab.js';
+import type { Clock } from '../clock.js';
+import type { IpLimiter } from '../tables/ip-limiter.js';
+import type { DedupFilter } from '../tables/dedup.js';
+import type { Slab } from '../tables/slab.js';
 import type { Forwarder } from '../forward/forwarder.js';
 import type { AccountRecord } from '../store/accounts.js';
-import type { Verifier } from '../workers/pool.js';
-import { Shed } from '../workers/controller.js';
-import { F_OVER_UDP, JobKind, JobResult, KEY_BYTES, S_AUX0, S_RESULT, type JobTable } from '../workers/jobs.js';
-import { KEY_EVM, KEY_SOLANA_BUNDLE, KEY_SOLANA_SINGLE } from '../workers/check.js';
+import type { Verifier } from '../exec/verifier.js';
+import { Shed } from '../exec/controller.js';
+import { F_OVER_UDP, JobKind, JobResult, KEY_BYTES, S_AUX0, S_RESULT, type JobTable } from '../exec/jobs.js';
+import { KEY_EVM, KEY_SOLANA_BUNDLE, KEY_SOLANA_SINGLE } from '../exec/check.js';
 import type { AccountRegistry, Family } from './accounts.js';
 import { CounterSet } from '../obs/metrics.js';
 import { base58EncodeAt } from '../native/base58.js';
@@ -85,7 +85,7 @@ export interface AdmissionDeps {
   enabled: { evm: boolean; solana: boolean };
   /** `limits.shed_hold_ms`: the longest a door shed's answer is held (0: written at once). */
   shedHoldMs?: number;
-  /** Door sheds held and not yet answered (src/server/http.ts). */
+  /** Door sheds held and not yet answered (src/ingress/http.ts). */
   heldRefusals?: () => number;
 }
 

@@ -15,7 +15,7 @@
  * - it takes the URL-safe alphabet's `-` and `_` too: refused by name;
  * - it ignores the bits below the last byte: the last character before the
  *   padding must have them zero.
- * test/solana-base64.test.ts checks the result against the re-encode rule
+ * test/chains/solana/base64.test.ts checks the result against the re-encode rule
  * on random text, on every Node version CI runs.
  */
 

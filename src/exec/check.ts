@@ -1,0 +1,152 @@
+/**
+ * The per-transaction check that needs no socket: decode, stateless rules,
+ * hash, dedup, signature. The same function runs inline on the main thread
+ * and in the verification workers, over bytes in the shared slab and a slot
+ * of the shared job table, so where a job runs changes nothing about what it
+ * decides.
+ *
+ * Order: decode and stateless checks, dedup *peek*, signature, dedup *claim*.
+ * Claiming only verified transactions means a forged copy (a Solana
+ * signature is not a hash of the whole transaction) can never occupy the key
+ * of the genuine one, with no cross-thread "pending claim" state; peeking
+ * first keeps a resend from costing a signature check. Two identical
+ * submissions in flight at once both verify and exactly one wins the claim.
+ */
+import { DecodeError } from '../errors.js';
+import type { Clock } from '../clock.js';
+import type { DedupFilter } from '../tables/dedup.js';
+import { decodeSolanaTransaction, maxSizeFor, SolanaTxView } from '../chains/solana/decode.js';
+import { verifySolanaTransaction } from '../chains/solana/verify.js';
+import { decodeEvmTransaction, EvmTx } from '../chains/evm/decode.js';
+import { validateEvmTransaction } from '../chains/evm/validate.js';
+import { signingHashAt, txHashAt } from '../chains/evm/hash.js';
+import { recovers } from '../chains/evm/recover.js';
+import { F_OVER_UDP, JobKind, JobResult, KEY_BYTES, S_AUX0, S_AUX1, S_FLAGS, S_KIND, S_LENGTH, S_OFFSET, type JobTable } from './jobs.js';
+
+/**
+ * Dedup key domains: a transaction sent alone and inside a bundle are
+ * different submissions (DECISIONS 6), and the families never collide.
+ */
+export const KEY_SOLANA_SINGLE = 1;
+export const KEY_SOLANA_BUNDLE = 2;
+export const KEY_EVM = 3;
+
+const SIGNATURE_BYTES = 64;
+
+export interface CheckContext {
+  jobs: JobTable;
+  /** The whole shared slab. */
+  slab: Uint8Array;
+  dedup: DedupFilter;
+  /** `evm.chain_id`. */
+  chainId: bigint;
+  clock: Clock;
+  /**
+   * `limits.queue_max_ms`: a job claimed from the ring after waiting longer
+   * is answered `Expired` without a check (Infinity: never).
+   */
+  maxWaitMs: number;
+}
+
+/**
+ * Runs a job claimed from the ring, unless it waited past `maxWaitMs`: the
+ * door's estimate of the wait is only an estimate, and a transaction that
+ * would be acknowledged later than the bound is refused (retry-safe) rather
+ * than checked. It has not touched the dedup filter, so a resend is checked
+ * afresh.
+ */
+export function runClaimed(c: CheckContext, s: number): void {
+  if (c.jobs.waited(s) > c.maxWaitMs) return c.jobs.setResult(s, JobResult.Expired, '');
+  runCheck(c, s);
+}
+
+// Per-thread scratch: checks are synchronous, so one of each per thread is enough.
+const view = new SolanaTxView();
+const solanaKey = new Uint8Array(1 + SIGNATURE_BYTES);
+const evmKey = new Uint8Array(1 + KEY_BYTES);
+/** The signing hash of the transaction being checked (recovery reads it synchronously). */
+const msg32 = new Uint8Array(32);
+
+/** Copies src[from, from + n) to dst[at, ...): a key of 32-64 bytes, without the view `set(subarray)` allocates (~100 B) per check. */
+function copyInto(dst: Uint8Array, at: number, src: Uint8Array, from: number, n: number): void {
+  for (let i = 0; i < n; i++) dst[at + i] = src[from + i]!;
+}
+
+/** Runs the job in slot `s` and writes its result (and hash / message) into the slot. Never throws. */
+export function runCheck(c: CheckContext, s: number): void {
+  const jobs = c.jobs;
+  try {
+    const off = jobs.field(s, S_OFFSET);
+    const tx = c.slab.subarray(off, off + jobs.field(s, S_LENGTH));
+    switch (jobs.field(s, S_KIND) as JobKind) {
+      case JobKind.SolanaTx:
+        return solanaTx(c, s, tx, (jobs.field(s, S_FLAGS) & F_OVER_UDP) !== 0);
+      case JobKind.SolanaVerify:
+        return solanaVerify(c, s, tx);
+      case JobKind.EvmTx:
+        return evmTx(c, s, tx, false);
+      case JobKind.EvmVerify:
+        return evmTx(c, s, tx, true);
+      default:
+        jobs.setResult(s, JobResult.Internal, 'unknown job kind');
+    }
+  } catch (e) {
+    // Decoders throw only DecodeError (handled below); anything else is our bug, not the client's.
+    jobs.setResult(s, JobResult.Internal, e instanceof Error ? e.message : String(e));
+  }
+}
+
+function solanaTx(c: CheckContext, s: number, tx: Uint8Array, overUdp: boolean): void {
+  const jobs = c.jobs;
+  try {
+    decodeSolanaTransaction(tx, maxSizeFor(tx, overUdp), view);
+  } catch (e) {
+    if (e instanceof DecodeError) return jobs.setResult(s, JobResult.Invalid, e.message);
+    throw e;
+  }
+  jobs.setField(s, S_AUX0, view.signaturesOffset);
+  jobs.setField(s, S_AUX1, view.numSignatures);
+  solanaKey[0] = KEY_SOLANA_SINGLE;
+  copyInto(solanaKey, 1, tx, view.signaturesOffset, SIGNATURE_BYTES);
+  if (c.dedup.peek(solanaKey, c.clock())) return jobs.setResult(s, JobResult.Duplicate, '');
+  if (!verifySolanaTransaction(tx, view)) return jobs.setResult(s, JobResult.BadSignature, 'signature verification failed');
+  jobs.setResult(s, c.dedup.claimPeeked(c.clock()) ? JobResult.Ok : JobResult.Duplicate, '');
+}
+
+function solanaVerify(c: CheckContext, s: number, tx: Uint8Array): void {
+  const jobs = c.jobs;
+  try {
+    // Bundle members were size-checked by the door; the structure is needed again for keys and message.
+    decodeSolanaTransaction(tx, maxSizeFor(tx, false), view);
+  } catch (e) {
+    if (e instanceof DecodeError) return jobs.setResult(s, JobResult.Invalid, e.message);
+    throw e;
+  }
+  if (verifySolanaTransaction(tx, view)) jobs.setResult(s, JobResult.Ok, '');
+  else jobs.setResult(s, JobResult.BadSignature, 'signature verification failed');
+}
+
+/** This thread's decoded transaction, decoded into again by each check (synchronous: never two at once). */
+const evmScratch = new EvmTx();
+
+function evmTx(c: CheckContext, s: number, raw: Uint8Array, hashed: boolean): void {
+  const jobs = c.jobs;
+  const keyAt = jobs.keyAt(s);
+  let tx;
+  try {
+    tx = decodeEvmTransaction(raw, evmScratch);
+    if (!hashed) {
+      validateEvmTransaction(tx, { chainId: c.chainId });
+      txHashAt(raw, tx, jobs.bytes, keyAt);
+    }
+  } catch (e) {
+    if (e instanceof DecodeError) return jobs.setResult(s, JobResult.Invalid, e.message);
+    throw e;
+  }
+  evmKey[0] = KEY_EVM;
+  copyInto(evmKey, 1, jobs.bytes, keyAt, KEY_BYTES);
+  if (c.dedup.peek(evmKey, c.clock())) return jobs.setResult(s, JobResult.Duplicate, '');
+  signingHashAt(raw, tx, msg32, 0);
+  if (!recovers(tx, msg32)) return jobs.setResult(s, JobResult.BadSignature, 'signature does not recover a sender');
+  jobs.setResult(s, c.dedup.claimPeeked(c.clock()) ? JobResult.Ok : JobResult.Duplicate, '');
+}

@@ -1,0 +1,611 @@
+/**
+ * Where transaction checks run: inline on the acceptor when a turn carries
+ * one request; at the end of the turn, back to back, when turns carry
+ * several; on the verification workers too, when there are any and the
+ * acceptor is busy.
+ *
+ * Measured on these 2-core machines (issue 7): handing one transaction to a
+ * worker and waking the acceptor for its answer costs ~20 µs of main-thread
+ * CPU per wake-up either way (Atomics.waitAsync or a MessagePort), and ~50 µs
+ * of latency; an ed25519 check costs ~40 µs. So a lightly loaded relay checks
+ * inline, in the request handler, and answers before returning to the event
+ * loop: no hop at all, and pipelined requests are answered in order.
+ *
+ * Once the previous turn carried more than one request (or this one already
+ * has one), a handler only submits its job to the shared ring (jobs.ts) and
+ * the turn's checks run together after its sockets are read
+ * (`setImmediate`); their transactions then reach the lanes together and
+ * their answers are written together. Checking in each handler answers and
+ * forwards between checks, which wakes the client and the upstream once per
+ * transaction instead of once per turn: on the 2-core VM (`/v2` pinned, 16
+ * connections, one build switched between the two, two windows each) it
+ * cost 59-60 µs of relay CPU per transaction against 53-54 µs, nearly all of
+ * the difference kernel time. The signal is requests per turn, not the event
+ * loop's utilisation: a serial client keeps a fast relay ~75% busy with one
+ * request per turn, where deferring only adds a hop (the utilisation gauge
+ * flipped serial `/v2` into deferral and cost it ~10%, `npm run bench:ab`).
+ * With workers a turn's lone request stays inline too, however busy the
+ * loop, unless requests overlapped in the last OVERLAP_MEMORY_MS (another in
+ * the turn, waiting, or out on a worker): a serial client keeps the loop over
+ * ELU_BUSY mostly with its own checks, and handing them to the worker for
+ * that cost it 1.20-1.28x the relay CPU per transaction and 0.77-0.81x the
+ * transactions a second in the default layout, on every single-transaction
+ * door (bench:ab, ab-20261125-2027.md and -2033.md). Under load requests
+ * overlap, and a busy acceptor leaves lone requests to the workers as
+ * before: at 16 connections in the default layout not one of ~1,300 lone
+ * requests in a 5 s window was kept inline by this rule (counted by hand),
+ * and bench:ab measured the two at 0.95-1.05x of each other.
+ *
+ * A busy acceptor (event-loop utilisation over ELU_BUSY) wakes a
+ * worker per submission when there are workers, and takes waiting jobs
+ * itself within its slice, so both cores stay busy; it does not sleep, so it
+ * collects the workers' answers at the end of each turn without paying for
+ * wake-ups. Its slice is TURN_BUDGET_MS per turn: what is left waits in the
+ * ring for the workers, or, with none, for the acceptor's next turn, so
+ * sockets (upstream answers included) are read every few milliseconds even
+ * when thousands of requests arrive at once.
+ *
+ * The workers are piscina threads, each running one long task (`serve` in
+ * verify-worker.ts) that claims jobs from the ring until told to stop;
+ * piscina owns their lifecycle. A worker publishes each answer as it is
+ * made but wakes the acceptor only once no job waits (or before it parks):
+ * a wake-up per check cost the acceptor a turn per answer (bench:ab,
+ * default layout: 0-4% fewer admitted, ab-20261125-1540.md). A worker that
+ * dies leaves its claimed jobs behind: they are answered as retry-safe
+ * failures and the worker is restarted (a few times a minute at most, then
+ * the acceptor checks alone).
+ *
+ * Admission control (controller.ts) is fed every LAG_TICK_MS with the worst
+ * of: the age of the oldest waiting job, the longest wait of jobs started
+ * since the last sample, and the event loop's lag (what arrivals waited in
+ * the kernel) — the lag only as far as the acceptor's own checks in that
+ * window explain it. A loop slowed by anything else (a GC pause, a starved
+ * CPU, other work in the process) is not a queue of transactions, and
+ * shedding them would not shorten it. Likewise the ring counts only while at
+ * least one job per verifier waits (RFC 8289 never drops from a queue
+ * holding less than a packet): a job or two waiting for a descheduled worker
+ * is no standing queue.
+ *
+ * The hard bound, `limits.queue_max_ms`, is kept twice. At the door, an
+ * arrival whose estimated wait (queueMs) is over it is shed before its body
+ * is read. And a job claimed from the ring after waiting longer is not
+ * checked: it is answered Expired, 503 retry-safe like a shed, and has not
+ * touched the dedup filter (check.ts runClaimed). An estimate is only an
+ * estimate; the second test is exact for the time a job spends in the ring.
+ * Under open-loop overload without it, accepted transactions waited 175-520
+ * ms (p50) against the 100 ms bound; with it, p50 91-103 ms measured from
+ * the generator's schedule, which adds the time requests spend unread in the
+ * kernel and in the generator (README, Load shedding).
+ */
+import { performance } from 'node:perf_hooks';
+import { Piscina } from 'piscina';
+import type { Clock } from '../clock.js';
+import type { DedupFilter, DedupHandle } from '../tables/dedup.js';
+import type { SlabHandle } from '../tables/slab.js';
+import { runCheck, runClaimed, type CheckContext } from './check.js';
+import { DrainMeter, QueueController, Shed, type ControllerOptions } from './controller.js';
+import { C_COMPLETED, JobResult, S_RESULT, S_WORKER, SlotState, T_END, T_START, type JobTable, type JobTableHandle } from './jobs.js';
+
+/** Over this event-loop utilisation (last window) the acceptor is busy: a deferred job wakes a worker, and the acceptor takes only its share of a turn's checks. */
+const ELU_BUSY = 0.75;
+/** How often the utilisation is re-read: short enough to follow a load step, long enough to be a stable ratio. */
+const ELU_WINDOW_MS = 5;
+/**
+ * How long after requests last overlapped a busy loop still leaves a lone
+ * request to the workers: the utilisation window's length, so both signals
+ * cover the same stretch of time.
+ */
+const OVERLAP_MEMORY_MS = ELU_WINDOW_MS;
+/** Controller sampling period; also bounds how stale its view of the queue gets. */
+const LAG_TICK_MS = 5;
+/**
+ * Most the acceptor spends checking per event-loop turn. A turn handles
+ * every request that became readable at once: at 1024 connections, checking
+ * them all in one turn made turns of ~100 ms, in which each upstream
+ * connection could carry one request, so forwarding fell behind admission
+ * and the lanes filled (measured). Past the slice, jobs wait for the workers
+ * or the next turn, and sockets are read in between. It is also the longest
+ * an admitted transaction of a busy turn waits for the lanes (they are fed
+ * when the turn's checks are done).
+ */
+const TURN_BUDGET_MS = 1;
+/**
+ * While checks wait from one turn to the next, a turn's checking slice grows
+ * to the time the turn spent on everything else (reading, refusing,
+ * answering), up to this: under overload with no workers, checks then get
+ * about half of the acceptor instead of 1 ms of every turn, so the queue
+ * drains at a pace close to the checks' own. The cap keeps a turn's
+ * admissions within what forwarding carries per turn (UPSTREAM_CONNECTIONS x
+ * MAX_BATCH = 256 items; 5 ms is ~100-170 checks).
+ */
+const MAX_SLICE_MS = 5;
+/** Starting per-check estimate (sodium-native ed25519 ~42 µs here) until checks are timed. */
+const INITIAL_SERVICE_MS = 0.05;
+/** A single sample is clamped so one stall cannot dominate the average. */
+const MAX_SAMPLE_MS = 2;
+/**
+ * While the acceptor is busy and has workers, its end-of-turn share of the
+ * waiting checks follows the workers' spare capacity: a worker that parked
+ * before a turn's checks came could have taken more (the share falls), checks
+ * left from an earlier turn mean the workers are behind (it rises). Per tick.
+ */
+const SHARE_STEP = 0.02;
+/** Worker restarts tolerated per minute before the acceptor checks alone (a crash loop must not spin). */
+const MAX_RESTARTS_PER_MINUTE = 5;
+
+export type JobCallback = (slot: number) => void;
+
+/**
+ * The acceptor's next share of a busy turn's waiting checks: up when checks
+ * from an earlier turn still wait (the workers are behind), else down when a
+ * worker had parked before the turn's checks came (it ran out of work: it
+ * could have taken more), else unchanged.
+ */
+function nextShare(share: number, workersBehind: boolean, workerAsleep: boolean): number {
+  if (workersBehind) return Math.min(1, share + SHARE_STEP);
+  if (workerAsleep) return Math.max(0, share - SHARE_STEP);
+  return share;
+}
+
+/** ES2024's Atomics.waitAsync, present since Node 16; the project compiles against the ES2023 library. */
+const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v: number): { async: boolean; value: Promise<string> | string } }).waitAsync;
+
+export interface VerifierOptions {
+  /** Worker threads; 0 checks everything inline on the main thread. */
+  threads: number;
+  jobs: JobTable;
+  slab: { bytes: Uint8Array; handle(): SlabHandle };
+  dedup: DedupFilter;
+  chainId: bigint;
+  clock: Clock;
+  controller?: ControllerOptions;
+  /**
+   * `auto` (the default): the acceptor checks inline while turns carry one
+   * request each, at the end of the turn once they carry several, and wakes
+   * workers for deferred jobs once its event loop is busy; `never`: every
+   * submission wakes a worker when there are any (the acceptor still takes
+   * jobs that wait at the end of its turn).
+   */
+  inline?: 'auto' | 'never';
+  /** The worker module and extra workerData (tests use a worker that dies). */
+  worker?: { filename: URL; data?: Record<string, unknown> };
+  /** Called once per worker that died unexpectedly (for logs). */
+  onWorkerError?: (index: number, error: unknown) => void;
+  /** Called before answers are collected outside a socket callback (the acceptor starts holding them, the first included). */
+  beforeAnswers?: () => void;
+  /** Called after answers collected outside a socket callback were handed out (the acceptor flushes held answers). */
+  afterAnswers?: () => void;
+  /** The acceptor's checking slice per turn in ms (default TURN_BUDGET_MS; tests that are about order, not time, widen it). */
+  sliceMs?: number;
+}
+
+export interface VerifierStats {
+  /** Jobs checked on the acceptor (main thread). */
+  acceptor: number;
+  /** Jobs checked on a worker thread. */
+  workers: number;
+  /** Jobs whose check failed internally (a bug, or the worker died): answered retry-safe 503. */
+  internal: number;
+  /** Jobs not checked because they waited past `limits.queue_max_ms` in the ring: answered retry-safe 503. */
+  expired: number;
+  workerRestarts: number;
+}
+
+export interface WorkerData {
+  slab: SlabHandle;
+  jobs: JobTableHandle;
+  dedup: DedupHandle;
+  chainId: string;
+  maxWaitMs: number;
+}
+
+export class Verifier {
+  readonly threads: number;
+  readonly controller: QueueController;
+  readonly stats: VerifierStats = { acceptor: 0, workers: 0, internal: 0, expired: 0, workerRestarts: 0 };
+  private readonly jobs: JobTable;
+  private readonly ctx: CheckContext;
+  private readonly clock: Clock;
+  private readonly piscina: Piscina | null;
+  private readonly serving: (Promise<void> | null)[];
+  private readonly cbs: (JobCallback | undefined)[];
+  private readonly onWorkerError: ((index: number, error: unknown) => void) | undefined;
+  private readonly beforeAnswers: () => void;
+  private readonly afterAnswers: () => void;
+  private readonly inlineAuto: boolean;
+  /** Workers whose serve loop runs. */
+  private live = 0;
+  /** Jobs submitted to the ring whose answer has not been collected. */
+  private outstanding = 0;
+  private armed = false;
+  private tickScheduled = false;
+  private closed = false;
+  private serviceMs = INITIAL_SERVICE_MS;
+  private elu = performance.eventLoopUtilization();
+  private eluAt = 0;
+  private busy = false;
+  /** Longest wait of a job started since the last controller sample. */
+  private worstSojourn = 0;
+  /** The ring's measured drain pace while it stays non-empty (controller sampling, turn ends). */
+  private readonly drain = new DrainMeter();
+  /** Milliseconds the acceptor spent checking since the last controller sample. */
+  private checkMs = 0;
+  /** Jobs run in the current event-loop turn, and in the one before (counted by `tick` at each turn's end). */
+  private turnJobs = 0;
+  private prevTurnJobs = 0;
+  /** Of `turnJobs`, those handed to the ring (not checked inline). */
+  private turnDeferred = 0;
+  /** The acceptor's share of the checks waiting at the end of a busy turn (SHARE_STEP). */
+  private share = 1;
+  /** When a check last arrived while another was in this turn, waiting, or out on a worker (OVERLAP_MEMORY_MS). */
+  private overlapAt = -Infinity;
+  /** Whether a worker was parked when this turn's first check went to the ring. */
+  private idleAtTurnStart = false;
+  private lagTimer: NodeJS.Timeout | null = null;
+  private lagExpected = 0;
+  /** When the last turn ended with checks still waiting (0: it did not): the time since is this turn's other work. */
+  private backlogSince = 0;
+  private restarts: number[] = [];
+  private readonly sliceMs: number;
+
+  constructor(opts: VerifierOptions) {
+    this.threads = opts.threads;
+    this.sliceMs = opts.sliceMs ?? TURN_BUDGET_MS;
+    this.jobs = opts.jobs;
+    this.clock = opts.clock;
+    this.onWorkerError = opts.onWorkerError;
+    this.beforeAnswers = opts.beforeAnswers ?? (() => {});
+    this.afterAnswers = opts.afterAnswers ?? (() => {});
+    this.inlineAuto = (opts.inline ?? 'auto') === 'auto';
+    this.controller = new QueueController(opts.controller);
+    this.ctx = { jobs: opts.jobs, slab: opts.slab.bytes, dedup: opts.dedup, chainId: opts.chainId, clock: opts.clock, maxWaitMs: this.controller.maxMs };
+    this.cbs = new Array<JobCallback | undefined>(opts.jobs.slots).fill(undefined);
+    this.serving = new Array<Promise<void> | null>(this.threads).fill(null);
+    const workerData: WorkerData = {
+      ...opts.worker?.data,
+      slab: opts.slab.handle(),
+      jobs: opts.jobs.handle(),
+      dedup: opts.dedup.handle(),
+      chainId: String(opts.chainId),
+      maxWaitMs: this.controller.maxMs,
+    };
+    this.piscina =
+      this.threads === 0
+        ? null
+        : new Piscina({
+            filename: (opts.worker?.filename ?? new URL('./verify-worker.js', import.meta.url)).href,
+            minThreads: this.threads,
+            maxThreads: this.threads,
+            idleTimeout: Infinity,
+            // One long task per worker: queueing a second would wait for the first forever.
+            concurrentTasksPerWorker: 1,
+            workerData,
+            recordTiming: false,
+          });
+  }
+
+  /** Starts the workers' serve loops and the controller's sampling; resolves once every worker has loaded. */
+  async start(): Promise<void> {
+    const p = this.piscina;
+    if (p) {
+      // A no-op task per worker first: the relay listens only once the crypto libraries are loaded everywhere.
+      await Promise.all(Array.from({ length: this.threads }, () => p.run({ index: -1 })));
+      for (let i = 0; i < this.threads; i++) this.serve(i);
+    }
+    this.lagExpected = performance.now() + LAG_TICK_MS;
+    this.lagTimer = setInterval(this.sample, LAG_TICK_MS);
+    this.lagTimer.unref();
+  }
+
+  /** At the door, before a byte of the body is kept: whether this arrival must be shed. */
+  admit(now: number): Shed {
+    if (this.closed) return Shed.OverMax;
+    return this.controller.decide(now, this.queueMs());
+  }
+
+  /**
+   * Checks the job in held slot `s` (filled with `jobs.set`). `done(s)` runs
+   * once the result is in the slot: before `run` returns when checked inline,
+   * at the end of this event-loop turn when the acceptor checks it there,
+   * later when a worker does.
+   */
+  run(s: number, done: JobCallback): void {
+    const inline = this.inlineNow();
+    this.turnJobs++;
+    // The tick also ends the turn's count, inline or not.
+    this.scheduleTick();
+    if (inline) {
+      this.checkHere(s, false);
+      this.stats.acceptor++;
+      this.answer(s, done);
+      return;
+    }
+    this.cbs[s] = done;
+    this.outstanding++;
+    // A worker parked when the turn's first check arrives had run out of work since the last tick.
+    if (this.turnDeferred++ === 0) this.idleAtTurnStart = this.live > 0 && this.jobs.hasSleeper();
+    if (this.jobs.submit(s, this.clock()) && this.live > 0 && (this.busy || !this.inlineAuto)) this.jobs.wakeOne();
+  }
+
+  /** Jobs checked or being checked outside the current call stack. */
+  get inflight(): number {
+    return this.outstanding;
+  }
+
+  /**
+   * Estimated milliseconds before a job submitted now would start (the door's
+   * over-bound test, /healthz and metrics): the waiting jobs at the mean check
+   * time spread over the verifiers, or, when the ring has drained slower than
+   * that (an acceptor that also reads, refuses and answers checks only part of
+   * each turn), the age of the oldest waiting job: it crossed the whole queue,
+   * as an arrival now will. Measured, not predicted from a share of the
+   * acceptor: a prediction made from the turns of an overload burst (all
+   * reading, little checking) said "over the bound" at 1024 closed-loop
+   * connections when the queue was not, and every shed request came straight
+   * back (bench:e2e, 2026-11-25: 0.35-0.68 of capacity in three of four runs;
+   * this estimate: 0.96-0.99 in three of four, where 1024 queued took under
+   * the bound; see README, Load shedding, for the fourth).
+   */
+  queueMs(): number {
+    const w = this.jobs.waiting();
+    if (w === 0) return 0;
+    const est = Math.max((w * this.serviceMs) / (this.threads > 0 ? this.threads : 1), this.jobs.oldestWaitingAge(this.clock()));
+    // A standing backlog drains at its measured pace: slower than the checks' own, as the acceptor also
+    // reads, refuses and answers. Admitting by the checks' pace alone kept the queue at the bound, and
+    // about a third of what the door admitted then expired after being read and queued.
+    return Math.max(est, this.drainMs(w));
+  }
+
+  /**
+   * Milliseconds a standing backlog takes to drain `n` more checks at its
+   * measured pace; 0 while there is no trusted measurement.
+   */
+  drainMs(n: number): number {
+    return this.drain.ms(n);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.lagTimer) clearInterval(this.lagTimer);
+    this.jobs.stop();
+    await Promise.all(this.serving.map((p) => p?.catch(() => {})));
+    this.collect();
+    // Whatever no worker took before stopping is checked here: no caller is left without an answer.
+    for (let s = this.jobs.claim(-1, this.clock()); s >= 0; s = this.jobs.claim(-1, this.clock())) {
+      this.checkHere(s, true);
+      this.stats.acceptor++;
+      this.settle(s);
+    }
+    await this.piscina?.destroy();
+  }
+
+  // ---- acceptor or workers ----------------------------------------------------
+
+  /**
+   * Whether to check this job now, in the handler: it is the turn's first,
+   * the turn before had at most one (one request per turn is a serial client
+   * or light load, where batching saves nothing and a worker only adds a
+   * hop), nothing waits ahead of it, the acceptor may check first (`inline`
+   * is not `never`), and, with workers, the loop is not busy with
+   * overlapping requests. Also refreshes `busy` (event-loop utilisation),
+   * which decides that and whether a deferred job wakes a worker.
+   */
+  private inlineNow(): boolean {
+    const now = performance.now();
+    if (now - this.eluAt >= ELU_WINDOW_MS) {
+      const e = performance.eventLoopUtilization();
+      const d = performance.eventLoopUtilization(e, this.elu);
+      this.elu = e;
+      this.eluAt = now;
+      this.busy = d.utilization > ELU_BUSY;
+    }
+    const lone = this.turnJobs === 0 && this.prevTurnJobs <= 1 && this.jobs.waiting() === 0;
+    if (!lone || this.outstanding > 0) this.overlapAt = now;
+    if (!lone) return false;
+    if (this.live === 0) return true;
+    if (!this.inlineAuto) return false;
+    // With workers, a busy loop defers a lone request too while requests overlap (the acceptor keeps
+    // reading, the workers check); with none overlapping lately it is busy with one client's own checks.
+    return !(this.busy && now - this.overlapAt < OVERLAP_MEMORY_MS);
+  }
+
+  /** Runs a check on this thread and accounts for its time; `claimed`: taken from the ring (it may have expired there). */
+  private checkHere(s: number, claimed: boolean): void {
+    const t0 = performance.now();
+    if (claimed) runClaimed(this.ctx, s);
+    else runCheck(this.ctx, s);
+    this.jobs.markDone(s);
+    const ms = performance.now() - t0;
+    this.checkMs += ms;
+    if (this.jobs.field(s, S_RESULT) !== JobResult.Expired) this.noteService(ms);
+  }
+
+  private noteService(ms: number): void {
+    this.serviceMs = this.serviceMs * 0.9 + Math.min(ms, MAX_SAMPLE_MS) * 0.1;
+  }
+
+  // ---- collecting answers ----------------------------------------------------
+
+  private scheduleTick(): void {
+    if (this.tickScheduled) return;
+    this.tickScheduled = true;
+    setImmediate(this.tick);
+  }
+
+  /**
+   * End of a loop turn with jobs outstanding: collect the workers' answers,
+   * check what waits within the acceptor's slice, hand what is left to the
+   * workers, write the answers, then wait for the rest.
+   */
+  private readonly tick = (): void => {
+    this.tickScheduled = false;
+    this.prevTurnJobs = this.turnJobs;
+    const deferred = this.turnDeferred;
+    this.turnJobs = 0;
+    this.turnDeferred = 0;
+    // Only a turn with answers to give holds them (a serial client's inline answers already went out).
+    if (this.outstanding > 0) this.beforeAnswers();
+    this.collect();
+    let left = false;
+    const waiting = this.jobs.waiting();
+    if (waiting > 0) {
+      const quota = this.acceptorQuota(waiting, deferred);
+      const now = performance.now();
+      const slice = this.backlogSince > 0 ? Math.min(MAX_SLICE_MS, Math.max(this.sliceMs, now - this.backlogSince)) : this.sliceMs;
+      const until = now + slice;
+      let n = 0;
+      let s: number;
+      do {
+        if (n === quota) {
+          left = true;
+          break;
+        }
+        s = this.jobs.claim(-1, this.clock());
+        if (s < 0) break;
+        this.checkHere(s, true);
+        this.stats.acceptor++;
+        this.settle(s);
+        n++;
+      } while (performance.now() < until);
+      this.collect();
+      // Left over past the slice or the share: the workers take it now rather than after the next turn,
+      // as many of them as there are checks left.
+      const rest = this.jobs.waiting();
+      if (rest > 0 && this.live > 0 && this.jobs.hasSleeper()) this.jobs.wake(Math.min(rest, this.live));
+    }
+    this.afterAnswers();
+    if (this.jobs.waiting() === 0) this.drain.emptied();
+    // Jobs still wait past the slice: check more next turn (sockets are read in between) rather than
+    // sleep. Jobs left to the workers by the share are theirs: their answers wake the acceptor.
+    if (!left && this.jobs.waiting() > 0) {
+      this.backlogSince = performance.now();
+      return this.scheduleTick();
+    }
+    this.backlogSince = 0;
+    if (this.outstanding > 0) this.arm();
+  };
+
+  /**
+   * How many of the `waiting` checks the acceptor takes at the end of this
+   * turn. All of them while it has time to spare or no worker runs: that
+   * answers soonest. While it is busy, the acceptor (HTTP, admission,
+   * answers, forwarding) is what limits throughput, and checks a worker could
+   * have taken cost it requests read; so it takes its share (SHARE_STEP), and
+   * the workers the rest.
+   */
+  private acceptorQuota(waiting: number, deferredThisTurn: number): number {
+    if (this.live === 0 || !this.busy) return Infinity;
+    this.share = nextShare(this.share, waiting > deferredThisTurn, this.idleAtTurnStart);
+    return Math.ceil(this.share * waiting);
+  }
+
+  /** Answers every job the workers have published. */
+  private collect(): void {
+    for (let s = this.jobs.nextDone(); s >= 0; s = this.jobs.nextDone()) {
+      // An expired job was not checked: its ~0 µs is no sample of what a check costs.
+      const t = this.jobs.time(s, T_END) - this.jobs.time(s, T_START);
+      if (t >= 0 && this.jobs.field(s, S_RESULT) !== JobResult.Expired) this.noteService(t);
+      this.stats.workers++;
+      this.settle(s);
+    }
+  }
+
+  private settle(s: number): void {
+    const wait = this.jobs.waited(s);
+    if (wait > this.worstSojourn) this.worstSojourn = wait;
+    this.outstanding--;
+    const done = this.cbs[s]!;
+    this.cbs[s] = undefined;
+    this.answer(s, done);
+  }
+
+  private answer(s: number, done: JobCallback): void {
+    const r = this.jobs.field(s, S_RESULT);
+    if (r === JobResult.Internal) this.stats.internal++;
+    else if (r === JobResult.Expired) this.stats.expired++;
+    done(s);
+  }
+
+  /** Sleeps until a worker publishes an answer (the event loop stays free meanwhile). */
+  private arm(): void {
+    if (this.armed || this.closed) return;
+    const seen = this.jobs.completedCount();
+    // Answers published before `seen` was read are already in the done ring: collect them now.
+    if (this.jobs.hasDone()) return this.scheduleTick();
+    const w = waitAsync(this.jobs.ctrl, C_COMPLETED, seen);
+    if (!w.async) return this.scheduleTick();
+    this.armed = true;
+    void (w.value as Promise<string>).then(this.wake);
+  }
+
+  private readonly wake = (): void => {
+    this.armed = false;
+    this.beforeAnswers();
+    this.collect();
+    this.afterAnswers();
+    if (this.outstanding > 0) this.arm();
+  };
+
+  // ---- controller sampling ---------------------------------------------------
+
+  private readonly sample = (): void => {
+    const now = performance.now();
+    const lag = Math.max(0, now - this.lagExpected);
+    this.lagExpected = now + LAG_TICK_MS;
+    const deep = this.jobs.waiting() >= (this.threads > 0 ? this.threads : 1);
+    const ring = deep ? Math.max(this.jobs.oldestWaitingAge(this.clock()), this.worstSojourn) : 0;
+    const worst = Math.max(Math.min(lag, this.checkMs), ring);
+    this.worstSojourn = 0;
+    this.checkMs = 0;
+    this.controller.observe(worst, this.clock());
+    this.drain.sample(now, this.jobs.claimedCount() - this.stats.expired, this.jobs.waiting());
+  };
+
+  // ---- workers ---------------------------------------------------------------
+
+  private serve(index: number): void {
+    this.live++;
+    const p = this.piscina!.run({ index }).then(
+      () => {
+        this.serving[index] = null;
+        this.live--;
+      },
+      (err: unknown) => {
+        this.serving[index] = null;
+        this.live--;
+        if (this.closed) return;
+        this.onWorkerError?.(index, err);
+        this.recover(index);
+        this.scheduleTick();
+        const now = performance.now();
+        this.restarts = this.restarts.filter((t) => now - t < 60_000);
+        if (this.restarts.length < MAX_RESTARTS_PER_MINUTE) {
+          this.restarts.push(now);
+          this.stats.workerRestarts++;
+          // Counted live only once its thread has loaded (a no-op task, as at start): until then the
+          // acceptor checks everything itself rather than leave a share to a thread still starting.
+          const again = (): void => {
+            if (!this.closed) this.serve(index);
+          };
+          this.piscina!.run({ index: -1 }).then(again, again);
+        }
+      },
+    );
+    this.serving[index] = p;
+  }
+
+  /** A dead worker's claimed jobs: answered as internal failures (retry-safe), never left hanging. */
+  private recover(index: number): void {
+    const j = this.jobs;
+    for (let s = 0; s < j.slots; s++) {
+      if (j.state(s) === SlotState.Claimed && j.field(s, S_WORKER) === index && this.cbs[s] !== undefined) {
+        j.setResult(s, JobResult.Internal, 'verification worker stopped');
+        j.markDone(s);
+        this.settle(s);
+      }
+    }
+  }
+}
+
+export { Shed };

@@ -1,0 +1,250 @@
+/**
+ * The HTTP acceptor: uWebSockets.js where a build loads, node:http otherwise.
+ *
+ * uWS's authors do not publish it to the npm registry, so pinned registry
+ * mirrors of the official builds are tried in order (DECISIONS 1, issue 9):
+ *
+ *   @btc-vision/uwebsockets.js  uWS 20.57  Node 20/22/24/25  glibc >= 2.38
+ *   uws-pack                    uWS 20.4x  Node 18/20/21/22  glibc >= 2.27
+ *   @trufflesuite/uws-js-...    uWS 20.30  Node 16/18/20     glibc >= 2.27
+ *
+ * uws-pack sits between the two DECISIONS names (a documented deviation): it
+ * gives Debian 12 (glibc 2.36) uWS on Node 22, and on Node 20 a newer uWS than
+ * trufflesuite's (505 for HTTP/1.0, 400 for Content-Length + Transfer-Encoding,
+ * 431 for oversized headers, and `filter` for connection caps). Every binary is
+ * required directly by its `uws_<platform>_<arch>_<abi>.node` name: the
+ * packages' own loaders replace the real error with a generic one (and
+ * trufflesuite's falls back to a slow JavaScript shim without saying so).
+ *
+ * When none loads, `node:http` behind the same API subset
+ * (src/ingress/node-acceptor.ts) serves every door.
+ *
+ * The interfaces below are exactly the part of uWS that txrelay uses: the
+ * fallback implements them, so code that reaches for more fails to type-check
+ * instead of failing on the fallback at run time.
+ */
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createNodeAcceptor } from './node-acceptor.js';
+
+export interface HttpRequest {
+  /** A header by its lower-case name; the first one when repeated; '' when absent. */
+  getHeader(lowerCaseKey: string): string;
+  /** The i-th `:param` of the route pattern, not percent-decoded. */
+  getParameter(index: number): string | undefined;
+  /** The path, without the query, not percent-decoded. */
+  getUrl(): string;
+  /** Lower case. */
+  getMethod(): string;
+  /** The raw query string without '?' (undefined when the URL has no '?'); with a key, its percent-decoded value. */
+  getQuery(): string | undefined;
+  getQuery(key: string): string | undefined;
+  /** Every header line in order, names in lower case. */
+  forEach(cb: (key: string, value: string) => void): void;
+}
+
+export interface HttpResponse {
+  onAborted(handler: () => void): HttpResponse;
+  /** Body chunks; a chunk's memory is only valid during the call (uWS neuters it after). */
+  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): HttpResponse;
+  cork(cb: () => void): HttpResponse;
+  /** e.g. '202 Accepted'; non-standard codes (605) go out as written. Text or its latin1 bytes. */
+  writeStatus(status: string | Uint8Array): HttpResponse;
+  writeHeader(key: string | Uint8Array, value: string | Uint8Array): HttpResponse;
+  end(body?: string | Uint8Array, closeConnection?: boolean): HttpResponse;
+  endWithoutBody(reportedContentLength?: number, closeConnection?: boolean): HttpResponse;
+  /** Closes the connection at once. */
+  close(): HttpResponse;
+  /** 4 bytes (IPv4 socket) or 16 (IPv6 socket, IPv4 clients mapped). */
+  getRemoteAddress(): ArrayBuffer;
+  getRemoteAddressAsText(): ArrayBuffer;
+  pause(): void;
+  resume(): void;
+}
+
+/** What a connection filter sees of a connection (uWS passes an HttpResponse). */
+export interface FilterSocket {
+  getRemoteAddress(): ArrayBuffer;
+  getRemoteAddressAsText(): ArrayBuffer;
+  close(): unknown;
+}
+
+export type RouteHandler = (res: HttpResponse, req: HttpRequest) => void;
+
+/** Opaque listen-socket token. */
+export interface us_listen_socket {
+  readonly __listenSocket?: never;
+}
+
+export interface TemplatedApp {
+  get(pattern: string, handler: RouteHandler): TemplatedApp;
+  post(pattern: string, handler: RouteHandler): TemplatedApp;
+  options(pattern: string, handler: RouteHandler): TemplatedApp;
+  del(pattern: string, handler: RouteHandler): TemplatedApp;
+  patch(pattern: string, handler: RouteHandler): TemplatedApp;
+  put(pattern: string, handler: RouteHandler): TemplatedApp;
+  any(pattern: string, handler: RouteHandler): TemplatedApp;
+  listen(host: string, port: number, cb: (listenSocket: us_listen_socket | false) => void): TemplatedApp;
+  /** The same with uSockets' listen options (`LISTEN_EXCLUSIVE_PORT`). */
+  listen(host: string, port: number, options: number, cb: (listenSocket: us_listen_socket | false) => void): TemplatedApp;
+  /**
+   * Connection open (+1) and close (-1) events. Absent in trufflesuite's uWS
+   * 20.30. On uWS the address is readable on +1 only (the descriptor is
+   * already closed at -1), and a connection closed during its +1 call gets
+   * its -1 synchronously, inside `close()`.
+   */
+  filter?(cb: (conn: FilterSocket, count: number) => void): TemplatedApp;
+  /** Closes the listen sockets and every connection. */
+  close(): TemplatedApp;
+}
+
+export interface Uws {
+  App(): TemplatedApp;
+  us_listen_socket_close(listenSocket: us_listen_socket): void;
+  us_socket_local_port(listenSocket: us_listen_socket): number;
+}
+
+/**
+ * uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT (every build txrelay loads has it).
+ * Without it uWS listens with SO_REUSEPORT, so a second process bound to a
+ * port already in use starts as if nothing were wrong and the kernel splits
+ * the connections between the two: each with its own dedup filter and rate
+ * buckets. The relay's listeners take their ports exclusively and fail at
+ * start-up instead.
+ */
+export const LISTEN_EXCLUSIVE_PORT = 1;
+
+export type AcceptorMode = 'auto' | 'uws' | 'node';
+
+export interface Acceptor {
+  uws: Uws;
+  kind: 'uws' | 'node';
+  /** The package and version that runs, or 'node:http'. */
+  name: string;
+  /** Whether `App().filter` exists (connection caps need it). */
+  filter: boolean;
+  /** Why each uWS candidate tried before it did not load, one line each. */
+  skipped: string[];
+}
+
+/**
+ * CPU per request of the node:http fallback relative to uWS: a bare app
+ * answering the same POST on each, 2.62x, 3.00x and 3.56x in three runs of
+ * `npm run bench:acceptor` on a shared 2-core AMD EPYC, Node 20.20.2 (README,
+ * "HTTP acceptor"). Quoted in the start-up line.
+ */
+export const NODE_ACCEPTOR_COST = '2.6-3.6x';
+
+const require = createRequire(import.meta.url);
+const ABI = process.versions.modules;
+const BINARY = `uws_${process.platform}_${process.arch}_${ABI}.node`;
+
+export interface Candidate {
+  name: string;
+  /** The directory holding the package's `uws_*.node` binaries. */
+  binDir: () => string;
+}
+
+const packageDir = (specifier: string) => dirname(fileURLToPath(import.meta.resolve(specifier)));
+
+const CANDIDATES: Candidate[] = [
+  { name: '@btc-vision/uwebsockets.js@20.57.0', binDir: () => packageDir('@btc-vision/uwebsockets.js') },
+  // Its ESM entry is dist/index.mjs; the binaries sit in dist/bin.
+  { name: 'uws-pack@20.0.8', binDir: () => join(packageDir('uws-pack'), 'bin') },
+  {
+    name: '@trufflesuite/uws-js-unofficial@20.30.0-unofficial.0',
+    binDir: () => join(dirname(require.resolve('@trufflesuite/uws-js-unofficial/package.json')), 'binaries'),
+  },
+];
+
+export class AcceptorError extends Error {
+  readonly code = 'TXR_ACCEPTOR';
+}
+
+/** glibc of the running process ('' on musl, macOS, Windows). */
+export function glibcVersion(): string {
+  const header = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header;
+  return header?.glibcVersionRuntime ?? '';
+}
+
+/** One line on why a binary did not load, without the stack or long paths. */
+export function loadFailure(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  const msg = String(err?.message ?? e);
+  const glibc = /GLIBC_([\d.]+)' not found/.exec(msg);
+  if (glibc) return `needs glibc >= ${glibc[1]} (this system has ${glibcVersion() || 'another C library'})`;
+  if (err?.code === 'MODULE_NOT_FOUND' || err?.code === 'ERR_MODULE_NOT_FOUND') {
+    return msg.includes(BINARY) ? `no build for Node ${process.versions.node} (ABI ${ABI}) on ${process.platform}-${process.arch}` : 'not installed';
+  }
+  if (err?.code === 'ERR_DLOPEN_FAILED') return msg.split('\n')[0]!.replace(/^.*\.node: /, '').slice(0, 200);
+  return msg.split('\n')[0]!.slice(0, 200);
+}
+
+interface UwsProbe {
+  found: { uws: Uws; name: string; filter: boolean } | null;
+  /** Candidates tried before the one that loaded (all of them when none did). */
+  skipped: string[];
+}
+
+function probeUws(candidates: readonly Candidate[]): UwsProbe {
+  const skipped: string[] = [];
+  for (const c of candidates) {
+    try {
+      const uws = require(join(c.binDir(), BINARY)) as Uws;
+      if (typeof uws.App !== 'function') throw new Error('module has no App()');
+      const app = uws.App();
+      const filter = typeof app.filter === 'function';
+      app.close();
+      return { found: { uws, name: c.name, filter }, skipped };
+    } catch (e) {
+      skipped.push(`${c.name}: ${loadFailure(e)}`);
+    }
+  }
+  return { found: null, skipped };
+}
+
+/** The packaged candidates are probed once per process (a loaded addon stays loaded). */
+let probed: UwsProbe | null = null;
+
+/**
+ * Picks the acceptor: `auto` takes the first uWS build that loads and falls
+ * back to node:http; `uws` fails with every candidate's reason when none
+ * loads; `node` uses node:http without loading uWS. `candidates` is for tests.
+ */
+export function loadAcceptor(mode: AcceptorMode = 'auto', candidates?: readonly Candidate[]): Acceptor {
+  if (mode === 'node') return { uws: createNodeAcceptor(), kind: 'node', name: 'node:http', filter: true, skipped: [] };
+  const p = candidates ? probeUws(candidates) : (probed ??= probeUws(CANDIDATES));
+  if (p.found) return { ...p.found, kind: 'uws', skipped: p.skipped };
+  if (mode === 'uws') {
+    throw new AcceptorError(
+      `http.acceptor = "uws" but no uWebSockets.js build loads for Node ${process.versions.node} on ${platformText()}:\n  ` + p.skipped.join('\n  '),
+    );
+  }
+  return { uws: createNodeAcceptor(), kind: 'node', name: 'node:http', filter: true, skipped: p.skipped };
+}
+
+function platformText(): string {
+  const glibc = glibcVersion();
+  return `${process.platform}-${process.arch}${glibc ? `, glibc ${glibc}` : ''}`;
+}
+
+/** The start-up line: which acceptor runs, why, and what the fallback costs. */
+export function describeAcceptor(a: Acceptor, mode: AcceptorMode): string {
+  if (a.kind === 'uws') {
+    const why = a.skipped.length ? ` (skipped ${a.skipped.join('; ')})` : '';
+    return `HTTP acceptor: uWebSockets.js from ${a.name}${why}`;
+  }
+  const cost = `about ${NODE_ACCEPTOR_COST} the CPU per request of uWS (npm run bench:acceptor)`;
+  if (mode === 'node') return `HTTP acceptor: node:http, as http.acceptor = "node" asks; ${cost}`;
+  return (
+    `HTTP acceptor: node:http fallback, ${cost}: no uWebSockets.js build loads for Node ${process.versions.node} ` +
+    `(ABI ${ABI}) on ${platformText()}: ${a.skipped.join('; ')}`
+  );
+}
+
+/** uWS only, for the acceptor ceiling of the benchmarks; throws when no build loads. */
+export function loadUws(): { uws: Uws; name: string } {
+  const a = loadAcceptor('uws');
+  return { uws: a.uws, name: a.name };
+}

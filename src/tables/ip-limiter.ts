@@ -1,0 +1,236 @@
+/**
+ * Per-source-IP token buckets (`limits.ip_rps`, `limits.ip_burst`, DECISIONS 2
+ * and 5) in a bounded, bucketed hash table shared by every thread.
+ *
+ * An IP is located by a keyed hash of its text (keyed-hash.ts), so nobody can
+ * aim many addresses at one bucket. The table never grows: when an IP's
+ * bucket has no free entry, the entry that would hold the most tokens now is
+ * evicted. A full entry is indistinguishable from a fresh one, so evicting an
+ * idle IP loses nothing; evicting a non-full one hands that IP up to a burst
+ * again when it returns, which the `evictions` counter exposes.
+ *
+ * The limiter keys on the exact string: callers normalise first (e.g. strip
+ * "::ffff:" from IPv4-mapped addresses) and decide whether an IPv6 client is
+ * one /128 or one /64.
+ *
+ * Layout: an Int32Array and a Float64Array over one SAB. A 64-byte header,
+ * then `buckets` buckets of 128 bytes (two cache lines), each a lock word and
+ * 5 entries of 24 bytes (as many as fit the two lines):
+ *
+ *   header (16 i32): | rate | burst | evictions | spare x13 |
+ *
+ *   bucket (128 bytes):
+ *   byte 0      4       8         32         56   ...   104        128
+ *       +------+-------+---------+---------+-- ... --+----------+
+ *       | lock | spare | entry 0 | entry 1 |         | entry 4  |
+ *       +------+-------+---------+---------+-- ... --+----------+
+ *
+ *   entry (24 bytes):
+ *       +------+------+--------------+--------------+
+ *       | tagA | tagB | milli-tokens | last         |
+ *       +------+------+--------------+--------------+
+ *         i32    i32    f64            f64
+ *
+ *   tagA = hash word 1 | 1 (never 0, so 0 marks an empty entry), tagB = hash
+ *   word 2; hash word 0 picks the bucket. The bucket state is exactly the
+ *   token-bucket.ts one (float64, see there why), last in ms since epochMs.
+ *
+ * Memory: 64 + 128 * ceil(capacity / 5) bytes; 1,677,888 bytes (1.6 MiB) for
+ * the default 65,536 entries.
+ *
+ * Two different IPs share an entry only if they agree on bucket and 63 tag
+ * bits: about 5 * 2^-63 per new IP, and then they share one limit (stricter).
+ */
+import { prefault } from './prefault.js';
+import { keyedHashString96, randomSeeds, checkSeeds, type HashSeeds } from './keyed-hash.js';
+import { lockWord, unlockWord } from './lock.js';
+import { MAX_BURST, MAX_RATE, MILLI, NEVER, refillTake } from './token-bucket.js';
+
+const HEADER_WORDS = 16;
+const H_RATE = 0;
+const H_BURST = 1;
+const H_EVICTIONS = 2;
+
+/** Two cache lines per bucket: lock + spare word, then 5 entries of 24 bytes. */
+const BUCKET_BYTES = 128;
+const ENTRIES = 5;
+const ENTRY_BYTES = 24;
+const FIRST_ENTRY_BYTE = 8;
+/** Within an entry: tags are i32 words 0 and 1, milli-tokens and last are f64 at bytes 8 and 16. */
+const TAG_B = 1;
+const ENTRY_TOKENS_BYTE = 8;
+
+/** DECISIONS 2 defaults. */
+export const DEFAULT_IP_RPS = 1000;
+export const DEFAULT_IP_BURST = 2000;
+/** Distinct IPs tracked at once; beyond that the fullest (idlest) entries are recycled. */
+export const DEFAULT_IP_CAPACITY = 65_536;
+
+export interface IpLimiterHandle {
+  readonly sab: SharedArrayBuffer;
+  readonly buckets: number;
+  readonly epochMs: number;
+  readonly seeds: HashSeeds;
+}
+
+export interface IpLimiterOptions {
+  /** Current time; becomes the table epoch. */
+  readonly nowMs: number;
+  /** Tokens per second per IP (`limits.ip_rps`). */
+  readonly rate?: number;
+  /** Bucket size per IP (`limits.ip_burst`). */
+  readonly burst?: number;
+  /** Entries (distinct IPs) the table holds; rounded up to a multiple of 7. */
+  readonly capacity?: number;
+  /** Hash seeds; random unless a test needs them fixed. */
+  readonly seeds?: HashSeeds;
+}
+
+/** Scratch for the three hash words of the current key; one per thread. */
+const hashOut = new Uint32Array(3);
+
+function checkLimits(rate: number, burst: number): void {
+  if (!Number.isInteger(rate) || rate < 0 || rate > MAX_RATE) throw new RangeError(`ip rate must be an integer in [0, ${MAX_RATE}]`);
+  if (!Number.isInteger(burst) || burst < 1 || burst > MAX_BURST) throw new RangeError(`ip burst must be an integer in [1, ${MAX_BURST}]`);
+}
+
+export class IpLimiter {
+  readonly buckets: number;
+  readonly epochMs: number;
+  private readonly sab: SharedArrayBuffer;
+  private readonly seeds: HashSeeds;
+  private readonly a: Int32Array;
+  private readonly f: Float64Array;
+  /** False once `soleThread()` said no other thread uses this table: its locks are then skipped. */
+  private locking = true;
+
+  private constructor(sab: SharedArrayBuffer, buckets: number, epochMs: number, seeds: HashSeeds) {
+    const bytes = HEADER_WORDS * 4 + buckets * BUCKET_BYTES;
+    if (sab.byteLength < bytes) throw new RangeError('ip limiter SAB smaller than its buckets');
+    this.sab = sab;
+    this.buckets = buckets;
+    this.epochMs = epochMs;
+    this.seeds = checkSeeds(seeds);
+    this.a = new Int32Array(sab, 0, bytes >>> 2);
+    this.f = new Float64Array(sab, 0, bytes >>> 3);
+  }
+
+  static create(opts: IpLimiterOptions): IpLimiter {
+    const rate = opts.rate ?? DEFAULT_IP_RPS;
+    const burst = opts.burst ?? DEFAULT_IP_BURST;
+    const capacity = opts.capacity ?? DEFAULT_IP_CAPACITY;
+    checkLimits(rate, burst);
+    if (!Number.isInteger(capacity) || capacity < 1 || capacity > 2 ** 26) throw new RangeError('ip limiter capacity must be an integer in [1, 2^26]');
+    const buckets = Math.ceil(capacity / ENTRIES);
+    const sab = new SharedArrayBuffer(HEADER_WORDS * 4 + buckets * BUCKET_BYTES);
+    prefault(sab);
+    const t = new IpLimiter(sab, buckets, Math.floor(opts.nowMs), opts.seeds ?? randomSeeds());
+    t.a[H_RATE] = rate;
+    t.a[H_BURST] = burst;
+    return t;
+  }
+
+  static attach(h: IpLimiterHandle): IpLimiter {
+    return new IpLimiter(h.sab, h.buckets, h.epochMs, h.seeds);
+  }
+
+  /** No other thread will use this table: its locks are skipped from now on (src/tables/lock.ts). */
+  soleThread(): void {
+    this.locking = false;
+  }
+
+  handle(): IpLimiterHandle {
+    return { sab: this.sab, buckets: this.buckets, epochMs: this.epochMs, seeds: this.seeds };
+  }
+
+  /** Entries the table can hold. */
+  get capacity(): number {
+    return this.buckets * ENTRIES;
+  }
+
+  get byteLength(): number {
+    return this.sab.byteLength;
+  }
+
+  get rate(): number {
+    return Atomics.load(this.a, H_RATE);
+  }
+
+  get burst(): number {
+    return Atomics.load(this.a, H_BURST);
+  }
+
+  /** Entries evicted while holding fewer than `burst` tokens (u32, wraps); a metric. */
+  get evictions(): number {
+    return Atomics.load(this.a, H_EVICTIONS) >>> 0;
+  }
+
+  /** Changes the limits for every IP in every thread; tokens above the new burst are clamped on next use. */
+  setLimits(rate: number, burst: number): void {
+    checkLimits(rate, burst);
+    Atomics.store(this.a, H_RATE, rate);
+    Atomics.store(this.a, H_BURST, burst);
+  }
+
+  /**
+   * Takes n tokens from `ip`'s bucket. Returns 0 when taken; otherwise takes
+   * nothing and returns the milliseconds until n tokens will be there
+   * (rounded up), or NEVER when n exceeds the burst or the rate is 0.
+   */
+  tryTake(ip: string, n: number, nowMs: number): number {
+    if (!(n >= 1)) throw new RangeError(`n must be >= 1, got ${n}`);
+    const a = this.a;
+    const rate = Atomics.load(a, H_RATE);
+    const burst = Atomics.load(a, H_BURST);
+    if (n > burst) return NEVER;
+    const now = nowMs - this.epochMs;
+    keyedHashString96(ip, this.seeds, hashOut);
+    // Lemire's multiply-shift range reduction; exact in doubles since buckets < 2^26.
+    const bucket = Math.floor((hashOut[0]! * this.buckets) / 4294967296);
+    const tagA = hashOut[1]! | 1;
+    const tagB = hashOut[2]! | 0;
+    const byte = HEADER_WORDS * 4 + bucket * BUCKET_BYTES;
+    const lock = byte >>> 2;
+
+    if (this.locking) lockWord(a, lock);
+    let e = byte + FIRST_ENTRY_BYTE;
+    const end = e + ENTRIES * ENTRY_BYTES;
+    for (; e < end; e += ENTRY_BYTES) {
+      const w = e >>> 2;
+      if (a[w] === tagA && a[w + TAG_B] === tagB) break;
+    }
+    if (e === end) e = this.claimEntry(byte, tagA, tagB, now, rate, burst * MILLI);
+    const r = refillTake(this.f, (e + ENTRY_TOKENS_BYTE) >>> 3, rate, burst * MILLI, now, n * MILLI);
+    if (this.locking) unlockWord(a, lock);
+    return r;
+  }
+
+  /** Under the bucket lock: an empty entry, else the one that would be fullest now; reset to full. Returns its byte offset. */
+  private claimEntry(byte: number, tagA: number, tagB: number, now: number, rate: number, burstMilli: number): number {
+    const a = this.a;
+    const f = this.f;
+    let victim = -1;
+    let victimTokens = -1;
+    for (let e = byte + FIRST_ENTRY_BYTE, k = 0; k < ENTRIES; k++, e += ENTRY_BYTES) {
+      if (a[e >>> 2] === 0) {
+        victim = e;
+        victimTokens = burstMilli;
+        break;
+      }
+      const fi = (e + ENTRY_TOKENS_BYTE) >>> 3;
+      const t = Math.min(burstMilli, f[fi]! + rate * Math.max(0, now - f[fi + 1]!));
+      if (t > victimTokens) {
+        victim = e;
+        victimTokens = t;
+      }
+    }
+    if (victimTokens < burstMilli) Atomics.add(a, H_EVICTIONS, 1);
+    const w = victim >>> 2;
+    a[w] = tagA;
+    a[w + TAG_B] = tagB;
+    const fi = (victim + ENTRY_TOKENS_BYTE) >>> 3;
+    f[fi] = burstMilli;
+    f[fi + 1] = now;
+    return victim;
+  }
+}

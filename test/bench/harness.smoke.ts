@@ -1,0 +1,103 @@
+/**
+ * Smoke runs of the benchmark harnesses (`npm run test:bench`, also in
+ * `.ci/run`): each starts real relays, wrk and the sink for a second per
+ * window. Their figures mean nothing; that every phase runs and renders does.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+/**
+ * The whole harness, end to end, at the smallest scale: `node dist/bench/e2e.js
+ * --smoke` starts the real relay, bare server, sink and wrk for every phase
+ * with 1 s windows, and must produce a report with every figure. Its numbers
+ * mean nothing; that it runs and renders does.
+ */
+// Generous: the smoke run yields its CPU to everything else (nice 19), so on a busy machine it takes longer.
+const SMOKE_TIMEOUT_MS = 300_000;
+
+test('bench:e2e --smoke measures every phase and reports the five goals and the overload figures', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
+  const { spawn, spawnSync } = await import('node:child_process');
+  const { mkdtempSync, readFileSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const missing = ['wrk', 'taskset', 'stdbuf', 'nice'].filter((tool) => spawnSync(tool, ['--version']).error);
+  if (missing.length) return t.skip(`${missing.join(', ')} not installed (apt-get install wrk): skipping the bench:e2e smoke run`);
+  if (Number(spawnSync('nproc', ['--all'], { encoding: 'utf8' }).stdout) < 2) return t.skip('bench:e2e needs 2 cores: skipping its smoke run');
+  const { loadAcceptor } = await import('../../src/ingress/uws.js');
+  if (loadAcceptor('auto').kind !== 'uws') return t.skip(`no uWebSockets.js build loads for Node ${process.versions.node} here: skipping the bench:e2e smoke run (it measures against bare uWS)`);
+  const out = mkdtempSync(join(tmpdir(), 'txrelay-e2e-smoke-'));
+  try {
+    const script = new URL('../../bench/e2e.js', import.meta.url).pathname;
+    // nice 19: it drives both cores flat out for half a minute; the test files running beside it (timing-sensitive relays among them) keep their CPU.
+    const child = spawn('nice', ['-n', '19', process.execPath, script, '--smoke'], { env: { ...process.env, E2E_OUT: out }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d) => (err += d));
+    child.stdout.resume();
+    const code = await new Promise((r) => child.on('close', r));
+    assert.equal(code, 0, err.slice(-3000));
+    const report = JSON.parse(readFileSync(join(out, 'e2e.json'), 'utf8'));
+    const md = readFileSync(join(out, 'e2e.md'), 'utf8');
+    assert.equal(report.smoke, true);
+    const [door] = report.doors;
+    assert.equal(door.door, 'solana-v2');
+    assert.deepEqual(door.notes, [], 'no phase failed');
+    for (const layout of ['bare', 'pinned', 'defaultLayout']) for (const [name, run] of Object.entries(door[layout])) assert.ok(run, `${layout}.${name} measured`);
+    // Every goal has a value, the shed cost's from the door-shed run.
+    for (const [name, v] of Object.entries(door.goals) as [string, { value: number | null; met: boolean | null }][]) {
+      assert.equal(typeof v.value, 'number', `${name} has a value`);
+      assert.equal(typeof v.met, 'boolean', `${name} is judged`);
+    }
+    assert.ok(Array.isArray(door.pinned.c16.gc), 'the relay ran under --trace-gc-nvp');
+    assert.equal(door.crypto.runs.length, 2, 'the crypto loop ran on either side of the windows');
+    if (!spawnSync(process.env.CC || 'cc', ['--version']).error) assert.match(door.pinned.open2x.tool, /^C open loop/);
+    assert.ok(door.defaultLayout.c16.threads.some((x: { label: string }) => x.label === 'main'), 'per-thread CPU has the main thread');
+    assert.match(md, /^\| solana-v2 \| (\*\*)?\d+\.\d\dx(\*\*)? (met|missed) \|/m);
+    assert.match(md, /## Overload \(issue 7 item 3\)/);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
+/** Runs bench/ab.js with `args` at low priority; null (the test skipped, with its line) where wrk or two cores are missing. */
+async function abSmoke(t: { skip(msg: string): void }, what: string, args: string[]): Promise<string | null> {
+  const { spawn, spawnSync } = await import('node:child_process');
+  const missing = ['wrk', 'taskset', 'stdbuf', 'nice'].filter((tool) => spawnSync(tool, ['--version']).error);
+  if (missing.length) {
+    t.skip(`${missing.join(', ')} not installed (apt-get install wrk): skipping the ${what} smoke run`);
+    return null;
+  }
+  if (Number(spawnSync('nproc', ['--all'], { encoding: 'utf8' }).stdout) < 2) {
+    t.skip(`bench:ab needs 2 cores: skipping its ${what} smoke run`);
+    return null;
+  }
+  const script = new URL('../../bench/ab.js', import.meta.url).pathname;
+  const child = spawn('nice', ['-n', '19', process.execPath, script, ...args, '--smoke'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (err += d));
+  const code = await new Promise((r) => child.on('close', r));
+  assert.equal(code, 0, err.slice(-3000));
+  assert.doesNotMatch(err, /ran out of distinct transactions/);
+  return out;
+}
+
+test('bench:ab --smoke runs both relays through every kind of window and prints the paired table', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
+  const out = await abSmoke(t, 'bench:ab', ['--coalesce', '--runs', 'serial,saturation,refusal,shed']);
+  if (out === null) return;
+  for (const what of ['1 connections', '16 connections', '256 connections, refused at the gate', '256 connections, shed at the door']) {
+    for (const relay of ['coalescing on', 'coalescing off']) assert.match(out, new RegExp(`^\\| solana-v2 \\| ${what} \\| ${relay} \\| \\d+\\.\\d \\|`, 'm'), `${what}, ${relay}`);
+    assert.match(out, new RegExp(`^\\| solana-v2 \\| ${what} \\| B ÷ A \\| \\d+\\.\\d\\dx \\|`, 'm'), `${what}: the ratio`);
+  }
+});
+
+test('bench:ab --no-upstream pairs a relay forwarding to the sink with the same relay admitting and dropping', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
+  const out = await abSmoke(t, 'bench:ab --no-upstream', ['--no-upstream', '--runs', 'saturation']);
+  if (out === null) return;
+  for (const relay of ['forwarding to the sink', 'no upstream']) {
+    // | door | window | relay | CPU per accepted tx | each round | accepted per second | …: both relays admit.
+    const m = new RegExp(`^\\| solana-v2 \\| 16 connections \\| ${relay} \\| \\d+\\.\\d \\| [^|]+ \\| (\\d+) \\|`, 'm').exec(out);
+    assert.ok(m, `${relay}: a row`);
+    assert.ok(Number(m[1]) > 0, `${relay}: transactions admitted`);
+  }
+});

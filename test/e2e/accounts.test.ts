@@ -1,0 +1,146 @@
+/**
+ * Account-table hardening end to end (issue 8, finding 1): accounts whose ids
+ * lie beyond the old 2^19-account bucket table start the relay and are served
+ * on the HTTP doors; at the live-account cap the admin API answers 507 with a
+ * stable code and stores nothing, and the CLI prints why.
+ */
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { Store } from '../../src/store/db.js';
+import { AccountStore, type AccountRecord } from '../../src/store/accounts.js';
+import { loadConfig } from '../../src/config/load.js';
+import { loadAcceptor } from '../../src/ingress/uws.js';
+import { createAdminApp } from '../../src/ingress/admin.js';
+import { Metrics } from '../../src/obs/metrics.js';
+import { startTestRelay } from '../helpers/relay.js';
+import { signed1559 } from '../helpers/evm.js';
+
+const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
+/** The old table: 2^19 accounts, slot = 2 * id + family; an id at or past it crashed start-up or the first request. */
+const OLD_TABLE_ACCOUNTS = 2 ** 19;
+
+function tempDir(t: TestContext): string {
+  const root = mkdtempSync(join(tmpdir(), 'txrelay-accounts-'));
+  t.after(() => rmSync(root, { recursive: true, force: true }));
+  return join(root, 'data');
+}
+
+/** What the old code left behind once 2^19 accounts had ever been registered: live accounts with ids past its table. */
+async function storeWithIdsPastOldTable(dir: string): Promise<AccountRecord[]> {
+  const store = Store.open(dir);
+  const recs: AccountRecord[] = [
+    { id: OLD_TABLE_ACCOUNTS - 1, evm: { enabled: true, tps: 100, burst: 100 } },
+    { id: OLD_TABLE_ACCOUNTS, evm: { enabled: true, tps: 100, burst: 100 } },
+    { id: OLD_TABLE_ACCOUNTS + 7, evm: { enabled: true, tps: 0, burst: 1 } },
+  ].map(({ id, evm }) => ({
+    uuid: randomUUID(),
+    id,
+    plan: 'free',
+    evm,
+    solana: { enabled: true, tps: 2, burst: 2, min_tip_lamports: 1000 },
+    revoked: false,
+    created_at: new Date().toISOString(),
+  }));
+  await store.write(() => {
+    for (const r of recs) void store.accounts.put(r.uuid, r);
+  });
+  await store.close();
+  return recs;
+}
+
+async function rpc(base: string, uuid: string, method: string, params: unknown[]) {
+  const r = await fetch(base + '/', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${uuid}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  return { status: r.status, headers: r.headers, json: (await r.json()) as any };
+}
+
+test('accounts with ids past the old 2^19-account table start the relay and are served on the HTTP doors; a refused take answers a finite Retry-After', async (t) => {
+  const dir = tempDir(t);
+  const [below, at, zeroTps] = await storeWithIdsPastOldTable(dir);
+  const relay = await startTestRelay({}, dir);
+  t.after(() => relay.stop({ keepData: true }));
+
+  let nonce = 0;
+  for (const rec of [below!, at!]) {
+    const tx = await signed1559({ nonce: nonce++ });
+    const single = await rpc(relay.base, rec.uuid, 'eth_sendRawTransaction', [tx.hex]);
+    assert.equal(single.status, 202, JSON.stringify(single.json));
+    assert.equal(single.json.result, tx.hash);
+    const b = await rpc(relay.base, rec.uuid, 'svc_sendRawTransactionBatch', [(await signed1559({ nonce: nonce++ })).hex]);
+    assert.equal(b.status, 202, JSON.stringify(b.json));
+  }
+
+  // A newly registered account continues the id sequence past the old table and is served too.
+  const created = await relay.createAccount({ plan: 'paid' });
+  assert.equal(created.id, OLD_TABLE_ACCOUNTS + 8);
+  const fresh = await rpc(relay.base, created.uuid, 'eth_sendRawTransaction', [(await signed1559({ nonce: nonce++ })).hex]);
+  assert.equal(fresh.status, 202, JSON.stringify(fresh.json));
+
+  // TPS 0, burst 1: one admission, then a 429 whose wait is finite (the crash path went through an infinite one).
+  assert.equal((await rpc(relay.base, zeroTps!.uuid, 'eth_sendRawTransaction', [(await signed1559({ nonce: nonce++ })).hex])).status, 202);
+  const limited = await rpc(relay.base, zeroTps!.uuid, 'eth_sendRawTransaction', [(await signed1559({ nonce: nonce++ })).hex]);
+  assert.equal(limited.status, 429);
+  assert.equal(limited.json.error.code, -32005);
+  assert.equal(limited.headers.get('retry-after'), '60');
+  assert.equal(limited.headers.get('x-ratelimit-retry-after-ms'), '60000');
+
+  const ping = await fetch(relay.base + '/ping');
+  assert.equal(await ping.text(), 'pong', 'the relay is still serving');
+});
+
+test('at the live-account cap the admin API answers 507 TXR_ACCOUNT_LIMIT and stores nothing; the CLI prints why and exits 1', async (t) => {
+  const dir = tempDir(t);
+  const store = Store.open(dir);
+  t.after(() => store.close());
+  const accounts = AccountStore.open(store, { maxLive: 2 });
+  const token = 'cap-test-token';
+  const config = loadConfig({ env: {}, overrides: { storage: { data_dir: dir }, admin: { token } } });
+  // Whichever acceptor this Node gets by default (node:http where no uWS build loads).
+  const { uws } = loadAcceptor('auto');
+  const app = createAdminApp({ uws, config, token, accounts, batches: null, metrics: new Metrics(), health: () => ({ ok: true }) });
+  const port = await new Promise<number>((resolve, reject) =>
+    app.listen('127.0.0.1', 0, (s) => {
+      if (!s) return reject(new Error('admin listen failed'));
+      t.after(() => uws.us_listen_socket_close(s));
+      resolve(uws.us_socket_local_port(s as any));
+    }),
+  );
+  const call = async (method: string, path: string, body?: unknown) => {
+    const r = await fetch(`http://127.0.0.1:${port}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: r.status, json: (await r.json()) as any };
+  };
+
+  const first = await call('POST', '/admin/accounts', {});
+  assert.equal(first.status, 201);
+  assert.equal((await call('POST', '/admin/accounts', { plan: 'paid' })).status, 201);
+  const refused = await call('POST', '/admin/accounts', {});
+  assert.equal(refused.status, 507);
+  assert.equal(refused.json.error.code, 'TXR_ACCOUNT_LIMIT');
+  assert.match(refused.json.error.message, /at most 2 live accounts/);
+  assert.equal((await call('GET', '/admin/accounts')).json.length, 2, 'the refused account was not stored');
+  assert.equal(accounts.size, 2);
+
+  const env = { ...process.env, TXRELAY_ADMIN_PORT: String(port), TXRELAY_ADMIN_TOKEN: token, TXRELAY_STORAGE_DATA_DIR: dir };
+  const cli = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    execFile(process.execPath, [CLI, 'accounts', 'create'], { env }, (err, stdout, stderr) => resolve({ code: err ? (err as any).code : 0, stdout, stderr })),
+  );
+  assert.equal(cli.code, 1);
+  assert.equal(cli.stdout, '');
+  assert.match(cli.stderr, /account limit reached: this node holds at most 2 live accounts/);
+
+  // Revoking frees a place at once.
+  assert.equal((await call('DELETE', `/admin/accounts/${first.json.uuid}`)).status, 200);
+  assert.equal((await call('POST', '/admin/accounts', {})).status, 201);
+});

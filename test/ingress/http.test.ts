@@ -1,0 +1,259 @@
+/**
+ * Answer coalescing in `send` (src/ingress/http.ts): the first answer of an
+ * event-loop turn is written at once, later answers of the same turn at the
+ * end of the turn, back to back; an answer whose client went away meanwhile
+ * is dropped, never written.
+ *
+ * Which answers are held inside one turn cannot be seen through a socket, so
+ * the first two tests drive `send` with a recording stand-in for uWS's
+ * response object (the one place this file does not use the real thing);
+ * the last one answers parked requests in one turn through the real acceptor
+ * (uWS where a build loads, node:http otherwise) over real sockets.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
+import { begin, flushHeldAnswers, guard, heldRefusals, holdAnswers, joinHeaders, releaseHeldRefusals, retryAfterHeaders, send, sendHeld, setAnswerCoalescing, type Headers, type Res } from '../../src/ingress/http.js';
+import { loadAcceptor, type HttpResponse, type us_listen_socket } from '../../src/ingress/uws.js';
+import { RawConnection } from '../helpers/raw-http.js';
+
+/** Records what a handler wrote; `abort()` plays a client closing its connection. */
+function recorder(log: string[], name: string): Res & { abort(): void } {
+  let onAborted: (() => void) | null = null;
+  const r = {
+    onAborted(h: () => void) {
+      onAborted = h;
+      return r;
+    },
+    cork(cb: () => void) {
+      cb();
+      return r;
+    },
+    writeStatus(s: string) {
+      log.push(`${name} ${s}`);
+      return r;
+    },
+    writeHeader() {
+      return r;
+    },
+    end(body: string) {
+      log.push(`${name} body ${body}`);
+      return r;
+    },
+    abort() {
+      onAborted?.();
+    },
+  };
+  return guard(r as unknown as HttpResponse) as Res & { abort(): void };
+}
+
+test('the first answer of a turn is written at once; later answers of that turn at its end, in order', async () => {
+  await nextTurn(); // start from a fresh turn
+  const log: string[] = [];
+  const [a, b, c] = ['a', 'b', 'c'].map((n) => recorder(log, n));
+  send(a!, 200, null, '1');
+  assert.deepEqual(log, ['a 200 OK', 'a body 1'], 'the first answer went out synchronously');
+  send(b!, 429, null, '2');
+  send(c!, 503, null, '3');
+  assert.equal(log.length, 2, 'the second and third answers are held until the turn ends');
+  await nextTurn();
+  assert.deepEqual(log, ['a 200 OK', 'a body 1', 'b 429 Too Many Requests', 'b body 2', 'c 503 Service Unavailable', 'c body 3']);
+  const d = recorder(log, 'd');
+  send(d, 200, null, '4');
+  assert.deepEqual(log.slice(-2), ['d 200 OK', 'd body 4'], 'a new turn starts with an immediate answer again');
+});
+
+test('holdAnswers (a verifier batch answered outside a socket callback) holds the first answer too, until the flush', async () => {
+  await nextTurn();
+  const log: string[] = [];
+  const [a, b] = ['a', 'b'].map((n) => recorder(log, n));
+  holdAnswers();
+  send(a!, 200, null, '1');
+  send(b!, 200, null, '2');
+  assert.equal(log.length, 0, 'nothing written while the batch is answered');
+  flushHeldAnswers();
+  assert.deepEqual(log, ['a 200 OK', 'a body 1', 'b 200 OK', 'b body 2'], 'the whole batch written back to back, in order');
+  await nextTurn();
+  const c = recorder(log, 'c');
+  send(c, 200, null, '3');
+  assert.deepEqual(log.slice(-2), ['c 200 OK', 'c body 3'], 'the next turn starts with an immediate answer again');
+  // With coalescing off nothing is ever held.
+  setAnswerCoalescing(false);
+  try {
+    holdAnswers();
+    send(recorder(log, 'd'), 200, null, '4');
+    assert.deepEqual(log.slice(-2), ['d 200 OK', 'd body 4']);
+  } finally {
+    setAnswerCoalescing(true);
+  }
+});
+
+test('a held refusal (limits.shed_hold_ms) is written once its hold is over, in arrival order; a client that left gets nothing', async () => {
+  await nextTurn();
+  const log: string[] = [];
+  const [a, b, c] = ['a', 'b', 'c'].map((n) => recorder(log, n));
+  const t0 = performance.now();
+  sendHeld(a!, 40, 503, null, '1');
+  sendHeld(b!, 40, 503, null, '2');
+  sendHeld(c!, 40, 503, null, '3');
+  assert.equal(heldRefusals(), 3);
+  await nextTurn();
+  assert.equal(log.length, 0, 'nothing written in the turn, nor at its end');
+  b!.abort();
+  send(a!, 200, null, 'again');
+  while (log.length === 0) await sleep(5);
+  assert.ok(performance.now() - t0 >= 39, `written after its hold (${(performance.now() - t0).toFixed(1)} ms)`);
+  assert.deepEqual(log, ['a 503 Service Unavailable', 'a body 1', 'c 503 Service Unavailable', 'c body 3'], 'answering it again was a no-op');
+  assert.equal(heldRefusals(), 0);
+  // A hold of 0 is an ordinary answer.
+  await nextTurn();
+  sendHeld(recorder(log, 'd'), 0, 503, null, '4');
+  assert.deepEqual(log.slice(-2), ['d 503 Service Unavailable', 'd body 4']);
+});
+
+test('held refusals are all written at once on shutdown (releaseHeldRefusals), none left for the closing listeners', async () => {
+  await nextTurn();
+  const log: string[] = [];
+  const [a, b] = ['a', 'b'].map((n) => recorder(log, n));
+  sendHeld(a!, 10_000, 503, null, '1');
+  sendHeld(b!, 5, 503, null, '2');
+  assert.equal(log.length, 0);
+  releaseHeldRefusals();
+  assert.deepEqual(log, ['a 503 Service Unavailable', 'a body 1', 'b 503 Service Unavailable', 'b body 2'], 'in arrival order');
+  assert.equal(heldRefusals(), 0);
+  await sleep(20);
+  assert.equal(log.length, 4, 'and never again when their timers would have run');
+});
+
+test('Retry-After pairs and joined header lists: reused while the same one is asked for, right values every time', () => {
+  const pair = (ms: number) => retryAfterHeaders(ms).map(([k, v]) => `${k}: ${v}`);
+  assert.deepEqual(pair(1500), ['retry-after: 2', 'x-ratelimit-retry-after-ms: 1500']);
+  const first = retryAfterHeaders(1500);
+  assert.equal(retryAfterHeaders(1500), first, 'a run of the same wait reuses one list');
+  assert.deepEqual(pair(1500), ['retry-after: 2', 'x-ratelimit-retry-after-ms: 1500'], 'and it still says the same');
+  assert.deepEqual(pair(250.2), ['retry-after: 1', 'x-ratelimit-retry-after-ms: 251']);
+  assert.deepEqual(pair(Infinity), ['retry-after: 60', 'x-ratelimit-retry-after-ms: 60000']);
+  const a: Headers = [['x-a', '1']];
+  const b: Headers = [['x-b', '2']];
+  // Compared as plain pairs: a reused list also carries its encoded bytes.
+  const plain = (h: Headers) => h.map(([k, v]) => [k, v]);
+  assert.deepEqual(plain(joinHeaders(a, b)), [['x-a', '1'], ['x-b', '2']]);
+  assert.equal(joinHeaders(a, b), joinHeaders(a, b), 'the same pair is one list');
+  assert.deepEqual(plain(joinHeaders(a, b)), [['x-a', '1'], ['x-b', '2']]);
+  assert.equal(joinHeaders([], b), b);
+  assert.deepEqual(plain(joinHeaders(b, a)), [['x-b', '2'], ['x-a', '1']]);
+});
+
+test('a held answer whose client went away before the turn ended is dropped, and the others still go out', async () => {
+  await nextTurn();
+  const log: string[] = [];
+  const [a, b, c] = ['a', 'b', 'c'].map((n) => recorder(log, n));
+  send(a!, 200, null, '1');
+  send(b!, 200, null, '2');
+  send(c!, 200, null, '3');
+  b!.abort();
+  await nextTurn();
+  assert.deepEqual(log, ['a 200 OK', 'a body 1', 'c 200 OK', 'c body 3']);
+  // Answering twice is still a no-op, held or not.
+  send(c!, 500, null, 'again');
+  await nextTurn();
+  assert.equal(log.length, 4);
+});
+
+test('answers held in a turn go out when their maker flushes, before the turn ends', async () => {
+  await nextTurn();
+  const log: string[] = [];
+  const [a, b, c] = ['a', 'b', 'c'].map((n) => recorder(log, n));
+  send(a!, 200, null, '1');
+  send(b!, 200, null, '2');
+  flushHeldAnswers();
+  assert.deepEqual(log, ['a 200 OK', 'a body 1', 'b 200 OK', 'b body 2']);
+  send(c!, 200, null, '3');
+  assert.equal(log.length, 4, 'the turn has not ended: later answers are still held');
+  await nextTurn();
+  assert.deepEqual(log.slice(-2), ['c 200 OK', 'c body 3']);
+});
+
+test('with http.coalesce_answers off every answer is written when it is made', async () => {
+  await nextTurn();
+  const log: string[] = [];
+  const [a, b] = ['a', 'b'].map((n) => recorder(log, n));
+  setAnswerCoalescing(false);
+  try {
+    send(a!, 200, null, '1');
+    send(b!, 200, null, '2');
+    assert.deepEqual(log, ['a 200 OK', 'a body 1', 'b 200 OK', 'b body 2']);
+  } finally {
+    setAnswerCoalescing(true);
+  }
+});
+
+test('requests answered together in one turn all get their own answer, over real sockets', async () => {
+  const acceptor = loadAcceptor('auto');
+  const app = acceptor.uws.App();
+  const parked: Res[] = [];
+  const N = 8;
+  app.post('/park', (r) => {
+    const res = guard(r);
+    parked.push(res);
+    // Read the (empty) body so uWS considers the request complete.
+    res.onData(() => {});
+    if (parked.length === N) {
+      // One turn answers all of them: the first at once, the rest at the turn's end.
+      parked.forEach((p, i) => send(p, 200, 'text/plain', `answer ${i}`));
+    }
+  });
+  const listen = await new Promise<us_listen_socket>((resolve, reject) =>
+    app.listen('127.0.0.1', 0, (s) => (s ? resolve(s) : reject(new Error('listen failed')))),
+  );
+  const port = acceptor.uws.us_socket_local_port(listen);
+  const conns: RawConnection[] = [];
+  try {
+    for (let i = 0; i < N; i++) {
+      const c = new RawConnection(port);
+      conns.push(c);
+      await c.write(`POST /park HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n`);
+      // Keep arrival order = park order, so answer i belongs to connection i.
+      while (parked.length < i + 1) await nextTurn();
+    }
+    await Promise.all(conns.map((c) => c.until(() => c.responses().length >= 1, 5_000)));
+    conns.forEach((c, i) => {
+      const r = c.responses();
+      assert.equal(r.length, 1, `connection ${i} got exactly one answer`);
+      assert.equal(r[0]!.status, 200);
+      assert.equal(r[0]!.body, `answer ${i}`);
+    });
+  } finally {
+    for (const c of conns) c.destroy();
+    acceptor.uws.us_listen_socket_close(listen);
+    app.close();
+  }
+});
+
+test('answers made in their handlers, several in one turn, go out without the door registering an abort handler', async () => {
+  // A refusal at the gate is answered before its handler returns, with no abort handler of its own;
+  // a second one in the same turn is held past the return, which uWS allows only with one (else it
+  // aborts the process, and the node:http acceptor throws): send registers it for what it holds.
+  const acceptor = loadAcceptor('auto');
+  const app = acceptor.uws.App();
+  let n = 0;
+  app.post('/refuse', (r) => send(begin(r), 429, 'text/plain', `refused ${n++}`));
+  const listen = await new Promise<us_listen_socket>((resolve, reject) =>
+    app.listen('127.0.0.1', 0, (s) => (s ? resolve(s) : reject(new Error('listen failed')))),
+  );
+  const port = acceptor.uws.us_socket_local_port(listen);
+  const N = 8;
+  const conns = Array.from({ length: N }, () => new RawConnection(port));
+  try {
+    await Promise.all(conns.map((c) => c.connected()));
+    // Written together, read by the acceptor in one poll: one turn answers them all.
+    await Promise.all(conns.map((c) => c.write(`POST /refuse HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}`)));
+    await Promise.all(conns.map((c) => c.until(() => c.responses().length >= 1, 5_000)));
+    for (const c of conns) assert.deepEqual(c.responses().map((r) => r.status), [429]);
+    assert.equal(n, N);
+  } finally {
+    for (const c of conns) c.destroy();
+    acceptor.uws.us_listen_socket_close(listen);
+    app.close();
+  }
+});
