@@ -8,8 +8,7 @@
  * 200 B input takes 0.76 µs against 1.04 µs for hash-wasm, whose digest is a
  * fresh array each time (both from JS, 2-vCPU AMD EPYC, Node 20.20).
  * hash-wasm's WebAssembly comes next: 0.93 µs against 7.6 µs for
- * @noble/hashes (bench/evm.bench.ts; an earlier run elsewhere gave 1.5 µs
- * against 12.7 µs).
+ * @noble/hashes (bench/evm.bench.ts).
  * It needs one asynchronous compile per thread, so `initKeccak()` is awaited
  * at start-up (and in each worker); until it has run, or if WebAssembly is
  * unavailable, @noble/hashes answers. The API is the same whichever answers,

@@ -1,6 +1,6 @@
 /**
- * `0x`-hex text <-> bytes for family A (SPEC 4.1: "Only one `0x` prefix is
- * allowed"). Both directions sit on the hot path of every EVM submission.
+ * `0x`-hex text <-> bytes for family A (only one `0x` prefix is allowed:
+ * docs/protocol.md#evm-single-transactions). Both directions sit on the hot path of every EVM submission.
  * Parsing goes through a 256-entry nibble table rather than a regular
  * expression or parseInt per pair (0.8 µs for a 150-byte transaction; a
  * 64 Ki-entry pair table and Buffer#write measured the same, and Buffer#write
@@ -20,7 +20,7 @@ for (let i = 0; i < 6; i++) {
 /**
  * Parses a signed transaction written as `0x` followed by an even, non-zero
  * number of hex digits in either case. The caller trims surrounding whitespace
- * (SPEC 4.1 allows it around the plain-text body); anything else is rejected.
+ * (allowed around the plain-text body); anything else is rejected.
  */
 export function parseHexTransaction(text: string): Uint8Array {
   const n = text.length;

@@ -32,9 +32,9 @@ import { base58EncodeAt } from '../../native/base58.js';
 import { DecodeError } from '../../errors.js';
 import { ByteReader } from './bytes.js';
 
-/** Solana's UDP packet payload: IPv6 minimum MTU 1280 - 40 (IPv6 header) - 8 (fragment header). Legacy/v0 everywhere, v1 over UDP (SPEC 8, DECISIONS 6). */
+/** Solana's UDP packet payload: IPv6 minimum MTU 1280 - 40 (IPv6 header) - 8 (fragment header). Legacy/v0 everywhere, v1 over UDP (docs/protocol.md#limits). */
 export const PACKET_DATA_SIZE = 1232;
-/** SIMD-0385 "Transaction Constraints": v1 may reach 4096 bytes, which only fits the HTTP doors (SPEC 8, DECISIONS 6). */
+/** SIMD-0385 "Transaction Constraints": v1 may reach 4096 bytes, which only fits the HTTP doors (docs/protocol.md#limits). */
 export const MAX_V1_TX_SIZE = 4096;
 /** SIMD-0385 VersionByte: MESSAGE_VERSION_PREFIX (0x80) | 1. */
 export const V1_VERSION_BYTE = 0x81;
@@ -164,7 +164,7 @@ export class SolanaTxView {
 }
 
 /**
- * The size limit for one transaction (SPEC 8, DECISIONS 6): 4096 for a v1
+ * The size limit for one transaction (docs/protocol.md#limits): 4096 for a v1
  * transaction arriving over HTTP, 1232 for everything else (legacy and v0
  * anywhere; any transaction inside a UDP datagram).
  */
@@ -446,7 +446,7 @@ export function messageBytes(bytes: Uint8Array, view: SolanaTxView): Uint8Array 
   return bytes.subarray(view.messageOffset, view.messageOffset + view.messageLength);
 }
 
-/** The transaction signature as Solana RPCs print it (SPEC 2.4, 2.6). */
+/** The transaction signature as Solana RPCs print it. */
 export function firstSignatureBase58(bytes: Uint8Array, view: SolanaTxView): string {
   // The native addon encodes in place (28x bs58 for 64 bytes; falls back to bs58 itself).
   return base58EncodeAt(bytes, view.signaturesOffset, 64);

@@ -1,5 +1,5 @@
 /**
- * The bundle tip rule (SPEC 4.6, 7.2; DECISIONS 6): sum the lamports that
+ * The bundle tip rule (docs/protocol.md#solana-bundles): sum the lamports that
  * System Program `Transfer` and `TransferWithSeed` instructions send to one of
  * the service's tip accounts. Only a destination written as a static account
  * key counts; an address loaded through a lookup table is invisible to the
@@ -88,9 +88,9 @@ function prefix(b: Uint8Array, o: number): number {
 }
 
 export interface TipSum {
-  /** At least one System transfer to a tip account (SPEC 7.2: otherwise 606). */
+  /** At least one System transfer to a tip account (otherwise 606). */
   found: boolean;
-  /** Their lamports (SPEC 7.2: below the plan minimum is 607). */
+  /** Their lamports (below the plan minimum is 607). */
   lamports: bigint;
 }
 
@@ -119,7 +119,7 @@ export function sumTips(bytes: Uint8Array, view: SolanaTxView, tips: TipAccounts
     }
     if (table[t + IX_ACCOUNTS_LENGTH]! <= destinationSlot) continue; // NotEnoughAccountKeys on chain
     const to = bytes[table[t + IX_ACCOUNTS_OFFSET]! + destinationSlot]!;
-    if (to >= numStatic) continue; // loaded from a lookup table: invisible (DECISIONS 6)
+    if (to >= numStatic) continue; // loaded from a lookup table: invisible
     if (!tips.has(bytes, keys + to * KEY_BYTES)) continue;
     found = true;
     lamports += readU64(bytes, d + 4);
@@ -127,7 +127,7 @@ export function sumTips(bytes: Uint8Array, view: SolanaTxView, tips: TipAccounts
   return { found, lamports };
 }
 
-/** Tips across a bundle (SPEC 4.6: the tip may sit in any one transaction). */
+/** Tips across a bundle (the tip may sit in any one transaction). */
 export function sumBundleTips(txs: readonly { bytes: Uint8Array; view: SolanaTxView }[], tips: TipAccounts): TipSum {
   let found = false;
   let lamports = 0n;
