@@ -1,8 +1,8 @@
 /**
- * Accounts (DECISIONS 5): durable in lmdb, served from memory. Every account
+ * Accounts (docs/protocol.md#admin-api): durable in lmdb, served from memory. Every account
  * is loaded at open so the admission hot path authenticates synchronously,
  * from UUID text (HTTP doors) or from the 16 raw bytes of a UDP packet
- * (SPEC 2.7) without building a string.
+ * (docs/protocol.md#udp) without building a string.
  *
  * Mutations of one account are serialised, written durably, then applied to
  * memory and announced through onChange before their promise resolves, so a
@@ -43,7 +43,7 @@ export interface AccountRecord {
   readonly created_at: string;
 }
 
-/** Body of POST and PATCH /admin/accounts (DECISIONS 5); every field optional. */
+/** Body of POST and PATCH /admin/accounts (docs/protocol.md#admin-api); every field optional. */
 export interface AccountInput {
   plan?: Plan;
   evm?: { enabled?: boolean; tps?: number; burst?: number };
@@ -242,7 +242,7 @@ export class AccountStore {
         plan,
         evm: { enabled: body.evm?.enabled ?? true, tps: evmTps, burst: body.evm?.burst ?? defaultBurst(evmTps) },
         solana: {
-          // SPEC 1.5: registration enables family B (at the plan's solana_tps, 2 by default).
+          // Registration enables family B (at the plan's solana_tps, 2 by default).
           enabled: body.solana?.enabled ?? true,
           tps: solTps,
           burst: body.solana?.burst ?? defaultBurst(solTps),
@@ -306,7 +306,7 @@ export class AccountStore {
     return this.active.find(scratch);
   }
 
-  /** Hot path: the active account for 16 raw UUID bytes at `offset` (SPEC 2.7); undefined if unknown, revoked or out of bounds. */
+  /** Hot path: the active account for 16 raw UUID bytes at `offset` (UDP packet order); undefined if unknown, revoked or out of bounds. */
   lookupBytes(b: Uint8Array, offset: number): AccountRecord | undefined {
     if (!uuidByteWords(b, offset, scratch)) return undefined;
     return this.active.find(scratch);

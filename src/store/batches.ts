@@ -1,5 +1,5 @@
 /**
- * Family A batch receive records (SPEC 3, DECISIONS 7).
+ * Family A batch receive records (docs/protocol.md#batch-records).
  *
  * The door persists the record before any rate check (`persist`, durable when
  * it resolves; a rejection is RelayError BATCH_RECORD: 503 -32011, nothing
@@ -15,13 +15,13 @@ import { E, RelayError } from '../errors.js';
 import type { Store } from './db.js';
 import { BATCH_ID_PATTERN, batchIdFloor, batchIdTime, nextBatchId } from './ids.js';
 
-/** SPEC 3 statuses this node produces for a batch item. */
+/** Statuses this node produces for a batch item (docs/protocol.md#statuses). */
 export type ItemStatus = 'queued' | 'duplicate' | 'not-sent';
 
 export interface BatchItemOutcome {
   status: ItemStatus;
   duplicate?: boolean;
-  /** JSON-RPC error code of a `not-sent` item (DECISIONS 6). */
+  /** JSON-RPC error code of a `not-sent` item (docs/protocol.md#evm-batches). */
   error_code?: number;
 }
 

@@ -1,6 +1,5 @@
 /**
- * The one lmdb environment under `storage.data_dir` (DECISIONS 2, 7) and its
- * named databases:
+ * The one lmdb environment under `storage.data_dir` and its named databases:
  *
  *   accounts      uuid (lowercase text)  -> account record
  *   batches       batch_id               -> batch receive record
@@ -31,8 +30,8 @@
  * - `noSync` is never set: a crash of the machine could lose acknowledged
  *   records.
  *
- * Permissions. The accounts database holds UUIDs, which are credentials
- * (SPEC 5.6), so the data directory is 0700 and lmdb's files 0600. lmdb
+ * Permissions. The accounts database holds UUIDs, which are credentials,
+ * so the data directory is 0700 and lmdb's files 0600. lmdb
  * creates its files with the mode we pass (`permissionsMode`, minus the
  * umask, which only removes bits), so a new file is never readable by others,
  * not even for a moment; a chmod afterwards makes it exactly 0600 under any

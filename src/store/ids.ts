@@ -1,14 +1,14 @@
 /**
  * Identifiers of the embedded store.
  *
- * Batch ids (DECISIONS 7) follow the ULID layout: 48 bits of Unix milliseconds
+ * Batch ids follow the ULID layout: 48 bits of Unix milliseconds
  * then 80 random bits, written as 26 Crockford base32 characters. The alphabet
  * is in ASCII order, so string order is time order, and lmdb's key order is
  * upload order. Within one millisecond (or when the clock steps back) the
  * random part is incremented instead of redrawn, so ids from one process are
  * strictly increasing.
  *
- * Account UUIDs (SPEC 2.1, 2.7) are handled as four 32-bit words so the hot
+ * Account UUIDs are handled as four 32-bit words so the hot
  * lookups parse text or packet bytes without allocating a string.
  */
 import { randomFillSync } from 'node:crypto';
@@ -129,7 +129,7 @@ export function uuidTextWords(s: string, out: UuidWords): boolean {
   return (bad & 16) === 0;
 }
 
-/** Reads 16 raw UUID bytes (canonical byte order, SPEC 2.7) at `offset` into `out`; false if out of bounds. */
+/** Reads 16 raw UUID bytes (canonical byte order, as in a UDP packet) at `offset` into `out`; false if out of bounds. */
 export function uuidByteWords(b: Uint8Array, offset: number, out: UuidWords): boolean {
   if (!(offset >= 0 && offset + 16 <= b.length)) return false;
   for (let j = 0; j < 4; j++) {

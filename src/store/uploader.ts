@@ -1,6 +1,6 @@
 /**
  * Copies batch receive records to PostgreSQL when `database.url` is set
- * (DECISIONS 7). One loop, one connection: take the oldest queued records,
+ * (docs/protocol.md#batch-records). One loop, one connection: take the oldest queued records,
  * upsert them in one statement, and only after PostgreSQL has committed it
  * mark those versions uploaded in lmdb. A crash between the two re-uploads
  * them, which the upsert makes harmless. Database errors are retried with
