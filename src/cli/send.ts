@@ -67,7 +67,7 @@ export async function send(door: SendDoor, txArgs: string[], o: SendFlags): Prom
     const u = await UdpSender.create({ host: o.udpHost, port: o.udpPort, apiKey: o.key });
     try {
       await u.send(txs[0]!.bytes);
-      // UDP has no answer (SPEC 4.8): "sent" is all that can be said.
+      // UDP has no answer: "sent" is all that can be said.
       return { ok: true, outcome: { kind: 'sent', bytes: txs[0]!.bytes.length } };
     } finally {
       await u.close();

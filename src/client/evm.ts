@@ -1,5 +1,5 @@
 /**
- * Family A client (SPEC 7.1 client rules): classifies every answer into a
+ * Family A client (client rules: docs/protocol.md#statuses): classifies every answer into a
  * typed outcome, retries only `not-sent` + `retry_safe` after the advertised
  * wait and within the caller's budget, never resends queued, duplicate or
  * uncertain transactions, and reconciles uncertain ones through the caller's
@@ -124,7 +124,7 @@ export class EvmClient {
   /**
    * For an uncertain outcome, asks the caller's chain RPC whether the
    * transaction is known. Never resubmits; `not-found-yet` does not prove
-   * that nothing was sent (SPEC 7.1 rule 5).
+   * that nothing was sent.
    */
   async reconcile(outcome: TxOutcome): Promise<'found' | 'not-found-yet'> {
     if (!this.chainRpc) throw new TypeError('reconcile needs the chainRpc option');
@@ -157,7 +157,7 @@ function asRetry(v: unknown): RetryInstruction | undefined {
   return v === 'retry_safe' || v === 'do_not_retry_automatically' ? v : undefined;
 }
 
-/** SPEC 7.1 / 9.3 rules for one single-transaction answer. */
+/** The client rules for one single-transaction answer, older nodes' answers included. */
 export function classifySingle(res: HttpResponse, local: string | undefined): TxOutcome {
   const body = safeJson(res.text);
   const ok2xx = res.status >= 200 && res.status < 300;
@@ -190,7 +190,7 @@ export function classifySingle(res: HttpResponse, local: string | undefined): Tx
   return { kind: 'uncertain', hash: local, reason: `HTTP ${res.status} error ${code}: ${message}` };
 }
 
-/** SPEC 7.1 rules 2-4 and 9.3 for a batch answer: each item on its own. */
+/** The client rules for a batch answer, older nodes' answers included: each item on its own. */
 export function classifyBatch(res: HttpResponse, locals: (string | undefined)[]): { batchId?: string; items: TxOutcome[] } {
   const body = safeJson(res.text);
   const batchId = (typeof body?.result?.batch_id === 'string' ? body.result.batch_id : undefined) ?? header(res.headers, 'x-svc-batch-id');

@@ -1,6 +1,6 @@
 /**
  * One keep-alive undici Pool per client plus a heartbeat: the relay closes
- * idle HTTP connections after ~10 s (DECISIONS 10), so while the client is
+ * idle HTTP connections after ~10 s (docs/protocol.md#deviations), so while the client is
  * idle it sends `GET /ping` every `heartbeatMs` to keep its connections warm.
  */
 import { Pool } from 'undici';

@@ -1,4 +1,4 @@
-/** txrelay/client: typed clients for both families (DECISIONS 9). */
+/** txrelay/client: typed clients for both families. */
 export { EvmClient, localTxHash, type EvmClientOptions, type SendOptions } from './evm.js';
 export { SolanaClient, UdpSender, bundleBody, udpPacket, uuidBytes, firstSignature, MAX_TX_BYTES, MAX_V1_TX_BYTES, type SolanaClientOptions, type UdpSenderOptions } from './solana.js';
 export type { TxOutcome, BatchOutcome, RetryBudget, RetryInstruction, SolanaOutcome, BundleOutcome } from './outcome.js';

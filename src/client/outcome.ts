@@ -1,4 +1,4 @@
-/** Outcome types shared by the txrelay clients (SPEC 7.1, 7.2, 9.3). */
+/** Outcome types shared by the txrelay clients (docs/protocol.md#statuses). */
 
 export type RetryInstruction = 'retry_safe' | 'do_not_retry_automatically';
 

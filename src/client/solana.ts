@@ -1,7 +1,7 @@
 /**
  * Family B client: JSON-RPC `sendTransaction`, raw `/v2`, bundles on
  * `/v2/batch` (body checked before sending), and a UDP sender that resolves
- * its host once (SPEC 4.8).
+ * its host once (docs/protocol.md#udp).
  */
 import dgram from 'node:dgram';
 import { lookup } from 'node:dns/promises';
@@ -29,13 +29,13 @@ export class SolanaClient {
     this.apiKey = o.apiKey;
   }
 
-  /** JSON-RPC `sendTransaction` with a base64 transaction (SPEC 2.4). */
+  /** JSON-RPC `sendTransaction` with a base64 transaction. */
   async sendTransaction(bytes: Uint8Array): Promise<SolanaOutcome> {
     const body = JSON.stringify({ jsonrpc: '2.0', id: this.nextId++, method: 'sendTransaction', params: [Buffer.from(bytes).toString('base64'), { encoding: 'base64' }] });
     return this.single(bytes, { method: 'POST', path: '/', headers: { 'content-type': 'application/json', 'api-key': this.apiKey }, body });
   }
 
-  /** Raw binary submit on `/v2` (SPEC 4.5). */
+  /** Raw binary submit on `/v2`. */
   async sendRaw(bytes: Uint8Array): Promise<SolanaOutcome> {
     return this.single(bytes, { method: 'POST', path: '/v2', headers: { 'content-type': 'application/octet-stream', 'api-key': this.apiKey }, body: bytes });
   }
@@ -76,7 +76,7 @@ export class SolanaClient {
 }
 
 /**
- * Plain-text (SPEC 7.2) or JSON-RPC errors are final rejections; a 5xx other
+ * Plain-text or JSON-RPC errors are final rejections; a 5xx other
  * than the relay's explicit "not sent" 503, or a 200 we cannot read, may have
  * been forwarded and is uncertain.
  */
@@ -89,7 +89,7 @@ function failure(res: HttpResponse): { kind: 'rejected'; status: number; message
   return { kind: 'uncertain', reason: `HTTP ${res.status}: ${message}` };
 }
 
-/** SPEC 2.5 body; checks count and per-transaction size limits (SPEC 8, DECISIONS 6). */
+/** The `/v2/batch` body (docs/protocol.md#solana-bundles); checks count and per-transaction size limits (docs/protocol.md#limits). */
 export function bundleBody(txs: Uint8Array[]): Buffer {
   if (!Array.isArray(txs) || txs.length < 1 || txs.length > 4) {
     throw new TypeError(`a bundle holds 1 to 4 transactions, got ${Array.isArray(txs) ? txs.length : 'none'}`);
@@ -131,7 +131,7 @@ export function firstSignature(tx: Uint8Array): string | undefined {
 }
 
 /**
- * The SPEC 2.7 datagram: magic 43 6 58 10, method 0, the 16 raw UUID bytes,
+ * The UDP datagram (docs/protocol.md#udp): magic 43 6 58 10, method 0, the 16 raw UUID bytes,
  * u16 LE length, the transaction. Throws TypeError above 1232 bytes.
  */
 export function udpPacket(key: Uint8Array, tx: Uint8Array): Buffer {
@@ -150,7 +150,7 @@ export interface UdpSenderOptions {
   apiKey: string;
 }
 
-/** Fire-and-forget UDP sender (SPEC 2.7, 4.8): one socket, host resolved once. */
+/** Fire-and-forget UDP sender: one socket, host resolved once. */
 export class UdpSender {
   private constructor(
     private readonly socket: dgram.Socket,
@@ -168,7 +168,7 @@ export class UdpSender {
     return new UdpSender(socket, address, o.port ?? 16888, key);
   }
 
-  /** The SPEC 2.7 datagram for `tx`; throws TypeError above 1232 bytes. */
+  /** The UDP datagram for `tx`; throws TypeError above 1232 bytes. */
   packet(tx: Uint8Array): Buffer {
     return udpPacket(this.key, tx);
   }
@@ -184,7 +184,7 @@ export class UdpSender {
   }
 }
 
-/** The 16 raw bytes of a canonical Account UUID (SPEC 2.7); the message never repeats the key. */
+/** The 16 raw bytes of a canonical Account UUID; the message never repeats the key. */
 export function uuidBytes(uuid: string): Uint8Array {
   const b = uuidToBytes(uuid);
   if (!b) throw new TypeError('apiKey must be an Account UUID in canonical text form');
