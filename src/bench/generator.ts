@@ -280,7 +280,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     cleanup = () => pool.close();
   } else {
     const host = new URL(opts.url).hostname.replace(/^\[|\]$/g, '');
-    const { address, family } = await lookup(host); // once (SPEC 4.8)
+    const { address, family } = await lookup(host); // once, not per send
     const sock = dgram.createSocket(family === 6 ? 'udp6' : 'udp4');
     const port = opts.udpPort ?? 16888;
     const { datagrams } = target;

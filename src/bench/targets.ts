@@ -17,7 +17,7 @@ export function isDoor(s: string): s is Door {
 
 export const isEvm = (d: Door): boolean => d.startsWith('evm-');
 
-/** SPEC 2.5: 1-4 transactions per bundle. */
+/** 1-4 transactions per bundle (docs/protocol.md#solana-bundles). */
 export const MAX_BUNDLE = 4;
 
 /** Transactions carried by one request (datagram) of this door. */

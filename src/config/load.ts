@@ -122,7 +122,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   return cfg as Config;
 }
 
-/** Leaf keys with defaults, for `--help` and the README table. */
+/** Leaf keys with defaults, for `--help` and the table in docs/configuration.md. */
 export function describeKeys(): { key: string; env: string; default: unknown }[] {
   return LEAVES.map((l) => ({ key: l.path.join('.'), env: envName(l.path), default: l.schema.default }));
 }

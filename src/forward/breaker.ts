@@ -1,5 +1,5 @@
 /**
- * Circuit breaker for one upstream (DECISIONS 8): a pure state machine with
+ * Circuit breaker for one upstream (docs/protocol.md#forwarding): a pure state machine with
  * an injected clock, so every transition is unit-testable without a socket.
  *
  *   closed --5 failures in a row--> open --cool-down elapsed, next request--> half-open

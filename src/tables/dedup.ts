@@ -1,6 +1,6 @@
 /**
  * The dedup filter: "a hash seen on this node within the window is a
- * duplicate" (DECISIONS 2, `dedup.window_s`), shared by every thread.
+ * duplicate" (`dedup.window_s`; docs/protocol.md#duplicates), shared by every thread.
  *
  * A bucketed hash table of fingerprints with a per-bucket lock and two
  * bucket choices per key (insert into the less loaded one). Keys are

@@ -1,6 +1,6 @@
 /**
- * Per-source-IP token buckets (`limits.ip_rps`, `limits.ip_burst`, DECISIONS 2
- * and 5) in a bounded, bucketed hash table shared by every thread.
+ * Per-source-IP token buckets (`limits.ip_rps`, `limits.ip_burst`;
+ * docs/protocol.md#rate-limits) in a bounded, bucketed hash table shared by every thread.
  *
  * An IP is located by a keyed hash of its text (keyed-hash.ts), so nobody can
  * aim many addresses at one bucket. The table never grows: when an IP's
@@ -60,7 +60,7 @@ const FIRST_ENTRY_BYTE = 8;
 const TAG_B = 1;
 const ENTRY_TOKENS_BYTE = 8;
 
-/** DECISIONS 2 defaults. */
+/** Defaults of `limits.ip_rps` and `limits.ip_burst` (docs/configuration.md). */
 export const DEFAULT_IP_RPS = 1000;
 export const DEFAULT_IP_BURST = 2000;
 /** Distinct IPs tracked at once; beyond that the fullest (idlest) entries are recycled. */

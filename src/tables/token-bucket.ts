@@ -1,7 +1,7 @@
 /**
  * Per-account token buckets in a SharedArrayBuffer, one slot per account per
- * family, read and written from every thread (DECISIONS 5: over any interval
- * t, admitted <= burst + TPS * t). The caller maps accounts to slot numbers.
+ * family, read and written from every thread (docs/protocol.md#rate-limits:
+ * over any interval t, admitted <= burst + TPS * t). The caller maps accounts to slot numbers.
  *
  * Growth. A table made with `maxSlots` sits on a growable SharedArrayBuffer:
  * address space for `maxSlots` is reserved, memory is committed as `grow()`
@@ -36,7 +36,7 @@
  *
  * Why the state is float64 and not u32 milliseconds with integer milli-tokens:
  * flooring instants to whole milliseconds makes the bucket lag real time by up
- * to 1 ms, and then the DECISIONS 5 bound can be exceeded by rate * 1 ms
+ * to 1 ms, and then that bound can be exceeded by rate * 1 ms
  * (500 TPS, burst 1: takes at 0.999 ms and 2.000 ms both pass, though
  * burst + rate * 1.001 ms = 1.5005 tokens). The fields
  * are only touched under the lock, whose Atomics operations order the plain
@@ -59,7 +59,7 @@ const F_TOKENS = 2;
 
 /** Milli-tokens per token: an integer rate in tokens/s refills exactly `rate` milli-tokens per ms. */
 export const MILLI = 1000;
-/** Sanity bound on burst, far above any plan (DECISIONS 2 defaults are 2..2000). */
+/** Sanity bound on burst, far above any plan (the configured defaults are 2..2000). */
 export const MAX_BURST = 2_000_000;
 /** Sanity bound on rate (tokens/s), likewise. */
 export const MAX_RATE = 2_000_000;
