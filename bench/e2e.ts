@@ -1,5 +1,5 @@
 /**
- * `npm run bench:e2e`: the end-to-end benchmark report (issue 7 items 1-5).
+ * `npm run bench:e2e`: the end-to-end benchmark report.
  *
  * For each door, in one run, the relay against ceilings measured in the same
  * run on the same core:
@@ -13,9 +13,9 @@
  *     loop, and every request refused at the gate (`limits.ip_rps = 0`);
  *   - txrelay in the default layout (every core, `workers.threads` auto):
  *     1, 16 and 256 connections.
- * From these come the five goal ratios of item 5 and item 3's overload
- * figures (bench/e2e/goals.ts), main-thread CPU per transaction (item 2),
- * allocation per transaction and GC pauses (item 4, --trace-gc-nvp), and a
+ * From these come the five goal ratios and the overload figures
+ * (bench/e2e/goals.ts), main-thread CPU per transaction, allocation per
+ * transaction and GC pauses (--trace-gc-nvp), and a
  * CPU profile per door and layout, one table per thread.
  *
  * Placement on a 2-core box: the measured process (relay or ceiling) on core
@@ -73,7 +73,7 @@ const CHAIN_ID = 1;
 
 const RELAY_CORE = '0';
 const LOAD_CORE = '1';
-/** Issue 7's four concurrencies: serial, saturation, and two overloads. */
+/** The four concurrencies: serial, saturation, and two overloads. */
 const SERIAL = 1;
 const SATURATION = 16;
 const OVERLOAD = 256;
@@ -255,7 +255,7 @@ async function warm(c: Ctx, relay: Relay, cur: Cursor, rate: number): Promise<vo
  * (checked inline in the handler, not at the end of a busy turn), and a
  * warm-up at 16 connections alone left its JIT compiles inside the serial
  * window: TurboFan jobs of 1-2 ms on the relay's one core, each a stall a
- * serial client waits out (perf sched, by hand, 2026-11-25).
+ * serial client waits out (seen with perf sched).
  */
 async function warmBoth(c: Ctx, relay: Relay, cur: Cursor, rate: number, serialRate: number): Promise<void> {
   await warm(c, relay, cur, rate);
@@ -266,8 +266,8 @@ async function runDoor(door: Door, txs: Buffer[], sink: Sink, dir: string): Prom
   const c: Ctx = { door, dir, sink, notes: [] };
   const S = SECONDS;
   // The crypto ceiling is measured on either side of the windows its ratios are taken with: the host's
-  // speed drifts over the minutes a door takes. With one loop per family at the start of the run
-  // (2026-11-25 15:20), sendTransaction's saturation ratio came out at 1.49 against /v2's 1.27, where a
+  // speed drifts over the minutes a door takes. With one loop per family at the start of the run,
+  // sendTransaction's saturation ratio came out at 1.49 against /v2's 1.27, where a
   // perf profile of the two side by side put sendTransaction only ~2.5 µs per transaction dearer.
   log(`${door.name}: crypto ceiling (${CRYPTO_SECONDS} s tight loop on core ${RELAY_CORE})`);
   const cryptoBefore = await cryptoCeiling(door.family, txs, dir);
@@ -348,7 +348,7 @@ async function runDoor(door: Door, txs: Buffer[], sink: Sink, dir: string): Prom
     }, txs),
   );
   p.shed = await phase(c, 'pinned door shed', () =>
-    // Item 3's shed answer, measured directly: with a 1 ms bound on the queue, nearly every arrival at 256
+    // The shed answer's cost, measured directly: with a 1 ms bound on the queue, nearly every arrival at 256
     // connections is shed at the door (503) before anything of it is read. Bodies repeat as above; the few
     // that get in are checked (and, repeated, answered as duplicates).
     withRelay(c, 'pinned', { ...DOOR_SHED_ENV }, async (relay, cur) => {

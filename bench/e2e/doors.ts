@@ -26,7 +26,7 @@ export interface Door {
   okStatus: 200 | 202;
 }
 
-/** SPEC 2.5's maximum: a bundle of 4 costs the most verification per request. */
+/** A bundle's maximum: a bundle of 4 costs the most verification per request. */
 const BUNDLE_TXS = 4;
 /** Items per family A batch: well inside `evm.max_batch` (64), big enough that the per-request cost is shared. */
 const EVM_BATCH_ITEMS = 16;

@@ -48,15 +48,15 @@ export interface WrkOpts {
   lua: string;
 }
 
-/** Open-loop overload: offered rate = this x the 16-connection capacity (issue 7 item 3). */
+/** Open-loop overload: offered rate = this x the 16-connection capacity. */
 export const OPEN_FACTOR = 2;
 /**
  * Connections the open-loop generator spreads its fixed rate over (a request
  * waits for a free one: that wait counts as latency). It must exceed the
  * offered rate times the relay's answer time, or the generator is the bound:
  * with 256 it could offer at most 256 ÷ ~20 ms ≈ 13k req/s, under 2x
- * capacity, and fell 3-5 s behind its schedule in every run before
- * 2026-11-25 (those runs' open-loop goodput was the generator's). With 2048
+ * capacity, and fell 3-5 s behind its schedule (the open-loop goodput it
+ * reported was then the generator's). With 2048
  * it kept within 10-60 ms of its schedule at 2x (~16-18k req/s here).
  */
 export const OPEN_CONNECTIONS = 2048;

@@ -1,5 +1,5 @@
 /**
- * The figures issue 7 asks bench:e2e for, each a ratio of two measurements
+ * The figures bench:e2e is held to, each a ratio of two measurements
  * taken in the same run, and the goal each is held to. Pure: computed from a
  * door's measurements, so the test suite checks the arithmetic and the
  * verdicts without running the benchmark.
@@ -12,11 +12,11 @@ export interface Goal {
   label: string;
   limit: number;
   better: Better;
-  /** Issue 7 item the goal comes from. */
+  /** Report section that lists it: 5 the headline goals, 3 overload. */
   item: number;
 }
 
-/** Issue 7 item 5: the five headline figures. */
+/** The five headline figures. */
 export const GOALS = {
   serialLatency: { label: 'serial latency: relay p50 ÷ (bare uWS p50 + crypto wall µs/tx), one connection', limit: 1.3, better: 'lower', item: 5 },
   serialCpu: { label: 'serial CPU: relay µs/tx ÷ (bare uWS µs/req + crypto µs/tx), one connection', limit: 1.5, better: 'lower', item: 5 },
@@ -25,7 +25,7 @@ export const GOALS = {
   multiCore: { label: 'two cores: accepted tx/s of the default layout ÷ relay pinned to one core, 16 connections', limit: 1.5, better: 'higher', item: 5 },
 } as const satisfies Record<string, Goal>;
 
-/** Issue 7 item 3 (overload), measured by the same runs. */
+/** Overload, measured by the same runs. */
 export const OVERLOAD_GOALS = {
   goodput1024: { label: 'goodput: accepted tx/s at 1024 connections ÷ at 16, one core', limit: 0.95, better: 'higher', item: 3 },
   goodputOpen2x: { label: 'goodput: accepted tx/s offered 2x capacity open loop ÷ capacity at 16 connections, one core', limit: 0.95, better: 'higher', item: 3 },
@@ -118,8 +118,8 @@ export function shedCpuUs(run: { cpuS: number; accepted: number; refused: number
  * and a refusal costs `shedUs` where an accepted transaction costs
  * `acceptedUs`. With g the accepted share of capacity, g + (factor - g) x
  * shedUs / acceptedUs = 1 core, so g = (1 - factor x r) / (1 - r), r =
- * shedUs / acceptedUs. Priced at a bare uWS request (item 3's own bound on a
- * shed answer), it is the ceiling item 3's 2x goodput goal is measured
+ * shedUs / acceptedUs. Priced at a bare uWS request (the shed-cost goal's bound
+ * on a shed answer), it is the ceiling the 2x open-loop goodput goal is measured
  * against: at 2x, a refusal costing 1/6 of an accepted transaction caps
  * goodput at 0.8 whatever the relay does.
  */

@@ -9,7 +9,7 @@
  *
  * Why C: on these 2-core machines the Node generator spends a whole core to
  * offer ~21k req/s, under the 32-40k that 2x a fast hour's capacity needs
- * (README, Figures). Here a request costs one write and one read system
+ * (docs/benchmarks.md). Here a request costs one write and one read system
  * call; the loop sleeps in epoll until the next request is due or an answer
  * arrives, with the microsecond timeout of epoll_pwait2 (Linux 5.11+), so it
  * leaves the rest of its core to the upstream sink it shares it with.

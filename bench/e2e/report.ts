@@ -164,7 +164,7 @@ export function renderMarkdown(r: Report): string {
   );
 
   const G = r.goals;
-  L.push('## Goals (issue 7 item 5)', '');
+  L.push('## Goals', '');
   L.push(
     `| door | serial latency ${cmp(G.serialLatency)} | serial CPU ${cmp(G.serialCpu)} | saturation CPU ${cmp(G.saturationCpu)} | goodput 256 ÷ 16 ${cmp(G.goodput256)} | two cores ÷ one ${cmp(G.multiCore)} |`,
     '|---|---|---|---|---|---|',
@@ -180,7 +180,7 @@ export function renderMarkdown(r: Report): string {
   }
   L.push('');
 
-  L.push('## Overload (issue 7 item 3)', '');
+  L.push('## Overload', '');
   L.push(
     `| door | goodput 1024 ÷ 16 ${cmp(G.goodput1024)} | goodput, ${r.settings.openFactor}x offered open loop ${cmp(G.goodputOpen2x)} | shed answer ÷ bare uWS ${cmp(G.shedCost)} | refused at 256 connections | ` +
       `door shed, µs CPU/shed | gate refusal, µs CPU/answer | bare uWS at 256, µs CPU/req | ${r.settings.openFactor}x open loop: accepted p50 / p99 µs | ${r.settings.openFactor}x open loop: answered ÷ offered | ${r.settings.openFactor}x open loop: ceiling if each refusal costs a bare uWS request |`,
@@ -204,7 +204,7 @@ export function renderMarkdown(r: Report): string {
     '',
   );
 
-  L.push('## One connection, serial requests (items 1 and 2)', '');
+  L.push('## One connection, serial requests', '');
   L.push(
     'The goal ratios divide by the sum of two ceilings each measured in its own hot loop. The last two columns add ' +
       'the floor measured as one process: the bare uWS server checking each transaction inline before answering ' +
@@ -227,7 +227,7 @@ export function renderMarkdown(r: Report): string {
   }
   L.push('');
 
-  L.push('## Saturation, 16 connections (items 1, 2 and 5)', '');
+  L.push('## Saturation, 16 connections', '');
   L.push(
     'The in-process floor again: the bare uWS server checking each transaction inline at 16 connections, and checking each event-loop turn\'s transactions together at its end (as a busy txrelay does), and the relay pinned divided by each.',
     '',
@@ -251,7 +251,7 @@ export function renderMarkdown(r: Report): string {
   for (const d of r.doors) for (const t of d.defaultLayout.c16?.threads ?? []) L.push(`| ${d.door} | ${t.label} | ${f1(t.cpuUsPerAccepted)} | ${f0(t.corePct)} |`);
   L.push('');
 
-  L.push('## Allocation and GC pauses (item 4)', '');
+  L.push('## Allocation and GC pauses', '');
   L.push('| door | run | JS heap KB allocated per accepted tx (all isolates) | main thread: scavenges, p99 / max pause; full GCs | verify workers |', '|---|---|---|---|---|');
   for (const d of r.doors) {
     for (const [name, run] of [

@@ -72,7 +72,7 @@ test('relay-side quantiles come from the difference of two histogram scrapes, as
   assert.equal(q.p99UpperMs, 2);
 });
 
-// ---- issue 7 figures --------------------------------------------------------------
+// ---- goal figures ----------------------------------------------------------------
 
 test('a --trace-gc-nvp line yields its isolate, kind, pause and allocated bytes; other lines yield nothing', async () => {
   const { parseGcLine } = await import('../../bench/e2e/gc.js');
@@ -252,7 +252,7 @@ test('the report renders the five goals as value, limit and verdict, n/a for a f
     ],
   });
   const section = (title: string) => md.split('\n## ').find((s) => s.startsWith(title))!;
-  const row = section('Goals (issue 7 item 5)').split('\n').find((l) => l.startsWith('| solana-v2 |'));
+  const row = section('Goals').split('\n').find((l) => l.startsWith('| solana-v2 |'));
   // serial latency 100/(80+41) met; serial CPU 90/78 met; saturation 60/50 = 1.2 missed; goodput 0.4 missed; two cores 1.6 met.
   assert.equal(row, '| solana-v2 | 0.83x met | 1.15x met | **1.20x** missed | **0.40x** missed | 1.60x met |');
   assert.match(md, /\| goodput 1024 ÷ 16 ≥ 0.95 \|/);
