@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * accounts-cap: issue 8 finding 1 re-run. Once 524,288 (2^19) accounts had
- * ever been registered, the relay never started again (its bucket table had
+ * accounts-cap: a store past 2^19 accounts must start. Once 524,288 (2^19)
+ * accounts had ever been registered, an older relay never started again (its bucket table had
  * 2^19 seats, indexed by account id).
  *
  * Registering half a million accounts through the admin API would take many
@@ -14,9 +14,9 @@
  *   2. the account with the highest id is served on an EVM and a Solana door;
  *   3. new accounts register through the admin API (201, the next id) and
  *      are served at once; registrations per second for `--register-s`.
- * The live-account cap itself (2^20, README "Limits") has no configuration
+ * The live-account cap itself (2^20, docs/protocol.md#limits) has no configuration
  * key, so reaching it is not re-run here: test/store/accounts.test.ts and
- * test/e2e/accounts.test.ts pin it with a small cap (docs/RELIABILITY.md).
+ * test/e2e/accounts.test.ts pin it with a small cap (docs/reliability.md).
  *
  *   node scripts/reliability/accounts-cap.mjs [--accounts 530000] [--register-s 5]
  */

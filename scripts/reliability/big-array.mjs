@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * big-array: issue 8 finding 2 re-run as a measurement. An unauthenticated
- * JSON-RPC array of 43,000 `{}` (129 KB) cost 0.22 s of main thread and
+ * big-array: a hostile JSON-RPC array, measured. Before arrays were bounded,
+ * an unauthenticated JSON-RPC array of 43,000 `{}` (129 KB) cost 0.22 s of main thread and
  * returned 4.5 MB; two connections sending it pushed `GET /ping` p99 to
  * 328 ms.
  *
@@ -23,9 +23,9 @@ import { Client } from 'undici';
 import { startRelay, emit, deadline, pinger, percentiles, round } from './lib.mjs';
 
 const NAME = 'big-array';
-/** Finding 2's body: 43,000 empty objects, 129 KB, inside the default http.max_body_bytes (128 KiB). */
+/** That body: 43,000 empty objects, 129 KB, inside the default http.max_body_bytes (128 KiB). */
 const FINDING_CALLS = 43_000;
-/** DECISIONS 2 default of evm.max_batch, which now also bounds a JSON-RPC array. */
+/** Default of evm.max_batch, which also bounds a JSON-RPC array. */
 const MAX_ARRAY = 64;
 /** The well-behaved client pings this often: 100 samples a second keeps a p99 meaningful over a few seconds. */
 const PING_EVERY_MS = 10;

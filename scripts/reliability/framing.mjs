@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 /**
- * framing: the HTTP edge cases of issue 8 finding 8, each sent as raw bytes on
- * its own TCP connection to a real relay, with what came back: status lines,
- * whether the relay closed the connection, and (for pipelining) whether the
- * transactions were admitted anyway (txrelay_admitted_total).
+ * framing: HTTP edge cases (smuggling, pipelining, odd request heads), each
+ * sent as raw bytes on its own TCP connection to a real relay, with what came
+ * back: status lines, whether the relay closed the connection, and (for
+ * pipelining) whether the transactions were admitted anyway
+ * (txrelay_admitted_total).
  *
- * Each probe names what RFC 9112 / the README expects; a probe whose answer
- * differs is reported as a deviation, and the README's "Known limitations"
+ * Each probe names what RFC 9112 / docs/protocol.md expects; a probe whose
+ * answer differs is reported as a deviation, and docs/protocol.md#deviations
  * says which of those the acceptor (uWebSockets.js) cannot do otherwise.
  *
  *   node scripts/reliability/framing.mjs
@@ -22,11 +23,11 @@ const SILENT_WAIT_MS = 12_000;
 const SETTLE_MS = 300;
 /** The header-count search calls a probe refused when nothing comes back this fast (accepted ones answer in ~1 ms). */
 const SEARCH_WAIT_MS = 700;
-/** One header's value at these sizes: finding 8's 4 KiB, then up past the 128 KiB where uWS's buffer ends. */
+/** One header's value at these sizes: 4 KiB, then up past the 128 KiB where uWS's buffer ends. */
 const HEADER_SIZES = [4096, 8192, 16_384, 65_536, 131_072, 262_144];
-/** uWS's cap on headers per request is 50 (UWS_HTTP_MAX_HEADERS_COUNT); finding 8 used exactly that. */
+/** uWS's cap on headers per request is 50 (UWS_HTTP_MAX_HEADERS_COUNT). */
 const MANY_HEADERS = 50;
-/** Finding 8's oversized header: 4 KiB, the order of uWS's request-head buffer. */
+/** The oversized header: 4 KiB, the order of uWS's request-head buffer. */
 const BIG_HEADER = 4096;
 
 deadline(NAME, 120_000);
@@ -89,26 +90,26 @@ const admitted = async (r) => sumMetric(await r.metrics(), 'txrelay_admitted_tot
 
 /**
  * expect: { statuses: [...] } exact status list, or { closedWithoutStatus: true }.
- * known: the README / brief already names this as a limitation of the acceptor.
+ * known: docs/protocol.md#deviations names this as a limitation of the acceptor.
  * on: which relay ('inline', the default, or 'offload').
  */
 const probes = [
   {
     name: 'conflicting Content-Length, smuggled GET /ping behind it',
-    finding: '8: request smuggling',
+    finding: 'request smuggling',
     expect: { closedWithoutStatus: true },
     note: 'RFC 9112 6.3 wants 400 then close; uWS keeps parsing after any response, so closing at once is the safe answer (src/ingress/http.ts)',
     payload: (k) => Buffer.concat([head(['POST /v2 HTTP/1.1', 'Host: relay', `api-key: ${k}`, `Content-Length: ${sol[0].length}`, `Content-Length: ${sol[0].length + 5}`]), sol[0], ping]),
   },
   {
     name: 'Content-Length repeated with the same value',
-    finding: '8: request smuggling',
+    finding: 'request smuggling',
     expect: { statuses: [200] },
     payload: (k) => v2(k, sol[1], [`Content-Length: ${sol[1].length}`]),
   },
   {
     name: 'Transfer-Encoding: chunked and Content-Length together',
-    finding: '8: request smuggling (TE.CL)',
+    finding: 'request smuggling (TE.CL)',
     expect: { statuses: [400] },
     note: 'RFC 9112 6.1: a server may reject such a message; it must close the connection after answering',
     payload: (k) => {
@@ -118,74 +119,74 @@ const probes = [
   },
   {
     name: 'two GET /ping pipelined in one write',
-    finding: '8: pipelining',
+    finding: 'pipelining',
     expect: { statuses: [200, 200] },
     payload: () => Buffer.concat([ping, ping]),
   },
   {
     name: 'two POST /v2 pipelined, checked inline (synchronous answers)',
-    finding: '8: pipelining',
+    finding: 'pipelining',
     expect: { statuses: [200, 200] },
     countAdmitted: true,
     payload: (k) => Buffer.concat([v2(k, sol[3]), v2(k, sol[4])]),
   },
   {
     name: 'two POST /v2 pipelined, checked on a worker (asynchronous answers, as under load)',
-    finding: '8: pipelining',
+    finding: 'pipelining',
     on: 'offload',
     expect: { statuses: [200, 200] },
-    known: 'README Known limitations: uWS aborts the pending answer of a pipelined request (it says the transaction is still processed; transactions_admitted shows how many were)',
+    known: 'docs/protocol.md#deviations: uWS aborts the pending answer of a pipelined request (it says the transaction is still processed; transactions_admitted shows how many were)',
     countAdmitted: true,
     payload: (k) => Buffer.concat([v2(k, sol[5]), v2(k, sol[6])]),
   },
   {
     name: 'two family A batches pipelined (each answer waits for its record fsync)',
-    finding: '8: pipelining',
+    finding: 'pipelining',
     expect: { statuses: [202, 202] },
-    known: 'README Known limitations: uWS aborts the pending answer of a pipelined request (it says the transaction is still processed; transactions_admitted shows how many were)',
+    known: 'docs/protocol.md#deviations: uWS aborts the pending answer of a pipelined request (it says the transaction is still processed; transactions_admitted shows how many were)',
     countAdmitted: true,
     payload: (k) => Buffer.concat([rpc(k, { method: 'svc_sendRawTransactionBatch', params: [hex(evm[0])] }), rpc(k, { method: 'svc_sendRawTransactionBatch', params: [hex(evm[1])] })]),
   },
   {
     name: 'HTTP/1.0 request',
-    finding: '8: HTTP/1.0',
+    finding: 'HTTP/1.0',
     expect: { statuses: [505] },
-    note: 'README Limits table says "uWebSockets.js answers HTTP/1.0 requests with 505"',
+    note: 'docs/protocol.md#limits: HTTP/1.0 is answered 505',
     payload: () => head(['GET /ping HTTP/1.0', 'Host: relay']),
   },
   {
     name: 'HTTP/1.1 request without Host',
-    finding: '8: missing Host',
+    finding: 'missing Host',
     expect: { statuses: [400] },
     note: 'RFC 9112 3.2: a server MUST respond 400 to an HTTP/1.1 request without Host',
-    known: 'brief: uWS cannot answer "missing Host" with a status',
+    known: 'docs/protocol.md#deviations: uWS cannot answer "missing Host" with a status',
     payload: () => head(['GET /ping HTTP/1.1']),
   },
   {
     name: 'obs-fold (header continuation line)',
-    finding: '8: obs-fold',
+    finding: 'obs-fold',
     expect: { statuses: [400] },
     note: 'RFC 9112 5.2: reject with 400 (or replace the fold with spaces)',
     payload: () => head(['GET /ping HTTP/1.1', 'Host: relay', 'X-Folded: a', ' b']),
   },
   {
     name: 'POST / JSON-RPC without Content-Type',
-    finding: '8: missing Content-Type',
+    finding: 'missing Content-Type',
     expect: { statuses: [415] },
     payload: (k) => rpc(k, { method: 'eth_sendRawTransaction', params: [hex(evm[2])] }, []),
   },
   {
     name: `${MANY_HEADERS} headers besides Host`,
-    finding: '8: too many headers',
-    // Served is fine too (the finding was a close without a status); the probe below finds where 431 starts.
+    finding: 'too many headers',
+    // Served is fine too (what must not happen is a close without a status); the probe below finds where 431 starts.
     expect: { statuses: [431], alternatives: [[200]] },
     note: 'RFC 6585 5: 431 Request Header Fields Too Large, if refused at all',
     payload: () => head(['GET /ping HTTP/1.1', 'Host: relay', ...Array.from({ length: MANY_HEADERS }, (_, i) => `X-H${i}: v`)]),
   },
   {
     name: `one ${BIG_HEADER}-byte header`,
-    finding: '8: oversized header',
-    // Served is fine too: RFC 9110 leaves the limit to the server; finding 8 was about refusing without a status.
+    finding: 'oversized header',
+    // Served is fine too: RFC 9110 leaves the limit to the server; what must not happen is refusing without a status.
     expect: { statuses: [431], alternatives: [[200]] },
     note: 'RFC 6585 5: 431 Request Header Fields Too Large, if refused at all',
     payload: () => head(['GET /ping HTTP/1.1', 'Host: relay', `X-Big: ${'a'.repeat(BIG_HEADER)}`]),

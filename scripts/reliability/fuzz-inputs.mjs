@@ -11,7 +11,7 @@ import bs58 from 'bs58';
 
 /** Byte values that sit on boundaries of the formats: compact-u16, RLP prefixes, signs. */
 const EDGE_BYTES = [0x00, 0x01, 0x02, 0x7f, 0x80, 0x81, 0xb7, 0xb8, 0xbf, 0xc0, 0xf7, 0xf8, 0xfe, 0xff];
-/** SPEC 2.7 / 2.5 and the relay's size limits, so lies land on both sides of each bound. */
+/** The UDP and bundle layouts (docs/protocol.md#udp, #solana-bundles) and the relay's size limits, so lies land on both sides of each bound. */
 const MAGIC = [43, 6, 58, 10];
 const MAX_TX = 1232;
 const MAX_V1_TX = 4096;
@@ -113,7 +113,7 @@ function jsonText(valueArb) {
 
 const jsonId = fc.oneof(w(6, fc.integer()), w(1, fc.string({ maxLength: 20 })), w(1, fc.constant(null)), w(1, fc.jsonValue({ maxDepth: 2 })));
 
-/** `bundle` lays out 1-4 transactions per SPEC 2.5; lies about count and lengths come separately. */
+/** `bundle` lays out 1-4 transactions as `/v2/batch` takes them; lies about count and lengths come separately. */
 function bundle(txs) {
   const head = Buffer.alloc(1 + 2 * txs.length);
   head[0] = txs.length;
@@ -318,7 +318,7 @@ export function doors(base) {
   };
 }
 
-/** Splits a bundle body per SPEC 2.5; null when the layout is not exact. */
+/** Splits a `/v2/batch` body; null when the layout is not exact. */
 export function splitBundle(body) {
   const b = Buffer.from(body);
   const count = b[0];

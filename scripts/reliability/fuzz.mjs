@@ -35,7 +35,7 @@ const IN_FLIGHT = 16;
 /** A raw connection that has neither answered nor closed by then is counted as silent (uWS's idle time-out is ~10 s). */
 const RAW_WAIT_MS = 400;
 const RAW_IN_FLIGHT = 64;
-/** Answers that are documented (DECISIONS 6, SPEC 7): anything else in 5xx is a violation. */
+/** Answers that are documented (docs/protocol.md#errors): anything else in 5xx is a violation. */
 const DOOR_STATUSES = new Set([200, 202, 400, 401, 404, 413, 415, 429, 503, 605, 606, 607]);
 const ADMIN_STATUSES = new Set([200, 201, 400, 401, 404, 413, 507]);
 const DOCUMENTED_503 = /Server Busy|Upstream Unavailable|Service Unavailable|"code":-32001|"code":-32006|"code":-32011/;
@@ -142,7 +142,7 @@ async function httpDoor(door, inputs) {
       let forged = input.forgedSolana;
       if (input.splitBundle) forged = (splitBundle(input.req.body) ?? []).filter((x) => !originals.has(x.toString('hex')));
       // A copy whose first signature (bundle: ordered signatures) was already seen is a duplicate by
-      // definition (DECISIONS 6) and answered from the dedup table without being forwarded again.
+      // definition (docs/protocol.md#duplicates) and answered from the dedup table without being forwarded again.
       if (forged?.length && duplicate) t.altered_copies_answered_duplicate = (t.altered_copies_answered_duplicate ?? 0) + 1;
       else if (forged?.length) note(t, 'accepted a Solana transaction that is not a signed original', input, text.slice(0, 200));
     }
@@ -269,7 +269,7 @@ if (relay.alive) {
 }
 const rssStats = rss.stop();
 const errorLines = relay.errorLines();
-// Finding 9: a check that fails on the node (not on the transaction) is answered retry-safe and counted here.
+// A check that fails on the node (not on the transaction) is answered retry-safe and counted here.
 const nodeFailures = relay.alive ? { verify_failed: await relay.metric('txrelay_verify_failed_total'), worker_restarts: await relay.metric('txrelay_verify_worker_restarts_total') } : null;
 const alive = relay.alive;
 await relay.stop();

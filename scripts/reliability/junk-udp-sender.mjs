@@ -18,7 +18,7 @@ const POOL = 20_000;
 /** Sends handed to a socket before yielding to the event loop, and the queue depth at which it waits. */
 const BURST = 64;
 const MAX_QUEUED = 1024;
-/** SPEC 2.7 and 8. */
+/** The UDP packet layout and size limit (docs/protocol.md#udp). */
 const MAGIC = [43, 6, 58, 10];
 const HEADER = 23;
 const MAX_TX = 1232;

@@ -1,14 +1,14 @@
 #!/usr/bin/env node
 /**
  * junk-udp: a flood of malformed and unauthenticated datagrams at the UDP
- * door (SPEC 2.7, 7.3; issue 8 finding 3), and whether everyone else is still
+ * door (docs/protocol.md#udp), and whether everyone else is still
  * served meanwhile.
  *
  * A sender process (junk-udp-sender.mjs) blasts random bytes, every kind of
  * malformed header, valid transactions under unknown keys, and corrupted
  * transactions under a known key, from `--sources` addresses, as fast as it
  * can for `--seconds`. One of those addresses is 127.0.0.1, the legitimate
- * HTTP client's (a spoofed source, finding 3: its HTTP bucket must not
+ * HTTP client's (a spoofed source: its HTTP bucket must not
  * drain). Meanwhile a legitimate client sends valid UDP transactions (from
  * 127.0.0.2, an address no junk comes from) and valid HTTP POST /v2
  * transactions (from 127.0.0.1) at a steady rate, and pings GET /ping; the
@@ -164,7 +164,7 @@ const result = {
   ok: aliveAfter,
   checks: [
     {
-      what: 'HTTP from an address that junk UDP also claims is still served (finding 3)',
+      what: 'HTTP from an address that junk UDP also claims is still served',
       got: `${during.http_v2.answered_200} of ${during.http_v2.sent} answered 200`,
       pass: during.http_v2.answered_200 === during.http_v2.sent,
     },

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
- * kill9: nothing acknowledged is lost across a crash (DECISIONS 7; issue 8
- * finding 8's "kill -9 right after a batch ack leaves items: []").
+ * kill9: nothing acknowledged is lost across a crash
+ * (docs/protocol.md#batch-records), not even by a kill -9 right after a batch
+ * ack (a record left with `items: []`).
  *
  * `--rounds` times: start the relay on one data directory, stream family A
  * batches (3 signed transactions each, several connections) and Solana
@@ -13,8 +14,8 @@
  * also reach txrelay_batch_records, with its items, after the restarts.
  *
  * Also reported, not counted as losses: acknowledged transactions that never
- * reached the upstream (the forwarding queue is in memory by design; README
- * "Known limitations").
+ * reached the upstream (the forwarding queue is in memory by design;
+ * docs/reliability.md).
  *
  *   node scripts/reliability/kill9.mjs [--rounds 20] [--min-ms 200] [--max-ms 2000]
  */
@@ -203,7 +204,7 @@ emit(
     `  acknowledged batches checked after restart: ${checked} of ${acked.length}; missing ${missing}, without all items ${incomplete}, differing from the 202 ${mismatched}`,
     withPg ? `  PostgreSQL ${TABLE}: missing ${pgMissing}, without all items ${pgIncomplete}` : `  PostgreSQL not reachable at ${PG_URL}: embedded store only`,
     `  losses: ${losses}`,
-    `  (by design, README Known limitations) acknowledged but never forwarded: Solana singles ${notForwardedSingles} of ${ackedSingles.length}, EVM batch items ${notForwardedEvm} of ${ackedEvmQueued.length}`,
+    `  (by design: the forwarding queue is in memory) acknowledged but never forwarded: Solana singles ${notForwardedSingles} of ${ackedSingles.length}, EVM batch items ${notForwardedEvm} of ${ackedEvmQueued.length}`,
   ],
 );
 process.exit(ok ? 0 : 1);

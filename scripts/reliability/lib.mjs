@@ -1,5 +1,5 @@
 /**
- * Shared plumbing of the reliability scripts (docs/RELIABILITY.md): start a
+ * Shared plumbing of the reliability scripts (docs/reliability.md): start a
  * real relay (`node dist/src/cli/main.js serve`, TXRELAY_* env, fresh temp
  * data dir, ephemeral ports read back from its start-up log line), read its
  * /metrics and /proc, measure latency, and clean up every process and temp
@@ -543,8 +543,8 @@ export async function pgReachable(url = PG_URL) {
  *
  * `ok` says the run itself is sound (it finished, the relay survived, the
  * hard properties held). `checks`, where a script has them, are the
- * properties a finding's fix must establish, `{ what, got, pass }`: they may
- * fail on code where that fix is not merged yet, and the runner lists them.
+ * properties the relay should hold, `{ what, got, pass }`: they may fail
+ * without failing the run, and the runner lists them.
  */
 export function emit(name, result, lines) {
   for (const l of lines) process.stdout.write(l + '\n');

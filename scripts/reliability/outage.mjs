@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * outage: what the relay does with acknowledged work when what it depends on
- * goes away for a while (issue 8 finding 5; DECISIONS 7 and 8).
+ * goes away for a while (docs/reliability.md).
  *
  * (a) upstream: a JSON-RPC upstream (scripts/reliability/upstream.mjs) that
  *     answers, then reads requests and never answers for `--hang-s`, then
@@ -292,13 +292,13 @@ const lines = [];
 if (o.part === 'all' || o.part === 'upstream') {
   const a = await upstreamOutage();
   result.upstream = a;
-  result.checks.push({ what: 'every transaction acknowledged around an upstream hang reaches the upstream (finding 5)', got: `${a.acknowledged_not_delivered} of ${a.acknowledged} not delivered`, pass: a.acknowledged_not_delivered === 0 });
+  result.checks.push({ what: 'every transaction acknowledged around an upstream hang reaches the upstream', got: `${a.acknowledged_not_delivered} of ${a.acknowledged} not delivered`, pass: a.acknowledged_not_delivered === 0 });
   lines.push(
     `outage (a): upstream hangs ${o.hang_s} s; ${o.rate}/s Solana /v2 + ${o.rate}/s EVM plain text throughout (${BEFORE_S} s before, ${AFTER_S} s after)`,
     ...Object.entries(a.phases).map(
       ([p, s]) => `  ${p.padEnd(6)}: submitted ${s.submitted}, acknowledged ${s.acknowledged}, delivered ${s.delivered_to_upstream}, acknowledged but not delivered ${s.acknowledged_not_delivered}, refused ${JSON.stringify(s.refused)}`,
     ),
-    `  acknowledged but never delivered: ${a.acknowledged_not_delivered} of ${a.acknowledged} (${round(100 * (a.acknowledged_not_delivered_share ?? 0), 1)}%; finding 5: 47% of those acknowledged during the hang)`,
+    `  acknowledged but never delivered: ${a.acknowledged_not_delivered} of ${a.acknowledged} (${round(100 * (a.acknowledged_not_delivered_share ?? 0), 1)}%; without hold and retry: 47% of those acknowledged during the hang)`,
     `  breaker opened ${a.breaker_opened_after_hang_start_ms} ms into the hang, closed ${a.breaker_closed_after_recovery_ms} ms after recovery; first refusal: ${a.first_refusal_in_hang}`,
     `  relay metrics: dropped ${JSON.stringify(a.relay_metrics.lane_dropped)}, upstream items ${JSON.stringify(a.relay_metrics.upstream_items_by_outcome)}`,
   );

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * permissions: issue 8 finding 7 (data.mdb written 0644 in an existing 0755
- * data dir) re-run from outside. Under umask 022 (the usual default) and
+ * permissions: data.mdb must not be written 0644 in an existing 0755 data
+ * dir, checked from outside. Under umask 022 (the usual default) and
  * umask 000 (the worst case), a relay is started on an existing 0755 data
  * directory, and again on a directory whose files an older version left
  * 0644; the modes of the directory, data.mdb, lock.mdb and admin.token are
@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { startRelay, tempDir, emit, deadline } from './lib.mjs';
 
 const NAME = 'permissions';
-/** What the README promises: the directory 0700, its files 0600, whatever the umask. */
+/** The promise: the directory 0700, its files 0600, whatever the umask. */
 const WANT = { dir: 0o700, file: 0o600 };
 const FILES = ['data.mdb', 'lock.mdb', 'admin.token'];
 

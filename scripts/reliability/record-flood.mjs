@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * record-flood: issue 8 finding 4 re-run as a measurement. Batch receive
- * records used to be written to disk before any rate check, so a free
- * account wrote 700 records/s (58 MB in 10 s).
+ * record-flood: how fast one account can grow the store with batch receive
+ * records, measured. With no budget before the rate check, a free account
+ * wrote 700 records/s (58 MB in 10 s).
  *
  * A free account (plan defaults: family A 5 TPS, burst 5) floods
  * `svc_sendRawTransactionBatch` with the largest batch (evm.max_batch valid
@@ -19,7 +19,7 @@ import { startRelay, emit, deadline, args, round } from './lib.mjs';
 import { evmTransfers } from '../../dist/src/bench/txgen.js';
 
 const NAME = 'record-flood';
-/** DECISIONS 2 default of evm.max_batch: the largest record one request can make. */
+/** Default of evm.max_batch: the largest record one request can make. */
 const MAX_BATCH = 64;
 /** plans.free.evm_tps default; the record budget follows the account's family A TPS and burst. */
 const FREE_TPS = 5;

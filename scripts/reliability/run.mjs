@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Runs the reliability scripts (docs/RELIABILITY.md), one after the other,
+ * Runs the reliability scripts (docs/reliability.md), one after the other,
  * each in its own process: `npm run reliability` runs them all,
  * `npm run reliability -- kill9 fuzz` some, and with one name the options
  * after it go to that script (`npm run reliability -- kill9 --rounds 5`).
@@ -71,7 +71,7 @@ for (const r of results) {
   process.stdout.write(
     `  ${r.name.padEnd(13)} ${r.result?.ok ? 'ok    ' : 'FAILED'} ${String(r.seconds).padStart(4)} s${checks.length ? `  checks ${passed}/${checks.length}` : ''}${r.exit !== 0 ? `  (exit ${r.exit})` : ''}\n`,
   );
-  // A check that fails names a property some finding's fix must establish (docs/RELIABILITY.md).
+  // A check that fails names a property the relay should hold (docs/reliability.md).
   for (const c of checks.filter((x) => !x.pass)) process.stdout.write(`      not holding: ${c.what}: ${c.got}\n`);
 }
 if (out) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * slowloris: slow and idle connections, up to and beyond the relay's open-file
- * limit (issue 8 finding 6: 21,000 idle connections with an fd limit of
- * 20,000 blocked new connections for ~7 s).
+ * limit (without connection caps, 21,000 idle connections with an fd limit
+ * of 20,000 blocked new connections for ~7 s).
  *
  * A well-behaved client measures `GET /ping` throughout, two ways: on one
  * keep-alive connection opened before the attack, and on a new connection
@@ -11,8 +11,8 @@
  *   trickle    `--trickle` connections each sending a request head one byte
  *              per second, never finishing it, reopened when closed;
  *   idle-one   the relay's soft fd limit (read from /proc/<pid>/limits) plus
- *              `--beyond` idle connections from ONE address (the finding's
- *              attack: the per-IP cap must keep the rest of the world served);
+ *              `--beyond` idle connections from ONE address (the attack
+ *              above: the per-IP cap must keep the rest of the world served);
  *   idle       as many idle connections spread over 16 addresses, each under
  *              the per-IP cap: only the total cap stands against them;
  *   recovery   attackers gone.
@@ -33,7 +33,7 @@ const RECOVERY_S = 5;
 const PER_ATTACKER = 8000;
 /** Local addresses the attackers connect from: ~28k ephemeral ports each, so 21k connections plus reopenings never run out. */
 const ATTACKER_ADDRS = Array.from({ length: 16 }, (_, i) => `127.0.1.${i + 1}`);
-/** Finding 6 counts as fixed when new clients are answered while idle connections fill the fds: all but 1 in 100. */
+/** The caps hold when new clients are answered while idle connections fill the fds: all but 1 in 100. */
 const NEW_CONNECTION_SUCCESS = 0.99;
 /** A new client every 100 ms, the keep-alive one every 20 ms. */
 const FRESH_EVERY_MS = 100;
@@ -121,10 +121,10 @@ const line = (p) =>
     : '');
 const idleOne = phases.find((p) => p.phase === 'idle-one');
 const trickle = phases.find((p) => p.phase === 'trickle');
-// The spread attack ('idle') is reported, not checked: past the total cap a new connection is refused until idle ones time out (docs/RELIABILITY.md, finding 6).
+// The spread attack ('idle') is reported, not checked: past the total cap a new connection is refused until idle ones time out (docs/reliability.md).
 const checks = [
   {
-    what: `new connections are answered while one address opens ${limit + o.beyond} idle connections, past the fd limit (finding 6)`,
+    what: `new connections are answered while one address opens ${limit + o.beyond} idle connections, past the fd limit`,
     got: `${idleOne.ping_new_connection.ok} of ${idleOne.ping_new_connection.pings}, none answered for ${idleOne.ping_new_connection.longest_without_answer_ms} ms`,
     pass: (idleOne.ping_new_connection.success_rate ?? 0) >= NEW_CONNECTION_SUCCESS,
   },

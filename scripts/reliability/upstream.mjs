@@ -2,8 +2,8 @@
  * A stand-in upstream for the reliability scripts: a plain node:http JSON-RPC
  * server that answers `eth_sendRawTransaction`, `sendTransaction` and
  * `sendBundle` (single calls and arrays) and remembers which transactions it
- * answered with a result. `hang()` makes it read requests and never answer
- * (what finding 5's upstream did); `recover()` answers again and drops the
+ * answered with a result. `hang()` makes it read requests and never answer;
+ * `recover()` answers again and drops the
  * held requests (the relay has timed them out by then).
  *
  * A transaction is identified by the string the relay forwards: `0x` hex for
