@@ -1,5 +1,5 @@
 /**
- * `txrelay send` (issue 4): one transaction (hex, base64, base58 or a file)
+ * `txrelay send`: one transaction (hex, base64, base58 or a file)
  * or a bundle / batch through each door, outcome printed as JSON, exit code 0
  * when acknowledged. The CLI runs as a real child process against a real relay.
  */

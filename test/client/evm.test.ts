@@ -1,7 +1,7 @@
 /**
  * Family A client library against a real in-process relay, plus a tiny
  * node:http server that answers like an older node (legacy statuses the
- * relay never produces, DECISIONS 6) and serves as chain RPC and ping target.
+ * relay never produces) and serves as chain RPC and ping target.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';

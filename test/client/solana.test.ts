@@ -69,7 +69,7 @@ test('sendBundle with a tip is accepted with every signature in order; without a
   assert.match((r as any).message, /Tip Instruction Not Found/);
 });
 
-test('bundle body layout (SPEC 2.5) and the 1-4 / size checks happen before sending', async () => {
+test('bundle body layout and the 1-4 / size checks happen before sending', async () => {
   const body = bundleBody([Uint8Array.of(1, 2, 3), Uint8Array.of(9)]);
   assert.deepEqual([...body], [2, 3, 0, 1, 0, 1, 2, 3, 9]);
   const one = new Uint8Array(10);

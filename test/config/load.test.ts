@@ -1,7 +1,7 @@
 /**
- * DECISIONS 1-2: TOML (or JSON, same schema) with embedded defaults;
- * unknown keys, wrong types and out-of-range values stop start-up with a
- * message naming the key; TXRELAY_<SECTION>_<KEY> overrides single keys.
+ * Configuration (docs/configuration.md): TOML (or JSON, same schema) with
+ * embedded defaults; unknown keys, wrong types and out-of-range values stop
+ * start-up with a message naming the key; TXRELAY_<SECTION>_<KEY> overrides single keys.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,7 +17,7 @@ const file = (name: string, text: string) => {
   return p;
 };
 
-test('no file and no environment: the embedded defaults of DECISIONS 2', () => {
+test('no file and no environment: the embedded defaults', () => {
   const c = loadConfig({ env: {} });
   assert.deepEqual(c.http, {
     host: '127.0.0.1',

@@ -1,5 +1,5 @@
 /**
- * Account-table hardening end to end (issue 8, finding 1): accounts whose ids
+ * Account-table hardening end to end: accounts whose ids
  * lie beyond the old 2^19-account bucket table start the relay and are served
  * on the HTTP doors; at the live-account cap the admin API answers 507 with a
  * stable code and stores nothing, and the CLI prints why.

@@ -1,7 +1,8 @@
 /**
- * SPEC 4.1 browser behaviour, checked in a real headless Chromium: a
- * cross-origin page POSTs a signed transaction to the plain-text EVM door with
- * `fetch`, URL auth and `text/plain`, and
+ * The plain-text door's browser behaviour (docs/protocol.md#evm-single-transactions),
+ * checked in a real headless Chromium: a cross-origin page POSTs a signed
+ * transaction to the plain-text EVM door with `fetch`, URL auth and
+ * `text/plain`, and
  *   - the browser sends it as a CORS simple request (no OPTIONS preflight),
  *   - the page can read the status, the body and the exposed
  *     `x-svc-submission-state` / `x-svc-duplicate` headers,
@@ -91,7 +92,7 @@ function recordingProxy(target: string, seen: Seen[]): { server: http.Server; ag
 
 /** The page: three fetches in sequence, then one same-origin report of what the browser could read. */
 function pageHtml(cfg: { proxy: string; uuid: string; hex: string; bearerHex: string }): string {
-  // The UUID travels inside the page, not in the page's URL (SPEC 5 rule 6).
+  // The UUID travels inside the page, not in the page's URL (docs/protocol.md#authentication).
   return `<!doctype html>
 <meta charset="utf-8">
 <title>txrelay CORS check</title>

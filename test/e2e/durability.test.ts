@@ -1,5 +1,5 @@
 /**
- * Nothing acknowledged is lost (DECISIONS 7): the relay runs as a real child
+ * Nothing acknowledged is lost (docs/protocol.md#batch-records): the relay runs as a real child
  * process (`txrelay serve`), a stream of family A batches is sent, the
  * process is killed with SIGKILL mid-stream, and after a restart every batch
  * that was acknowledged has its receive record — and, with `database.url`
@@ -63,7 +63,7 @@ function cli(env: NodeJS.ProcessEnv, ...args: string[]): string {
   return execFileSync(process.execPath, [CLI, ...args], { env, encoding: 'utf8' }).trim();
 }
 
-test('every acknowledged batch survives SIGKILL and reaches PostgreSQL after restart (DECISIONS 7)', async (t) => {
+test('every acknowledged batch survives SIGKILL and reaches PostgreSQL after restart', async (t) => {
   const withPg = await pgReachable();
   if (!withPg) t.diagnostic(`PostgreSQL not reachable at ${PG_URL}: checking the embedded store only`);
   const table = 'txrelay_batch_records'; // the relay's fixed table; rows are told apart by batch_id
@@ -108,7 +108,7 @@ test('every acknowledged batch survives SIGKILL and reaches PostgreSQL after res
       for (const id of acked) {
         const r = await fetch(`${adminBase}/admin/batches/${id}`, { headers: { authorization: `Bearer ${adminToken}` } });
         assert.equal(r.status, 200, `acknowledged batch ${id} lost`);
-        // The outcome is durable before the 202 (issue 8: kill -9 right after an ack left items: []).
+        // The outcome is durable before the 202 (a kill -9 right after an ack must not leave items: []).
         const rec = (await r.json()) as { items: { status: string }[] };
         assert.equal(rec.items.length, 3, `acknowledged batch ${id} has its per-item outcomes`);
       }

@@ -94,7 +94,7 @@ test('a transaction acknowledged by JSON-RPC is mined and its receipt found unde
   assert.equal(receipt.status, '0x1');
 });
 
-test('plain text with URL auth: 202, id null, CORS headers exposed (SPEC 4.1)', async () => {
+test('plain text with URL auth: 202, id null, CORS headers exposed', async () => {
   const tx = await mineable();
   const r = await plain(`  ${tx.hex}\n`, `?auth=${paid}`);
   assert.equal(r.status, 202, r.text);
@@ -115,7 +115,7 @@ test('plain text with Bearer auth works; OPTIONS is answered for preflight', asy
   await eventually(async () => (await rpcCall(nodeUrl, 'eth_getTransactionReceipt', [tx.hash])) !== null, 10000, 'receipt');
 });
 
-test('plain-text auth rules: both methods, duplicate auth, another parameter, malformed encoding are 400 -32600 (SPEC 5, DECISIONS 4)', async () => {
+test('plain-text auth rules: both methods, duplicate auth, another parameter, malformed encoding are 400 -32600', async () => {
   const tx = await signed1559({ nonce: 900 });
   const cases: [string, Record<string, string>][] = [
     [`?auth=${paid}`, { authorization: `Bearer ${paid}` }],
@@ -132,7 +132,7 @@ test('plain-text auth rules: both methods, duplicate auth, another parameter, ma
   }
 });
 
-test('missing, malformed or unknown credentials are 401 -32010; ?auth= authenticates nothing on POST / (DECISIONS 4)', async () => {
+test('missing, malformed or unknown credentials are 401 -32010; ?auth= authenticates nothing on POST /', async () => {
   const tx = await signed1559({ nonce: 901 });
   for (const r of [
     await plain(tx.hex, ''),
@@ -166,7 +166,7 @@ test('failed local validation is 400 -32602: wrong chain id, unprotected legacy,
   }
 });
 
-test('a duplicate is 202 with the same hash and x-svc-duplicate: true; JSON-RPC and plain text share dedup (SPEC 3, 8)', async () => {
+test('a duplicate is 202 with the same hash and x-svc-duplicate: true; JSON-RPC and plain text share dedup', async () => {
   const tx = await signed2930({ nonce: 905 });
   const first = await send(tx.hex);
   assert.equal(first.status, 202);
@@ -184,7 +184,7 @@ test('free accounts route to the free lane, paid to the paid lane', async () => 
   await eventually(() => freeUp.calls().some((c) => c.method === 'eth_sendRawTransaction' && (c.params as string[])[0] === tx.hex), 5000, 'free lane');
 });
 
-test('a JSON-RPC array of eth_sendRawTransaction calls is answered with an array of single responses (DECISIONS 3)', async () => {
+test('a JSON-RPC array of eth_sendRawTransaction calls is answered with an array of single responses', async () => {
   const a = await signed1559({ nonce: 907 });
   const b = await signed1559({ nonce: 908 });
   const r = await post(
@@ -205,7 +205,7 @@ test('a JSON-RPC array of eth_sendRawTransaction calls is answered with an array
   );
 });
 
-test('429 -32005 with Retry-After and x-ratelimit-retry-after-ms; plain text and JSON-RPC share quota (SPEC 8)', async () => {
+test('429 -32005 with Retry-After and x-ratelimit-retry-after-ms; plain text and JSON-RPC share quota', async () => {
   const rec = await relay.createAccount({ plan: 'free', evm: { tps: 1, burst: 2 } });
   assert.equal((await send((await signed1559({ nonce: 1000 })).hex, rec.uuid)).status, 202);
   assert.equal((await plain((await signed1559({ nonce: 1001 })).hex, `?auth=${rec.uuid}`)).status, 202);
@@ -228,14 +228,14 @@ test('a run of refusals with the same wait answers every one with the same, whol
       assert.equal(r.headers.get('x-ratelimit-retry-after-ms'), '60000');
       assert.equal(r.headers.get('content-type'), 'application/json');
     }
-    // The plain-text door's refusals carry CORS too (SPEC 4.1), joined with the Retry-After pair.
+    // The plain-text door's refusals carry CORS too, joined with the Retry-After pair.
     const p = await plain(tx, `?auth=${rec.uuid}`);
     assert.equal(p.headers.get('access-control-allow-origin'), '*');
     assert.match(p.headers.get('access-control-expose-headers')!, /retry-after, x-ratelimit-retry-after-ms/);
   }
 });
 
-test('batch: per-item statuses, a durable record, x-svc-batch-id (SPEC 2.3, DECISIONS 6-7)', async () => {
+test('batch: per-item statuses, a durable record, x-svc-batch-id', async () => {
   const good = await mineable();
   const dupOf = await signed1559({ nonce: 950 });
   assert.equal((await send(dupOf.hex)).status, 202);
@@ -273,7 +273,7 @@ test('batch: per-item statuses, a durable record, x-svc-batch-id (SPEC 2.3, DECI
   assert.deepEqual(rec.items.map((x: any) => x.status), ['queued', 'not-sent', 'duplicate', 'not-sent']);
 });
 
-test('batch items over the account limit are not-sent retry_safe -32005; all over limit is HTTP 429 (DECISIONS 6)', async () => {
+test('batch items over the account limit are not-sent retry_safe -32005; all over limit is HTTP 429', async () => {
   const rec = await relay.createAccount({ plan: 'paid', evm: { tps: 1, burst: 2 } });
   const txs = await Promise.all([960, 961, 962].map((n) => signed1559({ nonce: n })));
   const r = await batch(txs.map((t) => t.hex), rec.uuid);
@@ -289,7 +289,7 @@ test('batch items over the account limit are not-sent retry_safe -32005; all ove
   assert.ok(Number(again.headers.get('x-ratelimit-retry-after-ms')) > 0);
 });
 
-test('a batch of only invalid items is HTTP 400 with per-item statuses (DECISIONS 6)', async () => {
+test('a batch of only invalid items is HTTP 400 with per-item statuses', async () => {
   const r = await batch(['0x01', '0x']);
   assert.equal(r.status, 400);
   assert.equal(r.json.result.transactions.length, 2);

@@ -1,5 +1,5 @@
 /**
- * Findings of the outside attack run (issue 8) that live in the doors, each
+ * Hardening against an outside attack run, where it lives in the doors, each
  * pinned through real sockets against a real relay: bounded JSON-RPC arrays
  * with per-IP limits before per-call work, UDP per-source buckets kept apart
  * from HTTP's, the family A batch-record budget, and HTTP framing.
@@ -85,7 +85,7 @@ test('a JSON-RPC array charges the IP bucket one credit per call before any call
   }
 });
 
-test('POST / without a Content-Type is 415 -32015 (DECISIONS 6), not accepted', async () => {
+test('POST / without a Content-Type is 415 -32015, not accepted', async () => {
   const acct = await relay.createAccount({ plan: 'paid' });
   const tx = await signed1559({ nonce: 1 });
   const r = await fetch(relay.base + '/', {

@@ -1,5 +1,5 @@
 /**
- * Held door sheds (`limits.shed_hold_ms`, README "Load shedding") over real
+ * Held door sheds (`limits.shed_hold_ms`, docs/architecture.md) over real
  * sockets: a 503 for capacity decided at the door is written after its hold,
  * on every door that sheds there, while answers that are not door sheds (a
  * 404 here) go out at once.
@@ -54,13 +54,13 @@ test('a door shed on /v2 is held for its hold; an answer that is not a shed, ask
   const s = await shed;
   assert.equal(notFound.status, 404);
   assert.equal(s.status, 503, s.text);
-  assert.equal(s.text, 'Server Busy', 'SPEC 7.2 plain text for capacity');
+  assert.equal(s.text, 'Server Busy', 'plain text for capacity');
   assert.ok(s.ms >= HOLD_MS - 10, `the shed answer came after ${s.ms.toFixed(0)} ms`);
   assert.ok(notFound.at < s.at, 'the 404 asked for 20 ms later was not held behind it');
 });
 
 test('the queue controller is asked before the credential is looked at: a shed arrival without one is a held 503, not a 401', async () => {
-  // README, "Order of the gate": a shed is decided before anything of the request is read.
+  // A shed is decided before anything of the request is read.
   const unauth = await timed('/v2', { body: legacyTransfer().bytes });
   assert.equal(unauth.status, 503, unauth.text);
   assert.ok(unauth.ms >= HOLD_MS - 10, `the shed answer came after ${unauth.ms.toFixed(0)} ms`);

@@ -1,5 +1,5 @@
 /**
- * DECISIONS 8: a lane whose upstreams all fail refuses new admissions before
+ * A lane whose upstreams all fail (docs/protocol.md#forwarding) refuses new admissions before
  * sending anything (EVM -32001 503 retry_safe, Solana 503 "Upstream
  * Unavailable"), and admits again once an upstream heals. Real relay, real
  * upstream server switched between failing and healthy.
@@ -42,7 +42,7 @@ test('every upstream failing: 503 Upstream Unavailable / -32001 retry_safe befor
     'the breaker to open',
   );
   assert.equal(await last!.text(), 'Upstream Unavailable');
-  // Upstream failures never reach the submitter; they are counted per upstream (DECISIONS 8).
+  // Upstream failures never reach the submitter; they are counted per upstream.
   assert.ok((await relay.metric('txrelay_upstream_items_total', { lane: 'solana-single', outcome: 'http_error' })) >= 5);
   assert.equal(await relay.metric('txrelay_upstream_breaker_open', { lane: 'solana-single' }), 1);
 

@@ -1,5 +1,5 @@
 /**
- * The queue controller (issue 7): shed only what cannot be served within the
+ * The queue controller: shed only what cannot be served within the
  * latency target, and only when the delay is a standing queue (CoDel, RFC
  * 8289, applied at the door), plus a hard bound for open-loop overload.
  */

@@ -1,9 +1,9 @@
 /**
- * Where checks run (issue 7): inline on the acceptor while it has headroom,
+ * Where checks run: inline on the acceptor while it has headroom,
  * answered before `run` returns; at the end of its event-loop turn, back to
  * back, once it is busy; on the workers through the shared ring too when
  * there are any, with the acceptor taking its share; and a worker that dies
- * never leaves a transaction unanswered (issue 8: an infrastructure fault is a
+ * never leaves a transaction unanswered (an infrastructure fault is a
  * retry-safe failure, not "invalid transaction").
  */
 import { test } from 'node:test';

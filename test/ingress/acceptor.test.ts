@@ -1,7 +1,7 @@
 /**
  * Both HTTP acceptors, uWebSockets.js (when a build loads here) and the
  * node:http fallback, run the same app and answer the same raw requests the
- * same way: the uWS API subset txrelay uses, and the HTTP rules the README
+ * same way: the uWS API subset txrelay uses, and the HTTP rules docs/protocol.md
  * states (HTTP/1.1 only, request smuggling refused, a 4 KiB header block).
  */
 import { test, after } from 'node:test';
@@ -289,7 +289,7 @@ test('node:http answers pipelined requests in order when the answers come later 
   );
 });
 
-test("node:http keeps an idle connection for SPEC 8's 60 s and says so in Keep-Alive", async () => {
+test('node:http keeps an idle connection for 60 s and says so in Keep-Alive', async () => {
   const run = await start('node:http', loadAcceptor('node'));
   const r = await rawExchange(run.port, get('/ping'));
   assert.equal(header(r.responses[0]!, 'keep-alive'), 'timeout=60');

@@ -1,5 +1,5 @@
 /**
- * Connection caps (issue 8 finding 6): a per-IP cap and a total cap below the
+ * Connection caps: a per-IP cap and a total cap below the
  * open-files limit; a connection over either is closed as soon as it is
  * accepted, so accept() keeps working and other clients still get answers.
  * Pinned on both acceptors with real sockets, and on the relay itself.

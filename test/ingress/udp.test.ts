@@ -1,5 +1,5 @@
 /**
- * The UDP socket pool (issue 7, issue 9): several sockets on one port with
+ * The UDP socket pool: several sockets on one port with
  * SO_REUSEPORT where the runtime has it (dgram reusePort, Node >= 22.12), one
  * socket where it does not (Node 20), and every datagram admitted either way.
  */

@@ -1,5 +1,5 @@
 /**
- * The acceptor loader (issue 9): the first uWebSockets.js build that loads
+ * The acceptor loader: the first uWebSockets.js build that loads
  * wins, every one skipped says why in one line, `http.acceptor` picks or
  * forces, and where no build loads every door is served by node:http.
  */

@@ -1,5 +1,5 @@
 /**
- * A bundle's answer when its checks disagree (README, Load shedding): an
+ * A bundle's answer when its checks disagree (docs/architecture.md): an
  * invalid transaction outranks a sibling this node could not check (expired
  * in the queue, internal failure), so a bundle that can never pass is not
  * answered retry-safe. The rule is a pure function of the checks' results;

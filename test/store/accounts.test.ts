@@ -7,7 +7,7 @@ import { Store } from '../../src/store/db.js';
 import { AccountError, AccountStore, UuidIndex, type AccountRecord, type Plans } from '../../src/store/accounts.js';
 import { uuidToBytes } from '../../src/store/ids.js';
 
-// DECISIONS 2 defaults.
+// The configured plan defaults.
 const plans: Plans = {
   free: { evm_tps: 5, solana_tps: 2, min_tip_lamports: 1000 },
   paid: { evm_tps: 50, solana_tps: 2, min_tip_lamports: 1000 },
@@ -201,7 +201,7 @@ test('lookup is case-insensitive and refuses malformed text without throwing', a
   assert.equal(accounts.lookup(42 as unknown as string), undefined);
 });
 
-test('lookupBytes of 16 raw bytes (SPEC 2.7 order) finds exactly what lookup of the same UUID finds', async (t) => {
+test('lookupBytes of 16 raw bytes (UDP packet order) finds exactly what lookup of the same UUID finds', async (t) => {
   const { accounts } = await open(t);
   const made = await Promise.all(Array.from({ length: 200 }, () => accounts.create({}, plans)));
   const packet = new Uint8Array(64);

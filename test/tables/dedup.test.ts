@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { DedupFilter, DEFAULT_DEDUP_CAPACITY } from '../../src/tables/dedup.js';
 
 const T0 = 1_700_000_000_000;
-const WINDOW = 120_000; // dedup.window_s default (DECISIONS 2)
+const WINDOW = 120_000; // dedup.window_s default
 
 /** Deterministic distinct 32-byte keys: the index in the first bytes, the rest a fixed pattern. */
 function keyOf(i: number, salt = 0): Uint8Array {

@@ -6,7 +6,7 @@ import { NEVER } from '../../src/tables/token-bucket.js';
 
 const T0 = 1_700_000_000_000;
 
-test('defaults are limits.ip_rps 1000 and limits.ip_burst 2000 (DECISIONS 2), 65536 entries in 1.6 MiB', () => {
+test('defaults are limits.ip_rps 1000 and limits.ip_burst 2000, 65536 entries in 1.6 MiB', () => {
   assert.equal(DEFAULT_IP_RPS, 1000);
   assert.equal(DEFAULT_IP_BURST, 2000);
   const lim = IpLimiter.create({ nowMs: T0 });

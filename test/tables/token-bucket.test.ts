@@ -45,7 +45,7 @@ const arrivals = (maxDt: number, integer: boolean) =>
     { maxLength: 300 },
   );
 
-test('over any interval t, admitted <= burst + rate * t (DECISIONS 5), random arrivals on the millisecond grid', () => {
+test('over any interval t, admitted <= burst + rate * t, random arrivals on the millisecond grid', () => {
   fc.assert(
     fc.property(fc.integer({ min: 0, max: 3000 }), fc.integer({ min: 1, max: 40 }), arrivals(200, true), (rate, burst, arr) => {
       assert.ok(worstExcess(run(rate, burst, arr), rate, burst) <= 1e-9);

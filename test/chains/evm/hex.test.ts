@@ -1,4 +1,4 @@
-/** SPEC 4.1: one complete `0x`-prefixed signed transaction; only one `0x` prefix is allowed. */
+/** One complete `0x`-prefixed signed transaction; only one `0x` prefix is allowed (docs/protocol.md#evm-single-transactions). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';

@@ -55,7 +55,7 @@ describe('TipAccounts', () => {
   });
 });
 
-describe('tip rule: System transfers to a tip account (DECISIONS 6)', () => {
+describe('tip rule: System transfers to a tip account', () => {
   for (const version of ['legacy', 'v0', 'v1'] as const) {
     test(`Transfer to a tip account is counted (${version})`, () => {
       assert.deepEqual(tipOf(h.tipTransfer(TIP, 12_345, { version })), { found: true, lamports: 12_345n });
@@ -166,7 +166,7 @@ describe('tip rule: System transfers to a tip account (DECISIONS 6)', () => {
   });
 });
 
-describe('bundle tips (SPEC 4.6: the tip may sit in any one transaction)', () => {
+describe('bundle tips (the tip may sit in any one transaction)', () => {
   test('the sum runs across the whole bundle', () => {
     const bundle = [h.legacyTransfer(), h.tipTransfer(TIP, 400, { version: 'v0' }), h.tipTransferWithSeed(tipKeys[2]!, 600, { version: 'v1' }), h.legacyTransfer()].map(decoded);
     assert.deepEqual(sumBundleTips(bundle, tips), { found: true, lamports: 1000n });

@@ -1,5 +1,5 @@
 /**
- * SPEC 5's query rules for the plain-text door, checked on the parser
+ * The plain-text door's query rules (docs/protocol.md#authentication), checked on the parser
  * directly: the common `auth=<uuid>` takes a fast path that must agree with
  * the full decoding for every input.
  */

@@ -1,6 +1,5 @@
 /**
- * A JSON-RPC array is counted from its bytes before JSON.parse (issue 8
- * finding 2): the count must agree with JSON.parse on every array within the
+ * A JSON-RPC array is counted from its bytes before JSON.parse: the count must agree with JSON.parse on every array within the
  * limit, and stop at limit + 1 for longer ones, whatever strings and nesting
  * the elements hold.
  */
