@@ -110,7 +110,7 @@ export function bundleBody(txs: Uint8Array[]): Buffer {
   return out;
 }
 
-/** v1 transactions (first byte 0x81, per the brief) get 4096 bytes; others 1232. */
+/** v1 transactions (first byte 0x81) get 4096 bytes; others 1232 (docs/protocol.md#limits). */
 function maxTxBytes(t: Uint8Array): number {
   return t[0] === 0x81 ? MAX_V1_TX_BYTES : MAX_TX_BYTES;
 }
