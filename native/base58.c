@@ -311,8 +311,9 @@ static napi_value js_decode(napi_env env, napi_callback_info info) {
   return out;
 }
 
-/* native/keccak.c */
+/* native/keccak.c, native/shared.c */
 napi_value txr_keccak256_at(napi_env env, napi_callback_info info);
+napi_value txr_shared_alias(napi_env env, napi_callback_info info);
 
 NAPI_MODULE_INIT() {
   napi_value max_bytes;
@@ -322,6 +323,7 @@ NAPI_MODULE_INIT() {
       {"encode64At", NULL, js_encode64_at, NULL, NULL, NULL, napi_enumerable, NULL},
       {"decode", NULL, js_decode, NULL, NULL, NULL, napi_enumerable, NULL},
       {"keccak256At", NULL, txr_keccak256_at, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"sharedAlias", NULL, txr_shared_alias, NULL, NULL, NULL, napi_enumerable, NULL},
       {"maxBytes", NULL, NULL, NULL, NULL, max_bytes, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;

@@ -1,8 +1,11 @@
 /**
- * The one catalogue of rejections. Each entry ties a stable code to the HTTP
- * status, the JSON-RPC code (family A, DECISIONS 6), the plain-text body
- * (family B, SPEC 7.2) and the retry advice. Doors render responses from it;
- * tests assert against it. Messages never contain a credential.
+ * The one table of every error the relay can produce: on the wire, from the
+ * admin API, at start-up (configuration, acceptor, forwarding setup) and from
+ * the store. Each entry ties a stable code to its HTTP status, its JSON-RPC
+ * code, the Solana plain-text body and the retry advice
+ * (docs/protocol.md#errors). Answers are rendered from it
+ * (src/ingress/render.ts) and tests assert against it. Messages never hold a
+ * credential.
  */
 
 export type Retry = 'retry_safe' | 'do_not_retry_automatically';
@@ -10,12 +13,13 @@ export type Retry = 'retry_safe' | 'do_not_retry_automatically';
 export interface ErrorSpec {
   /** Stable machine code; callers branch on this, never on message text. */
   readonly code: string;
+  /** The HTTP status of an answer carrying it (start-up errors: 500, never sent). */
   readonly http: number;
-  /** JSON-RPC error code used by family A and by family B's JSON-RPC door. */
+  /** JSON-RPC error code (EVM doors, the Solana JSON-RPC door). */
   readonly rpc: number;
-  /** Human message; `{}` is replaced by the detail given at the throw site. */
+  /** Human message; `{}` is replaced by the detail given where it is raised. */
   readonly message: string;
-  /** Family B plain-text body (SPEC 7.2); `{}` as above. Defaults to message. */
+  /** Solana plain-text body; `{}` as above. Defaults to message. */
   readonly text?: string;
   readonly retry?: Retry;
 }
@@ -24,84 +28,71 @@ function spec(code: string, http: number, rpc: number, message: string, extra: P
   return Object.freeze({ code, http, rpc, message, ...extra });
 }
 
+const DO_NOT_RETRY = { retry: 'do_not_retry_automatically' } as const;
+
 export const E = {
-  // Request shape (family A codes from DECISIONS 6).
+  // Request shape.
   PARSE: spec('TXR_PARSE', 400, -32700, 'Parse error: {}'),
   INVALID_REQUEST: spec('TXR_INVALID_REQUEST', 400, -32600, 'Invalid request: {}'),
   METHOD_NOT_FOUND: spec('TXR_METHOD_NOT_FOUND', 400, -32601, 'Method not found: {}'),
   INVALID_PARAMS: spec('TXR_INVALID_PARAMS', 400, -32602, 'Invalid params: {}'),
-  TX_INVALID: spec('TXR_TX_INVALID', 400, -32602, 'Invalid transaction: {}', {
-    retry: 'do_not_retry_automatically',
-  }),
+  TX_INVALID: spec('TXR_TX_INVALID', 400, -32602, 'Invalid transaction: {}', DO_NOT_RETRY),
   TOO_LARGE: spec('TXR_TOO_LARGE', 413, -32013, 'Request too large: {}'),
   UNSUPPORTED_MEDIA: spec('TXR_UNSUPPORTED_MEDIA', 415, -32015, 'Unsupported Content-Type: {}'),
   NOT_FOUND: spec('TXR_NOT_FOUND', 404, -32601, 'Not found'),
 
-  // Authentication (SPEC 7.2 bodies for family B, DECISIONS 4).
-  AUTH_MISSING: spec('TXR_AUTH_MISSING', 401, -32010, 'Unauthorized: account UUID missing', {
-    text: 'Not Found api-key',
-  }),
-  AUTH_INVALID: spec('TXR_AUTH_INVALID', 401, -32010, 'Unauthorized: account UUID not recognised', {
-    text: 'Invalid Api-Key',
-  }),
+  // Authentication: the Solana bodies are the fixed texts its clients know.
+  AUTH_MISSING: spec('TXR_AUTH_MISSING', 401, -32010, 'Unauthorized: account UUID missing', { text: 'Not Found api-key' }),
+  AUTH_INVALID: spec('TXR_AUTH_INVALID', 401, -32010, 'Unauthorized: account UUID not recognised', { text: 'Invalid Api-Key' }),
 
-  // Rate limits (SPEC 7.1 -32005, SPEC 7.2 429 body; N is the TPS).
-  RATE_ACCOUNT: spec('TXR_RATE_ACCOUNT', 429, -32005, 'Account rate limit: {} per second', {
-    text: 'Exceed Rate Limit: {} per second',
-    retry: 'retry_safe',
-  }),
-  RATE_IP: spec('TXR_RATE_IP', 429, -32005, 'IP rate limit: {} per second', {
-    text: 'Exceed Rate Limit: {} per second',
-    retry: 'retry_safe',
-  }),
+  // Rate limits; `{}` is the limit in requests per second.
+  RATE_ACCOUNT: spec('TXR_RATE_ACCOUNT', 429, -32005, 'Account rate limit: {} per second', { text: 'Exceed Rate Limit: {} per second', retry: 'retry_safe' }),
+  RATE_IP: spec('TXR_RATE_IP', 429, -32005, 'IP rate limit: {} per second', { text: 'Exceed Rate Limit: {} per second', retry: 'retry_safe' }),
 
-  // Capacity and availability (DECISIONS 6, 8).
-  CAPACITY: spec('TXR_CAPACITY', 503, -32006, 'Insufficient capacity: {}', {
-    text: 'Server Busy',
-    retry: 'retry_safe',
-  }),
-  UNAVAILABLE: spec('TXR_UNAVAILABLE', 503, -32001, 'Transaction not sent: {}', {
-    text: 'Upstream Unavailable',
-    retry: 'retry_safe',
-  }),
-  DRAINING: spec('TXR_DRAINING', 503, -32001, 'Transaction not sent: node is shutting down', {
-    text: 'Service Unavailable: shutting down',
-    retry: 'retry_safe',
-  }),
-  CHECK_FAILED: spec('TXR_CHECK_FAILED', 503, -32001, 'Transaction not sent: {}', {
-    text: 'Service Unavailable: transaction check failed',
-    retry: 'retry_safe',
-  }),
-  BATCH_RECORD: spec('TXR_BATCH_RECORD', 503, -32011, 'Batch receive record could not be persisted; nothing was sent', {
-    retry: 'retry_safe',
-  }),
+  // Capacity and availability: nothing was sent, so every one is retry-safe.
+  CAPACITY: spec('TXR_CAPACITY', 503, -32006, 'Insufficient capacity: {}', { text: 'Server Busy', retry: 'retry_safe' }),
+  UNAVAILABLE: spec('TXR_UNAVAILABLE', 503, -32001, 'Transaction not sent: {}', { text: 'Upstream Unavailable', retry: 'retry_safe' }),
+  DRAINING: spec('TXR_DRAINING', 503, -32001, 'Transaction not sent: node is shutting down', { text: 'Service Unavailable: shutting down', retry: 'retry_safe' }),
+  CHECK_FAILED: spec('TXR_CHECK_FAILED', 503, -32001, 'Transaction not sent: {}', { text: 'Service Unavailable: transaction check failed', retry: 'retry_safe' }),
+  BATCH_RECORD: spec('TXR_BATCH_RECORD', 503, -32011, 'Batch receive record could not be persisted; nothing was sent', { retry: 'retry_safe' }),
 
-  // Family B decoding and bundle rules (SPEC 7.2, DECISIONS 6).
-  SOL_DECODE: spec('TXR_SOL_DECODE', 400, -32602, 'Transaction Decode Error: {}', {
-    retry: 'do_not_retry_automatically',
-  }),
-  BATCH_DECODE: spec('TXR_BATCH_DECODE', 605, -32602, 'Batch Decode Error: {}', {
-    retry: 'do_not_retry_automatically',
-  }),
-  TIP_NOT_FOUND: spec('TXR_TIP_NOT_FOUND', 606, -32602, 'Tip Instruction Not Found', {
-    retry: 'do_not_retry_automatically',
-  }),
-  TIP_TOO_LOW: spec('TXR_TIP_TOO_LOW', 607, -32602, 'Please add a minimum tip of {} lamports (batch total)', {
-    retry: 'do_not_retry_automatically',
-  }),
+  // Solana decoding and bundle rules; the bundle statuses are the error codes Solana bundle clients know.
+  SOL_DECODE: spec('TXR_SOL_DECODE', 400, -32602, 'Transaction Decode Error: {}', DO_NOT_RETRY),
+  BATCH_DECODE: spec('TXR_BATCH_DECODE', 605, -32602, 'Batch Decode Error: {}', DO_NOT_RETRY),
+  TIP_NOT_FOUND: spec('TXR_TIP_NOT_FOUND', 606, -32602, 'Tip Instruction Not Found', DO_NOT_RETRY),
+  TIP_TOO_LOW: spec('TXR_TIP_TOO_LOW', 607, -32602, 'Please add a minimum tip of {} lamports (batch total)', DO_NOT_RETRY),
+
+  // Admin API (JSON bodies `{"error":{"code","message"}}`).
+  ADMIN_AUTH: spec('TXR_ADMIN_AUTH', 401, -32010, 'admin bearer token required'),
+  ADMIN_ROUTE: spec('TXR_NOT_FOUND', 404, -32601, 'no such admin route'),
+  ACCOUNT_INVALID: spec('TXR_ACCOUNT_INVALID', 400, -32602, '{}'),
+  ACCOUNT_NOT_FOUND: spec('TXR_ACCOUNT_NOT_FOUND', 404, -32602, 'account not found'),
+  // 507 Insufficient Storage: the node cannot hold another live account; nothing was stored.
+  ACCOUNT_LIMIT: spec('TXR_ACCOUNT_LIMIT', 507, -32006, '{}'),
+  BATCH_NOT_FOUND: spec('TXR_BATCH_NOT_FOUND', 404, -32602, 'no batch record with that id'),
+
+  // Start-up: the process stops with the message (never an HTTP answer).
+  CONFIG: spec('TXR_CONFIG', 500, -32603, '{}'),
+  ACCEPTOR: spec('TXR_ACCEPTOR', 500, -32603, '{}'),
+  FORWARD_CONFIG: spec('TXR_FORWARD_CONFIG', 500, -32603, '{}'),
+
+  // Store: after a failed commit every write is refused until a restart.
+  STORE_FAILED: spec('TXR_STORE_FAILED', 500, -32603, 'embedded store write failed; store refuses writes until restart'),
 
   INTERNAL: spec('TXR_INTERNAL', 500, -32603, 'Internal error'),
 } as const;
 
 export type ErrorKey = keyof typeof E;
 
+/** Every entry, for documentation and tests. */
+export const ERROR_TABLE: readonly ErrorSpec[] = Object.freeze(Object.values(E));
+
 /**
- * A rejection travelling through the pipeline: the catalogue entry plus a
- * detail for `{}`. Plain data, not an Error: it is returned, never thrown on
- * the hot path, and a refusal at the gate is made per request under
- * overload, where V8's Error constructor (a stack-frame walk even with
- * `stackTraceLimit` 0) and formatting a message nobody reads were measurable.
- * The message and the plain-text body are formatted when asked for.
+ * A refusal travelling through the pipeline: the table's entry plus a detail
+ * for `{}`. Plain data, not an Error: it is returned, never thrown, on the
+ * hot path, and a refusal at the gate is made per request under overload,
+ * where V8's Error constructor (a stack walk even with `stackTraceLimit` 0)
+ * was measurable. The message and the plain-text body are formatted when asked for.
  */
 export class RelayError {
   readonly spec: ErrorSpec;
@@ -112,7 +103,7 @@ export class RelayError {
   cause: unknown = undefined;
   /**
    * Milliseconds to hold the answer before writing it: a door shed under a
-   * standing queue (`limits.shed_hold_ms`, README "Load shedding"). 0: at once.
+   * standing queue (`limits.shed_hold_ms`, docs/protocol.md#capacity). 0: at once.
    */
   holdMs = 0;
 
@@ -130,12 +121,12 @@ export class RelayError {
     return 'RelayError';
   }
 
-  /** The catalogue message with the detail filled in. */
+  /** The table's message with the detail filled in. */
   get message(): string {
     return messageMemo.fill(this.spec.message, this.detail);
   }
 
-  /** Family B plain-text body. */
+  /** Solana plain-text body. */
   get text(): string {
     return textMemo.fill(this.spec.text ?? this.spec.message, this.detail);
   }
@@ -143,6 +134,30 @@ export class RelayError {
   toString(): string {
     return `${this.name} ${this.code}: ${this.message}`;
   }
+}
+
+/**
+ * The thrown form, for what is not on the hot path (admin API, start-up,
+ * store): an Error carrying its table entry, so whoever catches it renders
+ * or reports it from the same table.
+ */
+export class TxrelayError extends Error {
+  readonly spec: ErrorSpec;
+
+  constructor(s: ErrorSpec, detail = '', options?: { cause?: unknown }) {
+    super(fill(s.message, detail), options);
+    this.spec = s;
+    this.name = 'TxrelayError';
+  }
+
+  get code(): string {
+    return this.spec.code;
+  }
+}
+
+/** The table entry of anything thrown: its own, or INTERNAL for what is not ours. */
+export function specOf(e: unknown): ErrorSpec {
+  return e instanceof TxrelayError ? e.spec : E.INTERNAL;
 }
 
 function fill(template: string, detail: string): string {
@@ -169,7 +184,7 @@ class FillMemo {
 const messageMemo = new FillMemo();
 const textMemo = new FillMemo();
 
-/** Thrown by pure decoders; doors map it to SOL_DECODE / BATCH_DECODE / TX_INVALID. */
+/** Thrown by pure decoders; the pipeline maps it to the door's decode error (TX_INVALID, SOL_DECODE, BATCH_DECODE). */
 export class DecodeError extends Error {
   constructor(message: string) {
     // Hostile input makes these by the thousand; a stack trace would only cost time.

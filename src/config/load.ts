@@ -8,13 +8,18 @@ import { extname } from 'node:path';
 import { createRequire } from 'node:module';
 import { parse as parseToml } from 'smol-toml';
 import { configSchema, type Config } from './schema.js';
+import { E, TxrelayError } from '../errors.js';
 
 const require = createRequire(import.meta.url);
 // ajv ships CommonJS with a default export that NodeNext typing resolves oddly; require keeps it simple.
 const Ajv = require('ajv').default as typeof import('ajv').default;
 
-export class ConfigError extends Error {
-  readonly code = 'TXR_CONFIG';
+/** A configuration that cannot start the relay (TXR_CONFIG); the message names the key. */
+export class ConfigError extends TxrelayError {
+  constructor(message: string) {
+    super(E.CONFIG, message);
+    this.name = 'ConfigError';
+  }
 }
 
 const ajv = new Ajv({ useDefaults: true, allErrors: true, strict: true });

@@ -16,12 +16,12 @@ import { DecodeError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { DedupFilter } from '../tables/dedup.js';
 import { decodeSolanaTransaction, maxSizeFor, SolanaTxView } from '../chains/solana/decode.js';
-import { verifySolanaTransaction } from '../chains/solana/verify.js';
+import { ed25519Backend, verifySignatures, verifySolanaTransaction } from '../chains/solana/verify.js';
 import { decodeEvmTransaction, EvmTx } from '../chains/evm/decode.js';
 import { validateEvmTransaction } from '../chains/evm/validate.js';
 import { signingHashAt, txHashAt } from '../chains/evm/hash.js';
-import { recovers } from '../chains/evm/recover.js';
-import { F_OVER_UDP, JobKind, JobResult, KEY_BYTES, S_AUX0, S_AUX1, S_FLAGS, S_KIND, S_LENGTH, S_OFFSET, type JobTable } from './jobs.js';
+import { recovers, recoversAt } from '../chains/evm/recover.js';
+import { F_OVER_UDP, JobKind, JobResult, KEY_BYTES, S_AUX0, S_AUX1, S_AUX2, S_AUX3, S_AUX4, S_FLAGS, S_KIND, S_LENGTH, S_OFFSET, type JobTable } from './jobs.js';
 
 /**
  * Dedup key domains: a transaction sent alone and inside a bundle are
@@ -77,16 +77,15 @@ export function runCheck(c: CheckContext, s: number): void {
   const jobs = c.jobs;
   try {
     const off = jobs.field(s, S_OFFSET);
-    const tx = c.slab.subarray(off, off + jobs.field(s, S_LENGTH));
     switch (jobs.field(s, S_KIND) as JobKind) {
       case JobKind.SolanaTx:
-        return solanaTx(c, s, tx, (jobs.field(s, S_FLAGS) & F_OVER_UDP) !== 0);
+        return solanaTx(c, s, c.slab.subarray(off, off + jobs.field(s, S_LENGTH)), (jobs.field(s, S_FLAGS) & F_OVER_UDP) !== 0);
       case JobKind.SolanaVerify:
-        return solanaVerify(c, s, tx);
+        return solanaVerify(c, s, off);
       case JobKind.EvmTx:
-        return evmTx(c, s, tx, false);
-      case JobKind.EvmVerify:
-        return evmTx(c, s, tx, true);
+        return evmTx(c, s, c.slab.subarray(off, off + jobs.field(s, S_LENGTH)));
+      case JobKind.EvmRecover:
+        return evmRecover(c, s, off);
       default:
         jobs.setResult(s, JobResult.Internal, 'unknown job kind');
     }
@@ -113,40 +112,46 @@ function solanaTx(c: CheckContext, s: number, tx: Uint8Array, overUdp: boolean):
   jobs.setResult(s, c.dedup.claimPeeked(c.clock()) ? JobResult.Ok : JobResult.Duplicate, '');
 }
 
-function solanaVerify(c: CheckContext, s: number, tx: Uint8Array): void {
-  const jobs = c.jobs;
-  try {
-    // Bundle members were size-checked by the door; the structure is needed again for keys and message.
-    decodeSolanaTransaction(tx, maxSizeFor(tx, false), view);
-  } catch (e) {
-    if (e instanceof DecodeError) return jobs.setResult(s, JobResult.Invalid, e.message);
-    throw e;
-  }
-  if (verifySolanaTransaction(tx, view)) jobs.setResult(s, JobResult.Ok, '');
-  else jobs.setResult(s, JobResult.BadSignature, 'signature verification failed');
+/** A bundle member the main thread decoded: its signatures, from the offsets it found. */
+function solanaVerify(c: CheckContext, s: number, at: number): void {
+  const j = c.jobs;
+  const ok = verifySignatures(ed25519Backend, c.slab, at, j.field(s, S_AUX1), j.field(s, S_AUX0), j.field(s, S_AUX2), j.field(s, S_AUX3), j.field(s, S_AUX4));
+  j.setResult(s, ok ? JobResult.Ok : JobResult.BadSignature, ok ? '' : 'signature verification failed');
 }
 
 /** This thread's decoded transaction, decoded into again by each check (synchronous: never two at once). */
 const evmScratch = new EvmTx();
 
-function evmTx(c: CheckContext, s: number, raw: Uint8Array, hashed: boolean): void {
+function evmTx(c: CheckContext, s: number, raw: Uint8Array): void {
   const jobs = c.jobs;
   const keyAt = jobs.keyAt(s);
   let tx;
   try {
     tx = decodeEvmTransaction(raw, evmScratch);
-    if (!hashed) {
-      validateEvmTransaction(tx, { chainId: c.chainId });
-      txHashAt(raw, tx, jobs.bytes, keyAt);
-    }
+    validateEvmTransaction(tx, { chainId: c.chainId });
+    txHashAt(raw, tx, jobs.bytes, keyAt);
   } catch (e) {
     if (e instanceof DecodeError) return jobs.setResult(s, JobResult.Invalid, e.message);
     throw e;
   }
-  evmKey[0] = KEY_EVM;
-  copyInto(evmKey, 1, jobs.bytes, keyAt, KEY_BYTES);
-  if (c.dedup.peek(evmKey, c.clock())) return jobs.setResult(s, JobResult.Duplicate, '');
+  if (peekEvm(c, s)) return jobs.setResult(s, JobResult.Duplicate, '');
   signingHashAt(raw, tx, msg32, 0);
   if (!recovers(tx, msg32)) return jobs.setResult(s, JobResult.BadSignature, 'signature does not recover a sender');
   jobs.setResult(s, c.dedup.claimPeeked(c.clock()) ? JobResult.Ok : JobResult.Duplicate, '');
+}
+
+/** An EVM batch item the main thread decoded, checked and hashed: dedup, then the sender from its signature. */
+function evmRecover(c: CheckContext, s: number, at: number): void {
+  const j = c.jobs;
+  if (peekEvm(c, s)) return j.setResult(s, JobResult.Duplicate, '');
+  const ok = recoversAt(c.slab, at + j.field(s, S_AUX0), j.field(s, S_AUX1), at + j.field(s, S_AUX2), j.field(s, S_AUX3), j.field(s, S_AUX4), j.bytes, j.msgAt(s));
+  if (!ok) return j.setResult(s, JobResult.BadSignature, 'signature does not recover a sender');
+  j.setResult(s, c.dedup.claimPeeked(c.clock()) ? JobResult.Ok : JobResult.Duplicate, '');
+}
+
+/** Dedup peek of the EVM transaction hash in slot `s`. */
+function peekEvm(c: CheckContext, s: number): boolean {
+  evmKey[0] = KEY_EVM;
+  copyInto(evmKey, 1, c.jobs.bytes, c.jobs.keyAt(s), KEY_BYTES);
+  return c.dedup.peek(evmKey, c.clock());
 }

@@ -25,10 +25,12 @@
  *                 zeroes each entry it consumes
  *
  *   slot (Int32, 16 words): state, kind, offset, length, flags, result,
- *                 aux0, aux1, error length, worker index, spare...
+ *                 aux0-aux4 (what the main thread already decoded), error
+ *                 length, worker index, spare...
  *   slot (Float64, 3): submitted, started, finished (ms, each thread's
  *                 systemClock: wall-clock based, so comparable across threads)
- *   slot (bytes, 160): hash/key material (32 B) then an error message (128 B)
+ *   slot (bytes, 192): the transaction hash (32 B), the EVM signing hash
+ *                 (32 B), then an error message (128 B)
  *
  * Both rings hold RING entries, a power of two >= the slot count, so neither
  * can overflow: a slot is in at most one ring position at a time.
@@ -59,17 +61,21 @@ export const S_AUX0 = 6;
 export const S_AUX1 = 7;
 export const S_ERRLEN = 8;
 export const S_WORKER = 9;
+export const S_AUX2 = 10;
+export const S_AUX3 = 11;
+export const S_AUX4 = 12;
 
 const SLOT_TIMES = 3;
 export const T_SUBMIT = 0;
 export const T_START = 1;
 export const T_END = 2;
 
-/** Per-slot bytes: 32 of key material (an EVM tx hash) and 128 of error text, which is all a rejection needs. */
-export const SLOT_BYTES = 160;
+/** Per-slot bytes: an EVM transaction hash, its signing hash, and 128 of error text, which is all a rejection needs. */
+export const SLOT_BYTES = 192;
 export const KEY_AT = 0;
 export const KEY_BYTES = 32;
-export const ERROR_AT = 32;
+export const MSG_AT = 32;
+export const ERROR_AT = 64;
 export const ERROR_BYTES = 128;
 
 /** Slot states; only for ownership checks and crash recovery (a worker that died leaves CLAIMED slots). */
@@ -84,12 +90,21 @@ export const enum SlotState {
 export const enum JobKind {
   /** One Solana transaction: decode, dedup peek, verify every signature, dedup claim (single domain). */
   SolanaTx = 1,
-  /** One transaction of a bundle: decode and verify only (the bundle's dedup key is the main thread's). */
+  /**
+   * One transaction of a bundle, decoded on the main thread: verify its
+   * signatures only (aux0 signatures offset, aux1 count, aux2 account keys
+   * offset, aux3 message offset, aux4 message length; the bundle's dedup key
+   * is the main thread's).
+   */
   SolanaVerify = 2,
   /** One EVM transaction: decode, stateless checks, hash, dedup peek, recover the sender, dedup claim. */
   EvmTx = 3,
-  /** One EVM batch item already decoded and hashed (hash in the key bytes): dedup peek, recover, claim. */
-  EvmVerify = 4,
+  /**
+   * One EVM batch item decoded, checked and hashed on the main thread (hash
+   * and signing hash in the slot's bytes; aux0-aux3 r and s offsets and
+   * lengths, aux4 the recovery id): dedup peek, recover, claim.
+   */
+  EvmRecover = 4,
 }
 
 /** Job flags. */
@@ -374,6 +389,11 @@ export class JobTable {
   /** Byte offset of the slot's key material in `bytes`. */
   keyAt(s: number): number {
     return s * SLOT_BYTES + KEY_AT;
+  }
+
+  /** Byte offset of the slot's signing hash in `bytes`. */
+  msgAt(s: number): number {
+    return s * SLOT_BYTES + MSG_AT;
   }
 
   /** Writes the result and, for a rejection, its message (ASCII; longer text is cut). */

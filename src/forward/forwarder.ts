@@ -27,6 +27,8 @@ export interface ForwarderOptions {
   connections?: number;
   /** How long an item no upstream has accepted is kept and retried (MAX_AGE_MS). */
   maxAgeMs?: number;
+  /** How the lanes schedule a send (LaneOptions.schedule). */
+  schedule?: (fn: () => void) => void;
 }
 
 export interface DrainResult {
@@ -64,6 +66,7 @@ export class Forwarder {
         timeoutMs: opts.timeoutMs,
         connections: opts.connections,
         maxAgeMs: opts.maxAgeMs,
+        schedule: opts.schedule,
       });
     const built: Lane[] = [];
     try {

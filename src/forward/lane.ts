@@ -46,7 +46,6 @@
  * whose slot was reused) is recognised by the done bit, or by `seq < head`,
  * and ignored.
  */
-import { afterAcks } from '../ingress/ack-first.js';
 import { systemClock, type Clock } from '../clock.js';
 import { Breaker, Permit, type BreakerOptions, type BreakerState } from './breaker.js';
 import {
@@ -157,6 +156,12 @@ export interface LaneOptions {
   maxAgeMs?: number;
   /** Certificates (PEM) to trust for https upstreams instead of the system store. */
   ca?: UpstreamOptions['ca'];
+  /**
+   * How a send is scheduled once items are offered: a microtask by default;
+   * the relay passes its acknowledge-first scheduler, so a forward leaves
+   * after the acknowledgement it was admitted with (src/ingress/ack-first.ts).
+   */
+  schedule?: (fn: () => void) => void;
 }
 
 /** An upstream as this lane sees it: upstream counters plus the lane's view. */
@@ -267,6 +272,7 @@ export class Lane<N extends LaneName = LaneName> {
   private readonly maxAge: number;
   private readonly log: LogSink | null;
   private readonly now: Clock;
+  private readonly schedule: (fn: () => void) => void;
 
   // Ring and per-item state, indexed by seq & mask. Sequence numbers are
   // never reset; `&` takes them modulo 2^32, which the power-of-two size divides.
@@ -328,6 +334,7 @@ export class Lane<N extends LaneName = LaneName> {
     this.maxAge = maxAge;
     this.log = opts.log ?? null;
     this.now = opts.now ?? systemClock;
+    this.schedule = opts.schedule ?? queueMicrotask;
     const batching = this.kind !== CallKind.BUNDLE && (opts.batching ?? true);
     // Parse every URL before building any client, so a bad one stops construction cleanly.
     const urls = opts.upstreams.map((u, i) => parseUpstreamUrl(u, `lane ${name} upstream ${i}`));
@@ -479,14 +486,11 @@ export class Lane<N extends LaneName = LaneName> {
 
   // ---- sending -------------------------------------------------------------------
 
-  /**
-   * Schedules one pump for everything offered so far: a burst leaves together, a lone item leaves at
-   * once, right after the acknowledgement it was admitted with (src/ingress/ack-first.ts).
-   */
+  /** Schedules one pump for everything offered so far: a burst leaves together, a lone item at once. */
   private kick(): void {
     if (this.scheduled || this.closed) return;
     this.scheduled = true;
-    afterAcks(this.pumpFn);
+    this.schedule(this.pumpFn);
   }
 
   private pump(): void {

@@ -32,6 +32,7 @@ import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { readAnswer, type AnswerScan } from './answer.js';
 import { Parse, ResponseParser } from './http1.js';
+import { E, TxrelayError } from '../errors.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 /** Where forwarding reports trouble. Fields never hold transaction bytes, UUIDs or upstream URL paths (API keys live there). */
@@ -58,10 +59,9 @@ const SWEEP_MIN_MS = 10;
 const SWEEP_MAX_MS = 250;
 
 /** Thrown at construction for a configuration that cannot work; the message names the lane and index, never the URL. */
-export class ForwardConfigError extends Error {
-  readonly code = 'TXR_FORWARD_CONFIG';
+export class ForwardConfigError extends TxrelayError {
   constructor(message: string) {
-    super(message);
+    super(E.FORWARD_CONFIG, message);
     this.name = 'ForwardConfigError';
   }
 }

@@ -1,5 +1,5 @@
 /**
- * Family B UDP ingress (SPEC 2.7, 4.8, 7.3): one datagram is one
+ * Solana UDP ingress (docs/protocol.md#udp): one datagram is one
  * transaction, fire-and-forget. Nothing is ever sent back; every datagram
  * that is not admitted is dropped and counted by reason.
  *
@@ -14,12 +14,13 @@
  */
 import dgram from 'node:dgram';
 import { availableParallelism } from 'node:os';
-import { RelayError } from '../errors.js';
 import { PACKET_DATA_SIZE } from '../chains/solana/decode.js';
-import type { Admission, SolanaOutcome } from '../pipeline/admission.js';
+import type { Pipeline } from '../pipeline/admit.js';
+import type { Outcome } from '../pipeline/outcome.js';
+import { Kind, Submission, type DoorIo, type Sink } from '../pipeline/submission.js';
 import { CounterSet } from '../obs/metrics.js';
 
-/** SPEC 2.7 layout. */
+/** The datagram layout (docs/protocol.md#udp). */
 const MAGIC = [43, 6, 58, 10] as const;
 const METHOD_SEND = 0;
 const KEY_OFFSET = 5;
@@ -48,15 +49,23 @@ export interface UdpListenResult {
   reusePort: boolean;
 }
 
+/** A datagram arrives whole, with its sender's address. */
+const UDP_IO: DoorIo = {
+  peer: (sub) => sub.ip!,
+  read: () => {
+    throw new Error('a datagram has no body to read');
+  },
+};
+
 export class UdpIngress {
   readonly outcomes = new CounterSet<string>();
   /** Datagrams received per socket of the pool (index order of binding). */
   readonly received: number[] = [];
   private sockets: dgram.Socket[] = [];
 
-  constructor(private readonly admission: Admission) {}
+  constructor(private readonly pipeline: Pipeline) {}
 
-  /** Parses and admits one datagram. */
+  /** Parses one datagram and admits its transaction; nothing is ever answered. */
   handle(msg: Buffer, ip: string): void {
     const o = this.outcomes;
     if (msg.length < HEADER) return o.inc('short');
@@ -65,16 +74,21 @@ export class UdpIngress {
     const txLen = msg[LEN_OFFSET]! | (msg[LEN_OFFSET + 1]! << 8);
     if (txLen > PACKET_DATA_SIZE) return o.inc('too_large');
     if (msg.length !== HEADER + txLen || txLen === 0) return o.inc('bad_length');
-    const refused = this.admission.gateBytes('solana', msg, KEY_OFFSET, ip, 1);
-    if (refused instanceof RelayError) return o.inc(refused.spec.code);
-    const block = this.admission.copyRange(msg, HEADER, msg.length);
-    if (block === null) return o.inc('TXR_CAPACITY');
-    this.admission.solanaSingle(block, true, this.done);
+    const sub = new Submission(Kind.SolanaTx, 'solana', UDP_IO);
+    sub.door = 'udp';
+    sub.overUdp = true;
+    sub.ip = ip;
+    sub.keyBytes = msg;
+    sub.keyOffset = KEY_OFFSET;
+    sub.bytes = msg;
+    sub.start = HEADER;
+    sub.end = msg.length;
+    this.pipeline.admit(sub, this.done);
   }
 
-  private readonly done = (r: SolanaOutcome): void => {
-    if (!r.ok) this.outcomes.inc(r.error.spec.code);
-    else this.outcomes.inc(r.duplicate ? 'duplicate' : 'admitted');
+  /** Every datagram ends counted by what became of it. */
+  private readonly done: Sink = (_sub: Submission, r: Outcome): void => {
+    this.outcomes.inc(r.error !== null ? r.error.spec.code : r.status === 'duplicate' ? 'duplicate' : 'admitted');
   };
 
   /**

@@ -27,6 +27,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createNodeAcceptor } from './node-acceptor.js';
+import { E, TxrelayError } from '../errors.js';
 
 export interface HttpRequest {
   /** A header by its lower-case name; the first one when repeated; '' when absent. */
@@ -158,8 +159,11 @@ const CANDIDATES: Candidate[] = [
   },
 ];
 
-export class AcceptorError extends Error {
-  readonly code = 'TXR_ACCEPTOR';
+export class AcceptorError extends TxrelayError {
+  constructor(message: string) {
+    super(E.ACCEPTOR, message);
+    this.name = 'AcceptorError';
+  }
 }
 
 /** glibc of the running process ('' on musl, macOS, Windows). */

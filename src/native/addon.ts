@@ -18,6 +18,8 @@ export interface NativeAddon {
   readonly maxBytes: number;
   /** Keccak-256 (Ethereum's) of in[inOffset, inOffset + inLength), written at out[outOffset]; allocates nothing. */
   keccak256At(input: Uint8Array, inOffset: number, inLength: number, out: Uint8Array, outOffset: number): void;
+  /** A plain ArrayBuffer over the memory of a Uint8Array spanning a SharedArrayBuffer (native/shared.c). */
+  sharedAlias?(view: Uint8Array): ArrayBuffer;
 }
 
 /**
@@ -72,3 +74,27 @@ const loaded = loadAddon();
 export const nativeAddon: NativeAddon | null = loaded.addon;
 /** Why the addon is not in use, for a startup log line; null when it is. */
 export const nativeUnavailableReason: string | null = loaded.reason;
+
+/**
+ * A plain ArrayBuffer over the same memory as `sab` (for libraries that
+ * refuse shared memory), or null without the addon (the caller copies). The
+ * caller keeps `sab` alive for as long as it uses the result; it is checked
+ * once to alias rather than copy.
+ */
+export function sharedAlias(sab: SharedArrayBuffer): ArrayBuffer | null {
+  const f = loaded.addon?.sharedAlias;
+  if (f === undefined) return null;
+  const ab = f(new Uint8Array(sab));
+  if (ab.byteLength !== sab.byteLength) return null;
+  // One byte written through the alias must read back through the SharedArrayBuffer.
+  const a = new Uint8Array(ab);
+  const s = new Uint8Array(sab);
+  if (a.length > 0) {
+    const was = s[0]!;
+    a[0] = was ^ 0xff;
+    const same = s[0] === (was ^ 0xff);
+    s[0] = was;
+    if (!same) return null;
+  }
+  return ab;
+}

@@ -17,6 +17,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import type { PlanConfig } from '../config/schema.js';
 import type { Store } from './db.js';
 import { uuidByteWords, uuidTextWords, type UuidWords } from './ids.js';
+import { E, TxrelayError, type ErrorSpec } from '../errors.js';
 
 export type Plan = 'free' | 'paid';
 export type Plans = Readonly<Record<Plan, PlanConfig>>;
@@ -65,15 +66,23 @@ export interface AccountStoreOptions {
   maxLive?: number;
 }
 
-export class AccountError extends Error {
-  readonly code: AccountErrorCode;
+const ACCOUNT_SPECS: Record<AccountErrorCode, ErrorSpec> = {
+  TXR_ACCOUNT_INVALID: E.ACCOUNT_INVALID,
+  TXR_ACCOUNT_NOT_FOUND: E.ACCOUNT_NOT_FOUND,
+  TXR_ACCOUNT_LIMIT: E.ACCOUNT_LIMIT,
+};
+
+export class AccountError extends TxrelayError {
   /** Dotted path of the offending field (invalid input only). */
   readonly field: string | undefined;
   constructor(code: AccountErrorCode, message: string, field?: string) {
-    super(message);
+    super(ACCOUNT_SPECS[code], message);
     this.name = 'AccountError';
-    this.code = code;
     this.field = field;
+  }
+
+  override get code(): AccountErrorCode {
+    return this.spec.code as AccountErrorCode;
   }
 }
 
@@ -263,6 +272,13 @@ export class AccountStore {
   /** The record, revoked or not; undefined for an unknown or malformed UUID. */
   get(uuid: string): AccountRecord | undefined {
     return typeof uuid === 'string' ? this.byUuid.get(uuid.toLowerCase()) : undefined;
+  }
+
+  /** The record, revoked or not; throws TXR_ACCOUNT_NOT_FOUND for an unknown or malformed UUID. */
+  require(uuid: string): AccountRecord {
+    const rec = this.get(uuid);
+    if (rec === undefined) throw notFound();
+    return rec;
   }
 
   /** Every account, revoked included, in creation order. */

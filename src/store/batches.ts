@@ -11,14 +11,15 @@
  * after PostgreSQL committed it, so an outcome written meanwhile is uploaded
  * again rather than lost.
  */
-import { E, RelayError } from '../errors.js';
+import { E, RelayError, TxrelayError } from '../errors.js';
 import type { Store } from './db.js';
+import type { Outcome } from '../pipeline/outcome.js';
 import { BATCH_ID_PATTERN, batchIdFloor, batchIdTime, nextBatchId } from './ids.js';
 
 /** Statuses this node produces for a batch item (docs/protocol.md#statuses). */
 export type ItemStatus = 'queued' | 'duplicate' | 'not-sent';
 
-export interface BatchItemOutcome {
+export interface StoredItem {
   status: ItemStatus;
   duplicate?: boolean;
   /** JSON-RPC error code of a `not-sent` item (docs/protocol.md#evm-batches). */
@@ -34,7 +35,7 @@ interface StoredBatch {
   client_ip: string;
   /** 0x-prefixed hash per request item, in order; null for an item too malformed to hash. */
   tx_hashes: (string | null)[];
-  items: BatchItemOutcome[];
+  items: StoredItem[];
   /** Incremented by each outcome update; the upload queue entry carries the version still to upload. */
   version: number;
 }
@@ -55,12 +56,16 @@ export const RETENTION_MS = 7 * 24 * 3600 * 1000;
 const PRUNE_CHUNK = 1000;
 
 /** updateOutcome for a batch id this store has no record of (stable code, as the admin API's 404). */
-export class BatchNotFoundError extends Error {
-  readonly code = 'TXR_BATCH_NOT_FOUND';
+export class BatchNotFoundError extends TxrelayError {
   constructor() {
-    super('no batch record with that id');
+    super(E.BATCH_NOT_FOUND);
     this.name = 'BatchNotFoundError';
   }
+}
+
+/** The stored and uploaded form of a batch's outcomes: status, duplicate flag, and a not-sent item's JSON-RPC code. */
+export function storedItems(outcomes: readonly Outcome[]): StoredItem[] {
+  return outcomes.map((o) => (o.error !== null ? { status: o.status, duplicate: false, error_code: o.error.spec.rpc } : { status: o.status, duplicate: o.status === 'duplicate' }));
 }
 
 /** A new record with a fresh batch id; received_at is the id's millisecond. */
@@ -109,7 +114,7 @@ export class BatchStore {
    * BatchNotFoundError for an unknown batch. A caller that does not await it
    * cannot cause an unhandled rejection: the failure is already observed here.
    */
-  updateOutcome(batchId: string, items: BatchItemOutcome[]): Promise<void> {
+  updateOutcome(batchId: string, items: StoredItem[]): Promise<void> {
     const cur = this.read(batchId);
     if (!cur) {
       const p = Promise.reject(new BatchNotFoundError());

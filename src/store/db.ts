@@ -48,9 +48,8 @@
 import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
+import { E, TxrelayError } from '../errors.js';
 
-/** Stable code of the rejection every write gets once the store has failed. */
-export const STORE_FAILED = 'TXR_STORE_FAILED';
 
 /** Minimal log sink; a pino logger fits. Messages never carry account UUIDs. */
 export interface StoreLog {
@@ -59,10 +58,10 @@ export interface StoreLog {
   error(msg: string): void;
 }
 
-export class StoreFailedError extends Error {
-  readonly code = STORE_FAILED;
+/** The rejection every write gets once the store has failed (TXR_STORE_FAILED). */
+export class StoreFailedError extends TxrelayError {
   constructor(cause: unknown) {
-    super('embedded store write failed; store refuses writes until restart', { cause });
+    super(E.STORE_FAILED, '', { cause });
     this.name = 'StoreFailedError';
   }
 }

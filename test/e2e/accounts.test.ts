@@ -19,6 +19,8 @@ import { createAdminApp } from '../../src/ingress/admin.js';
 import { Metrics } from '../../src/obs/metrics.js';
 import { startTestRelay } from '../helpers/relay.js';
 import { signed1559 } from '../helpers/evm.js';
+import { Replier } from '../../src/ingress/reply.js';
+import { AckFirst } from '../../src/ingress/ack-first.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 /** The old table: 2^19 accounts, slot = 2 * id + family; an id at or past it crashed start-up or the first request. */
@@ -105,7 +107,8 @@ test('at the live-account cap the admin API answers 507 TXR_ACCOUNT_LIMIT and st
   const config = loadConfig({ env: {}, overrides: { storage: { data_dir: dir }, admin: { token } } });
   // Whichever acceptor this Node gets by default (node:http where no uWS build loads).
   const { uws } = loadAcceptor('auto');
-  const app = createAdminApp({ uws, config, token, accounts, batches: null, metrics: new Metrics(), health: () => ({ ok: true }) });
+  const reply = new Replier({ coalesce: true, ack: new AckFirst() });
+  const app = createAdminApp({ uws, reply, plans: config.plans, token, accounts, batches: null, metrics: new Metrics(), health: () => ({ ok: true }) });
   const port = await new Promise<number>((resolve, reject) =>
     app.listen('127.0.0.1', 0, (s) => {
       if (!s) return reject(new Error('admin listen failed'));

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { afterAcks, drainAfterAcks, enterAckScope, leaveAckScope, setAckFirst, waitingAfterAcks } from '../../src/ingress/ack-first.js';
+import { AckFirst } from '../../src/ingress/ack-first.js';
 import { laneHarness } from '../helpers/lanes.js';
 import { eventually, startTestRelay } from '../helpers/relay.js';
 import { legacyTransfer } from '../helpers/solana.js';
@@ -17,77 +17,96 @@ const microtasks = async (): Promise<void> => {
 };
 
 test('outside an ack scope the work is a microtask', async () => {
+  const ack = new AckFirst();
   const ran: string[] = [];
-  afterAcks(() => ran.push('a'));
+  ack.after(() => ran.push('a'));
   assert.deepEqual(ran, []);
   await microtasks();
   assert.deepEqual(ran, ['a']);
 });
 
 test('inside a scope it waits past microtasks until drained, in order, once', async () => {
+  const ack = new AckFirst();
   const ran: string[] = [];
-  enterAckScope();
+  ack.enter();
   try {
-    afterAcks(() => ran.push('a'));
-    afterAcks(() => ran.push('b'));
+    ack.after(() => ran.push('a'));
+    ack.after(() => ran.push('b'));
   } finally {
-    leaveAckScope();
+    ack.leave();
   }
   await microtasks();
   assert.deepEqual(ran, []);
-  assert.equal(waitingAfterAcks(), 2);
-  drainAfterAcks();
+  assert.equal(ack.pending, 2);
+  ack.drain();
   assert.deepEqual(ran, ['a', 'b']);
-  assert.equal(waitingAfterAcks(), 0);
+  assert.equal(ack.pending, 0);
   await turn();
   assert.deepEqual(ran, ['a', 'b']);
 });
 
 test('undrained, it runs at the end of the event-loop turn', async () => {
+  const ack = new AckFirst();
   const ran: string[] = [];
-  enterAckScope();
-  afterAcks(() => ran.push('a'));
-  leaveAckScope();
+  ack.enter();
+  ack.after(() => ran.push('a'));
+  ack.leave();
   await turn();
   assert.deepEqual(ran, ['a']);
   // The end-of-turn callback is re-armed for the next scope.
-  enterAckScope();
-  afterAcks(() => ran.push('b'));
-  leaveAckScope();
+  ack.enter();
+  ack.after(() => ran.push('b'));
+  ack.leave();
   await turn();
   assert.deepEqual(ran, ['a', 'b']);
 });
 
-test('http.ack_first off: a microtask even inside a scope, and what waited goes at once', async () => {
+test('http.ack_first off: a microtask even inside a scope', async () => {
+  const ack = new AckFirst(false);
   const ran: string[] = [];
-  enterAckScope();
-  afterAcks(() => ran.push('waited'));
-  setAckFirst(false);
+  ack.enter();
   try {
-    assert.deepEqual(ran, ['waited']);
-    afterAcks(() => ran.push('micro'));
+    ack.after(() => ran.push('micro'));
+    assert.equal(ack.pending, 0);
     await microtasks();
-    assert.deepEqual(ran, ['waited', 'micro']);
+    assert.deepEqual(ran, ['micro']);
   } finally {
-    leaveAckScope();
-    setAckFirst(true);
+    ack.leave();
   }
+});
+
+test('two relays in one process: one relay\'s scope does not hold the other\'s work', async () => {
+  const a = new AckFirst();
+  const b = new AckFirst(false);
+  const ran: string[] = [];
+  a.enter();
+  try {
+    a.after(() => ran.push('a'));
+    b.after(() => ran.push('b'));
+    await microtasks();
+    assert.deepEqual(ran, ['b'], 'b has no scope open, and its setting is its own');
+  } finally {
+    a.leave();
+  }
+  a.drain();
+  assert.deepEqual(ran, ['b', 'a']);
 });
 
 const { upstream, lane } = laneHarness();
 
 test('a lane kicked inside a scope sends nothing until the acknowledgements are out', async () => {
+  const ack = new AckFirst();
   const up = await upstream();
-  const l = lane('solana-single', { upstreams: [up.url] });
-  enterAckScope();
+  const l = lane('solana-single', { upstreams: [up.url], schedule: ack.after });
+  ack.enter();
   try {
     assert.equal(l.offer(Buffer.alloc(120, 7).toString('base64')), true);
   } finally {
-    leaveAckScope();
+    ack.leave();
   }
   await microtasks();
   assert.equal(l.stats().upstreams[0]!.requests, 0);
-  drainAfterAcks();
+  ack.drain();
   assert.equal(l.stats().upstreams[0]!.requests, 1);
   await l.whenIdle();
   assert.equal(up.requests.length, 1);

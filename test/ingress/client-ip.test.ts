@@ -7,7 +7,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { clientIp } from '../../src/ingress/http.js';
+import { clientIp } from '../../src/ingress/client-ip.js';
 import type { HttpRequest, HttpResponse } from '../../src/ingress/uws.js';
 
 const peer = (bytes: number[], text = ''): HttpResponse =>

@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { bundleVerdict } from '../../src/pipeline/admission.js';
+import { bundleVerdict } from '../../src/pipeline/bundle.js';
 import { JobResult } from '../../src/exec/jobs.js';
 
 const verdict = (rs: JobResult[]) => bundleVerdict(rs.length, (i) => rs[i]!);

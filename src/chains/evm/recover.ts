@@ -85,16 +85,36 @@ export function recovers(tx: EvmTx, hash: Uint8Array): boolean {
   }
 }
 
+/**
+ * `recovers` for a transaction decoded elsewhere (an EVM batch item, decoded
+ * on the main thread): its signature as offsets into `raw` and its recovery
+ * id, and its signing hash at msg[msgAt, msgAt + 32).
+ */
+export function recoversAt(raw: Uint8Array, rAt: number, rLen: number, sAt: number, sLen: number, recid: number, msg: Uint8Array, msgAt: number): boolean {
+  for (let i = 0; i < 32; i++) hash32[i] = msg[msgAt + i]!;
+  try {
+    recoverFrom(raw, rAt, rLen, sAt, sLen, recid, hash32);
+    return true;
+  } catch (e) {
+    if (e instanceof DecodeError) return false;
+    throw e;
+  }
+}
+
+const hash32 = new Uint8Array(32);
+
 /** The uncompressed public key (65 bytes; with libsecp256k1, this thread's scratch, valid until the next call). */
 function recoverPublicKey(tx: EvmTx, hash: Uint8Array): Uint8Array {
-  const recid = tx.yParity;
+  return recoverFrom(tx.raw, tx.rAt, tx.rLen, tx.sAt, tx.sLen, tx.yParity, hash);
+}
+
+function recoverFrom(raw: Uint8Array, rAt: number, rLen: number, sAt: number, sLen: number, recid: number, hash: Uint8Array): Uint8Array {
   if (recid !== 0 && recid !== 1) throw new DecodeError('invalid signature: bad recovery id');
+  // r and s right-aligned in 32 bytes each, copied from the input without a view of either.
+  sig64.fill(0);
+  for (let i = 0, at = 32 - rLen; i < rLen; i++) sig64[at + i] = raw[rAt + i]!;
+  for (let i = 0, at = 64 - sLen; i < sLen; i++) sig64[at + i] = raw[sAt + i]!;
   if (secpBackend === 'native') {
-    // r and s right-aligned in 32 bytes each, copied from the input without a view of either.
-    sig64.fill(0);
-    const raw = tx.raw;
-    for (let i = 0, at = 32 - tx.rLen; i < tx.rLen; i++) sig64[at + i] = raw[tx.rAt + i]!;
-    for (let i = 0, at = 64 - tx.sLen; i < tx.sLen; i++) sig64[at + i] = raw[tx.sAt + i]!;
     try {
       return native!.ecdsaRecover(sig64, recid, hash, false, pub65);
     } catch {
@@ -102,7 +122,7 @@ function recoverPublicKey(tx: EvmTx, hash: Uint8Array): Uint8Array {
     }
   }
   try {
-    const sig = new nobleSecp.Signature(tx.r, tx.s, recid);
+    const sig = nobleSecp.Signature.fromBytes(sig64, 'compact').addRecoveryBit(recid);
     return sig.recoverPublicKey(hash).toBytes(false);
   } catch {
     throw new DecodeError('invalid signature: public key recovery failed');

@@ -1,25 +1,27 @@
 /**
  * Ed25519 (RFC 8032) verification of every signature of a decoded Solana
  * transaction: signature i by static account key i over the message bytes
- * (legacy/v0: the message after the signatures; v1: everything before them,
- * SIMD-0385 "Signatures").
+ * (legacy/v0: the message after the signatures; v1: everything before them).
  *
- * Hot path: libsodium through sodium-native. Fallback when the native addon
- * cannot load: tweetnacl, pure JS and about 300x slower (bench/solana.bench.ts
- * on the 2-core CI machine: ~40 µs vs ~12 ms per single-signer transaction).
+ * Hot path: libsodium through sodium-native (42-55 µs per signature here).
+ * Where its addon cannot load, node:crypto (OpenSSL, ~74 µs): a relay that
+ * silently ran a pure-JS verifier ~300x slower would be worse than either.
+ * The start-up log names the backend.
  */
 
+import { createPublicKey, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import { createRequire } from 'node:module';
-import nacl from 'tweetnacl';
 import { MAX_V1_TX_SIZE, type SolanaTxView } from './decode.js';
+import { sharedAlias } from '../../native/addon.js';
 
-export type Ed25519Backend = 'sodium-native' | 'tweetnacl';
+export type Ed25519Backend = 'sodium-native' | 'node:crypto';
 
 interface SodiumVerify {
   crypto_sign_verify_detached(sig: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean;
 }
 
 function loadSodium(): SodiumVerify | null {
+  if (process.env.TXRELAY_ED25519_BACKEND === 'node:crypto') return null;
   try {
     const mod = createRequire(import.meta.url)('sodium-native') as Partial<SodiumVerify>;
     return typeof mod.crypto_sign_verify_detached === 'function' ? (mod as SodiumVerify) : null;
@@ -31,33 +33,44 @@ function loadSodium(): SodiumVerify | null {
 const sodium = loadSodium();
 
 /** The backend `verifySolanaTransaction` uses in this process. */
-export const ed25519Backend: Ed25519Backend = sodium !== null ? 'sodium-native' : 'tweetnacl';
+export const ed25519Backend: Ed25519Backend = sodium !== null ? 'sodium-native' : 'node:crypto';
 
 const SIGNATURE_BYTES = 64;
 const KEY_BYTES = 32;
 
-// sodium-native 5.1 passes `typedArray.buffer` to its binding, and for a
-// SharedArrayBuffer the binding returns undefined: no throw, no boolean
-// (measured on Node 20.20). Bytes living in a worker's shared slab are
-// therefore copied into this thread's scratch buffer first; the bench shows
-// the copy costs ~1 µs of a ~41 µs verification. Module-level, so one per
-// thread, and safe because verification is synchronous.
+/**
+ * sodium-native 5.1 hands `typedArray.buffer` to its binding, and for a
+ * SharedArrayBuffer the binding returns undefined (no throw, no boolean).
+ * Bytes in the shared slab are read through a plain ArrayBuffer over the
+ * same memory instead (`sharedAlias`, from the native addon): no copy. Where
+ * the addon is not built, they are copied into this thread's scratch first
+ * (~1 µs of a ~41 µs check). Module-level, so one per thread, and safe
+ * because verification is synchronous.
+ */
 let scratch = new Uint8Array(MAX_V1_TX_SIZE);
+let aliasOf: SharedArrayBuffer | null = null;
+let alias: Uint8Array | null = null;
 
 function unshared(bytes: Uint8Array): Uint8Array {
-  if (bytes.buffer instanceof ArrayBuffer) return bytes;
+  const buf = bytes.buffer;
+  if (buf instanceof ArrayBuffer) return bytes;
+  if (buf !== aliasOf) {
+    const ab = sharedAlias(buf as SharedArrayBuffer);
+    aliasOf = buf as SharedArrayBuffer;
+    alias = ab === null ? null : new Uint8Array(ab);
+  }
+  if (alias !== null) return alias.subarray(bytes.byteOffset, bytes.byteOffset + bytes.length);
   if (bytes.length > scratch.length) scratch = new Uint8Array(bytes.length);
   scratch.set(bytes);
-  return scratch;
+  return scratch.subarray(0, bytes.length);
 }
 
 /**
  * The last view handed out over a buffer, reused when the next one asks for
- * the same window of the same buffer. Transactions from a shared slab are
- * all verified in `scratch`, and transactions of one shape put their first
- * signature, first key and (same size) message at the same offsets, so most
- * checks need no new view: three fewer objects (~290 B of JS heap) per
- * transaction. A view is only a window; what it shows is the bytes there now.
+ * the same window of the same buffer. Transactions of one shape put their
+ * first signature, first key and (same size) message at the same offsets,
+ * so most checks need no new view: three fewer objects (~290 B of JS heap)
+ * per transaction. A view is only a window; what it shows is the bytes there now.
  */
 class ViewCache {
   private buf: Uint8Array | null = null;
@@ -84,32 +97,49 @@ export function verifySolanaTransaction(bytes: Uint8Array, view: SolanaTxView): 
 
 /** As `verifySolanaTransaction`, with the backend chosen by the caller (tests, bench). */
 export function verifyWith(backend: Ed25519Backend, bytes: Uint8Array, view: SolanaTxView): boolean {
-  const n = view.numSignatures;
-  if (n === 0 || bytes.length !== view.size) return false;
+  if (bytes.length !== view.size) return false;
+  return verifySignatures(backend, bytes, 0, view.numSignatures, view.signaturesOffset, view.accountKeysOffset, view.messageOffset, view.messageLength);
+}
+
+/**
+ * The signatures of the transaction at bytes[at..], decoded elsewhere (a
+ * bundle member decoded on the main thread, checked on a worker): `n`
+ * signatures at `sigAt`, their keys at `keysAt`, the signed message at
+ * [msgAt, msgAt + msgLen), offsets relative to `at`.
+ */
+export function verifySignatures(backend: Ed25519Backend, bytes: Uint8Array, at: number, n: number, sigAt: number, keysAt: number, msgAt: number, msgLen: number): boolean {
+  if (n === 0) return false;
   if (backend === 'sodium-native') {
     if (sodium === null) throw new Error('sodium-native is not available in this process');
     const b = unshared(bytes);
-    const message = msgViews.of(b, view.messageOffset, view.messageLength);
+    const message = msgViews.of(b, at + msgAt, msgLen);
     for (let i = 0; i < n; i++) {
-      const s = view.signaturesOffset + i * SIGNATURE_BYTES;
-      const k = view.accountKeysOffset + i * KEY_BYTES;
+      const s = at + sigAt + i * SIGNATURE_BYTES;
+      const k = at + keysAt + i * KEY_BYTES;
       // `=== true`: anything else the binding may return counts as a failure.
-      if (sodium.crypto_sign_verify_detached(sigViews.of(b, s, SIGNATURE_BYTES), message, keyViews.of(b, k, KEY_BYTES)) !== true) {
-        return false;
-      }
+      if (sodium.crypto_sign_verify_detached(sigViews.of(b, s, SIGNATURE_BYTES), message, keyViews.of(b, k, KEY_BYTES)) !== true) return false;
     }
     return true;
   }
-  const message = bytes.subarray(view.messageOffset, view.messageOffset + view.messageLength);
+  const message = bytes.subarray(at + msgAt, at + msgAt + msgLen);
   for (let i = 0; i < n; i++) {
-    const s = view.signaturesOffset + i * SIGNATURE_BYTES;
-    const k = view.accountKeysOffset + i * KEY_BYTES;
-    // libsodium (and Solana's verify_strict) reject a non-canonical S;
-    // tweetnacl does not, so check it here to keep the backends in step.
+    const s = at + sigAt + i * SIGNATURE_BYTES;
+    const k = at + keysAt + i * KEY_BYTES;
+    // libsodium (and Solana's verify_strict) reject a non-canonical S; check it here so the backends agree.
     if (!isCanonicalScalar(bytes, s + 32)) return false;
-    if (!nacl.sign.detached.verify(message, bytes.subarray(s, s + SIGNATURE_BYTES), bytes.subarray(k, k + KEY_BYTES))) return false;
+    if (!cryptoVerify(null, message, publicKey(bytes, k), bytes.subarray(s, s + SIGNATURE_BYTES))) return false;
   }
   return true;
+}
+
+/** DER SubjectPublicKeyInfo prefix of a raw Ed25519 key (RFC 8410): node:crypto takes keys as objects. */
+const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+const spki = Buffer.alloc(SPKI_PREFIX.length + KEY_BYTES);
+SPKI_PREFIX.copy(spki);
+
+function publicKey(bytes: Uint8Array, at: number): KeyObject {
+  spki.set(bytes.subarray(at, at + KEY_BYTES), SPKI_PREFIX.length);
+  return createPublicKey({ key: spki, format: 'der', type: 'spki' });
 }
 
 /** The Ed25519 group order L = 2^252 + 27742317777372353535851937790883648493, little-endian. */

@@ -1,18 +1,35 @@
-/** What every door gets: the uWS app, the pipeline, the JSON-RPC dispatcher, config. */
-import type { Admission } from '../../pipeline/admission.js';
-import type { Config } from '../../config/schema.js';
+/** What every HTTP door gets from the composition root, and the transport the pipeline reads through. */
+import type { Pipeline } from '../../pipeline/admit.js';
+import type { DoorIo, Submission } from '../../pipeline/submission.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '../uws.js';
-import type { LatencyTimer } from '../http.js';
-import type { RpcDispatcher } from './jsonrpc.js';
-import type { BatchRecorder } from './evm.js';
+import type { AckFirst } from '../ack-first.js';
+import { readBodyTo } from '../body.js';
+import type { LatencyTimer, Replier, Res } from '../reply.js';
 
 export interface DoorContext {
   app: TemplatedApp;
-  admission: Admission;
-  rpc: RpcDispatcher;
-  config: Config;
+  pipeline: Pipeline;
+  reply: Replier;
+  ack: AckFirst;
+  /** The client's address (the socket peer, or X-Forwarded-For behind a trusted proxy). */
   ip(res: HttpResponse, req: HttpRequest): string;
-  batches: BatchRecorder | null;
+  /** `http.max_body_bytes`. */
+  maxBody: number;
+  /** `evm.max_batch`: items per EVM batch, and calls per JSON-RPC array. */
+  maxBatch: number;
+  enabled: { evm: boolean; solana: boolean };
   /** Accept-latency histogram child for a door label. */
   timer(door: string): LatencyTimer | undefined;
+}
+
+/**
+ * The transport of the doors whose submission's context is the uWS response:
+ * the peer address and the body, read from the response and the request
+ * (valid only while the handler runs, which is when the pipeline asks).
+ */
+export function httpIo(ctx: DoorContext, res: (sub: Submission) => Res = (sub) => sub.ctx as Res): DoorIo {
+  return {
+    peer: (sub) => ctx.ip(res(sub), sub.req as HttpRequest),
+    read: (sub) => readBodyTo(res(sub), sub.req as HttpRequest, sub.maxBody, sub, ctx.ack),
+  };
 }

@@ -1,19 +1,29 @@
 /**
  * `POST /`: one JSON-RPC endpoint for both families, dispatched on `method`
- * (DECISIONS 3). Handlers answer through `reply`, so the same handler serves
- * a single call and an element of a standard JSON-RPC array.
+ * (docs/protocol.md#doors):
  *
- * The per-IP bucket is charged here, one credit per call, before any
- * per-call work: one credit before the body is even parsed, the rest once an
- * array's length is known; the queue controller's shed decision is taken
- * here too, before the body is read. Handlers then gate with `ip` null. An array holds
- * at most `maxArray` calls (issue 8: 43k unauthenticated `{}` in one body
- * cost 0.22 s of the event loop and a 4.5 MB answer), so an answer is at most
- * a few hundred bytes per call plus the ids the client sent.
+ *   eth_sendRawTransaction        EVM, one `0x` transaction, Bearer
+ *   svc_sendRawTransactionBatch   EVM batch, 1 to evm.max_batch transactions, Bearer
+ *   sendTransaction               Solana, base64 (default) or base58, api-key
+ *
+ * The request is one Submission whose body the pipeline reads once the
+ * arrival has passed the shed and per-IP checks; its calls are parsed here
+ * into Submissions of their own, which the pipeline admits in order, and
+ * their outcomes come back together. A standard JSON-RPC array of
+ * `eth_sendRawTransaction` calls is answered as an array of single answers.
+ * An array holds at most `evm.max_batch` calls and is counted from its bytes
+ * before it is parsed: 43k unauthenticated `{}` in one body cost 0.22 s of
+ * the event loop and a 4.5 MB answer before that bound.
  */
 import { E, RelayError } from '../../errors.js';
-import { begin, readBodyTo, retryAfterHeaders, send, sendHeld, type BodyTarget, type Headers, type LatencyTimer, type Res } from '../http.js';
-import type { HttpRequest, HttpResponse, TemplatedApp } from '../uws.js';
+import type { Outcome } from '../../pipeline/outcome.js';
+import { Encoding, Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
+import { joinHeaders, retryAfterHeaders, retryHeaders, type Headers } from '../headers.js';
+import { DUPLICATE, QUEUED, QUEUED_DUPLICATE, evmAccepted, evmBatch, rpcError, signaturesJson, solanaResult } from '../render.js';
+import { JSON_TYPE, TEXT_TYPE, type Res } from '../reply.js';
+import type { HttpRequest, HttpResponse } from '../uws.js';
+import { httpIo, type DoorContext } from './context.js';
+import { bearer } from './evm.js';
 import { scanCall } from './rpc-scan.js';
 
 export interface RpcCall {
@@ -23,164 +33,170 @@ export interface RpcCall {
   id: string;
 }
 
-/** Request facts read synchronously from uWS before the body arrives. */
-export interface RequestInfo {
-  /** The client IP (its bucket is already charged for this call; for records and logs). */
-  ip: string;
+/** What one `POST /` request carries besides its body. */
+interface RpcRequest {
+  res: Res;
   apiKey: string | null;
   authorization: string | null;
-  inArray: boolean;
+  array: boolean;
 }
 
-export type Reply = (status: number, contentType: string, body: string, headers?: Headers) => void;
-export type RpcHandler = (reply: Reply, info: RequestInfo, call: RpcCall) => void;
-
-/** Renders a JSON-RPC error object from the catalogue. */
-export function rpcErrorBody(err: RelayError, id: string, extra?: Record<string, unknown>): string {
-  // A flood over one limit asks for the same body per request: the last one is reused.
-  if (extra === undefined && err.spec === last.spec && err.detail === last.detail && id === last.id) return last.body;
-  const body = buildErrorBody(err, id, extra);
-  if (extra === undefined) {
-    last.spec = err.spec;
-    last.detail = err.detail;
-    last.id = id;
-    last.body = body;
-  }
-  return body;
-}
-const last: { spec: RelayError['spec'] | null; detail: string; id: string; body: string } = { spec: null, detail: '', id: '', body: '' };
-
-function buildErrorBody(err: RelayError, id: string, extra?: Record<string, unknown>): string {
-  let dataJson = '';
-  if (extra) {
-    const data: Record<string, unknown> = { ...extra };
-    if (err.spec.retry) data.retry = err.spec.retry;
-    if (Object.keys(data).length) dataJson = `,"data":${JSON.stringify(data)}`;
-  } else if (err.spec.retry) {
-    // The common case (every refusal at the gate): no object to build and stringify. `retry` is one of two fixed words.
-    dataJson = `,"data":{"retry":"${err.spec.retry}"}`;
-  }
-  return `{"jsonrpc":"2.0","id":${id},"error":{"code":${err.spec.rpc},"message":${JSON.stringify(err.message)}${dataJson}}}`;
-}
-
-/** Methods allowed inside a standard JSON-RPC array (DECISIONS 3). */
+/** Methods allowed inside a standard JSON-RPC array. */
 const ARRAY_METHODS = new Set(['eth_sendRawTransaction']);
+const METHODS = new Set(['eth_sendRawTransaction', 'svc_sendRawTransactionBatch', 'sendTransaction']);
 
-/** Charges `n` credits of an IP's bucket; a RelayError (429) when they are not there. */
-export type IpCharge = (ip: string, n: number) => RelayError | null;
-/** The queue controller's verdict for an arrival; a RelayError (503) when it is shed. */
-export type ShedCheck = () => RelayError | null;
+export function registerJsonRpcDoor(ctx: DoorContext): void {
+  const { app, pipeline, reply } = ctx;
+  const methods = new Set([...METHODS].filter((m) => (m === 'sendTransaction' ? ctx.enabled.solana : ctx.enabled.evm)));
+  const maxArray = ctx.maxBatch;
 
-export class RpcDispatcher {
-  private readonly handlers = new Map<string, RpcHandler>();
+  const io: DoorIo = {
+    ...httpIo(ctx, (sub) => (sub.ctx as RpcRequest).res),
+    calls: (sub, body) => parseCalls(sub, body),
+  };
 
-  constructor(
-    readonly maxBody: number,
-    /** Calls per JSON-RPC array at most (`evm.max_batch`). */
-    private readonly maxArray: number,
-    private readonly chargeIp: IpCharge,
-    private readonly shed: ShedCheck,
-  ) {}
-
-  register(method: string, h: RpcHandler): void {
-    this.handlers.set(method, h);
-  }
-
-  mount(app: TemplatedApp, ip: (res: HttpResponse, req: HttpRequest) => string, timer?: LatencyTimer): void {
-    app.post('/', (r, req) => {
-      const res = begin(r, timer);
-      const apiKey = req.getHeader('api-key') || null;
-      // Shed before anything else is read (the peer address is a syscall), so a shed answer costs about a bare request.
-      const shed = this.shed();
-      if (shed) return this.failEarly(res, apiKey, shed);
-      const call = new RpcRequest(this, res, ip(res, req), apiKey, req.getHeader('authorization') || null);
-      // SPEC 4.4 and DECISIONS 6: JSON-RPC is application/json; a missing Content-Type is 415 too.
-      const ctype = req.getHeader('content-type');
-      if (!/^application\/json\s*(;|$)/i.test(ctype)) {
-        return this.fail(res, new RelayError(E.UNSUPPORTED_MEDIA, 'use application/json'));
+  /** One call as a Submission: its kind, credential and payload, or why it is refused. */
+  const callOf = (rq: RpcRequest, c: RpcCall | RelayError, id: string): Submission => {
+    if (c instanceof RelayError) return refusedCall(c, id);
+    const m = c.method;
+    if (!methods.has(m)) return refusedCall(new RelayError(E.METHOD_NOT_FOUND, m.slice(0, 64)), id);
+    if (rq.array && !ARRAY_METHODS.has(m)) return refusedCall(new RelayError(E.INVALID_REQUEST, `${m} cannot be sent inside a JSON-RPC array`), id);
+    const p = c.params;
+    let sub: Submission;
+    if (m === 'sendTransaction') {
+      sub = new Submission(Kind.SolanaTx, 'solana', io);
+      sub.credential = rq.apiKey;
+      const tx = sendTransactionParams(p);
+      if (tx instanceof RelayError) sub.invalid = tx;
+      else {
+        sub.text = tx.data;
+        sub.encoding = tx.encoding;
+        // Base64 that decodes is canonical (strict decoding): the lane forwards the client's own text.
+        sub.textForwarded = tx.encoding === Encoding.Base64;
       }
-      const limited = this.chargeIp(call.ip, 1);
-      if (limited) return this.failEarly(res, apiKey, limited);
-      readBodyTo(res, req, this.maxBody, call);
-    });
-  }
-
-  /** @internal */
-  fail(res: Res, err: RelayError, id = 'null'): void {
-    send(res, err.spec.http, 'application/json', rpcErrorBody(err, id));
-  }
-
-  /** A 429 or a shed 503 for the whole request: SPEC 7.2's plain text for a family B caller (api-key), JSON-RPC otherwise. */
-  private failEarly(res: Res, apiKey: string | null, err: RelayError): void {
-    const h = err.spec.http === 429 ? retryAfterHeaders(err.retryAfterMs) : undefined;
-    if (apiKey !== null) return sendHeld(res, err.holdMs, err.spec.http, 'text/plain; charset=utf-8', err.text, h);
-    sendHeld(res, err.holdMs, err.spec.http, 'application/json', rpcErrorBody(err, 'null'), h);
-  }
-
-  /** @internal */
-  dispatch(res: Res, info: RequestInfo, body: Uint8Array): void {
-    // An array is counted from its bytes before it is parsed: 43k `{}` cost ~2 ms of JSON.parse alone.
-    const calls = topLevelElements(body, this.maxArray);
-    if (calls > this.maxArray) {
-      return this.fail(res, new RelayError(E.INVALID_REQUEST, `a JSON-RPC array holds at most ${this.maxArray} calls`));
+    } else if (m === 'eth_sendRawTransaction') {
+      sub = new Submission(Kind.EvmTx, 'evm', io);
+      sub.credential = bearer(rq.authorization);
+      if (!Array.isArray(p) || p.length !== 1 || typeof p[0] !== 'string') sub.invalid = new RelayError(E.INVALID_PARAMS, 'params must be ["0x…"]');
+      else {
+        sub.text = p[0];
+        sub.textForwarded = true;
+      }
+    } else {
+      sub = new Submission(Kind.EvmBatch, 'evm', io);
+      sub.credential = bearer(rq.authorization);
+      if (!Array.isArray(p) || p.length < 1 || p.length > maxArray || !p.every((x) => typeof x === 'string')) {
+        sub.invalid = new RelayError(E.INVALID_PARAMS, `params must be 1 to ${maxArray} "0x…" strings`);
+      } else sub.texts = p as string[];
     }
-    const single: Reply = (status, contentType, text, headers) => send(res, status, contentType, text, headers);
-    if (calls === 0) {
+    sub.door = 'jsonrpc';
+    sub.rpcId = id;
+    return sub;
+  };
+
+  const refusedCall = (err: RelayError, id: string): Submission => {
+    const sub = new Submission(Kind.EvmTx, 'evm', io);
+    sub.door = 'jsonrpc';
+    sub.refused = err;
+    sub.rpcId = id;
+    return sub;
+  };
+
+  const parseCalls = (sub: Submission, body: Uint8Array): Submission[] | RelayError => {
+    const rq = sub.ctx as RpcRequest;
+    // An array is counted from its bytes before it is parsed: 43k `{}` cost ~2 ms of JSON.parse alone.
+    const n = topLevelElements(body, maxArray);
+    if (n > maxArray) return new RelayError(E.INVALID_REQUEST, `a JSON-RPC array holds at most ${maxArray} calls`);
+    if (n === 0) {
       // The usual single call, read from its bytes (rpc-scan.ts); whatever it declines is parsed below.
       const fast = scanCall(body);
-      if (fast !== null) {
-        const h = this.handlers.get(fast.method);
-        if (h) return h(single, info, fast);
-      }
+      if (fast !== null) return [callOf(rq, fast, fast.id)];
     }
     let msg: unknown;
     try {
       msg = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.length).toString('utf8'));
     } catch {
-      return this.fail(res, new RelayError(E.PARSE, 'body is not valid JSON'));
+      return new RelayError(E.PARSE, 'body is not valid JSON');
     }
-    if (!Array.isArray(msg)) return this.call(single, info, msg);
-    if (msg.length === 0) return this.fail(res, new RelayError(E.INVALID_REQUEST, 'empty array'));
-    if (msg.length > this.maxArray) {
-      return this.fail(res, new RelayError(E.INVALID_REQUEST, `a JSON-RPC array holds at most ${this.maxArray} calls, got ${msg.length}`));
-    }
-    if (msg.length > 1) {
-      const limited = this.chargeIp(info.ip, msg.length - 1);
-      if (limited) return this.failEarly(res, info.apiKey, limited);
-    }
-    // Standard JSON-RPC array: answered as an array of single responses, in order.
-    const bodies: string[] = new Array(msg.length);
-    const statuses: number[] = new Array(msg.length);
-    let pending = msg.length;
-    const arrayInfo: RequestInfo = { ip: info.ip, apiKey: info.apiKey, authorization: info.authorization, inArray: true };
-    msg.forEach((m, i) => {
-      const reply: Reply = (status, _ct, text) => {
-        bodies[i] = text;
-        statuses[i] = status;
-        if (--pending === 0) send(res, arrayStatus(statuses), 'application/json', `[${bodies.join(',')}]`);
-      };
-      const method = (m as { method?: unknown })?.method;
-      if (typeof method === 'string' && !ARRAY_METHODS.has(method) && this.handlers.has(method)) {
-        const err = new RelayError(E.INVALID_REQUEST, `${method} cannot be sent inside a JSON-RPC array`);
-        return reply(err.spec.http, 'application/json', rpcErrorBody(err, idOf(m)));
-      }
-      this.call(reply, arrayInfo, m);
-    });
-  }
+    if (!Array.isArray(msg)) return [callOf(rq, readCall(msg), idOf(msg))];
+    if (msg.length === 0) return new RelayError(E.INVALID_REQUEST, 'empty array');
+    if (msg.length > maxArray) return new RelayError(E.INVALID_REQUEST, `a JSON-RPC array holds at most ${maxArray} calls, got ${msg.length}`);
+    rq.array = true;
+    return msg.map((m) => callOf(rq, readCall(m), idOf(m)));
+  };
 
-  private call(reply: Reply, info: RequestInfo, m: unknown): void {
-    const c = readCall(m);
-    if (c instanceof RelayError) return reply(c.spec.http, 'application/json', rpcErrorBody(c, idOf(m)));
-    const h = this.handlers.get(c.method);
-    if (!h) {
-      const err = new RelayError(E.METHOD_NOT_FOUND, c.method.slice(0, 64));
-      return reply(err.spec.http, 'application/json', rpcErrorBody(err, c.id));
+  /** One call's answer: status, content type, body and headers. */
+  const answerOf = (c: Submission, o: Outcome): [number, string, string, Headers | undefined] => {
+    const err = o.error;
+    if (c.kind === Kind.EvmBatch && err === null) {
+      const status = o.httpStatus(202);
+      const batchId: Headers = [['x-svc-batch-id', o.id!]];
+      return [status, JSON_TYPE, evmBatch(o, c.rpcId), status === 429 ? joinHeaders(batchId, retryAfterHeaders(o.retryAfterMs)) : batchId];
     }
-    h(reply, info, c);
-  }
+    if (err !== null) {
+      // Solana: 401 and 429 are the plain text its clients know; the rest are JSON-RPC errors.
+      if (c.kind === Kind.SolanaTx && c.refused === null && (err.spec.http === 401 || err.spec.http === 429)) {
+        return [err.spec.http, TEXT_TYPE, err.text, retryHeaders(err)];
+      }
+      return [err.spec.http, JSON_TYPE, rpcError(err, c.rpcId), retryHeaders(err)];
+    }
+    if (c.kind === Kind.SolanaTx) return [200, JSON_TYPE, solanaResult(signaturesJson(o), c.rpcId), o.status === 'duplicate' ? DUPLICATE : undefined];
+    return [202, JSON_TYPE, evmAccepted(o.id!, c.rpcId), o.status === 'duplicate' ? QUEUED_DUPLICATE : QUEUED];
+  };
+
+  const sink: Sink = (sub: Submission, o: Outcome) => {
+    const rq = sub.ctx as RpcRequest;
+    const err = o.error;
+    if (err !== null) {
+      // The request as a whole: a shed or per-IP 429 is the plain text a Solana caller (api-key) knows.
+      const plain = rq.apiKey !== null && (err.spec.http === 429 || err.spec === E.CAPACITY);
+      if (plain) return reply.sendHeld(rq.res, err.holdMs, err.spec.http, TEXT_TYPE, err.text, retryHeaders(err));
+      return reply.sendHeld(rq.res, err.holdMs, err.spec.http, JSON_TYPE, rpcError(err, 'null'), err.spec.http === 429 ? retryHeaders(err) : undefined);
+    }
+    const calls = sub.children!;
+    if (!rq.array) {
+      const [status, type, body, headers] = answerOf(calls[0]!, calls[0]!.outcome!);
+      return reply.send(rq.res, status, type, body, headers);
+    }
+    // Standard JSON-RPC array: an array of single answers, in order; the status by the batch rule.
+    let body = '[';
+    for (let i = 0; i < calls.length; i++) body += (i > 0 ? ',' : '') + answerOf(calls[i]!, calls[i]!.outcome!)[2];
+    reply.send(rq.res, o.httpStatus(202), JSON_TYPE, body + ']');
+  };
+
+  const timer = ctx.timer('jsonrpc');
+  app.post('/', (r: HttpResponse, req: HttpRequest) => {
+    const res = reply.begin(r, timer);
+    const sub = new Submission(Kind.Calls, 'evm', io);
+    sub.door = 'jsonrpc';
+    sub.ctx = { res, apiKey: req.getHeader('api-key') || null, authorization: req.getHeader('authorization') || null, array: false } satisfies RpcRequest;
+    sub.req = req;
+    sub.maxBody = ctx.maxBody;
+    // JSON-RPC is application/json; a missing Content-Type is 415 too.
+    if (!/^application\/json\s*(;|$)/i.test(req.getHeader('content-type'))) sub.refused = new RelayError(E.UNSUPPORTED_MEDIA, 'use application/json');
+    pipeline.admit(sub, sink);
+  });
 }
 
-/** One parsed JSON-RPC call as the dispatcher reads it, or the request error it answers with (id: `idOf`). */
+/** `sendTransaction` params: `[transaction, {encoding}]`, encoding base64 (default) or base58. */
+function sendTransactionParams(params: unknown): { data: string; encoding: Encoding } | RelayError {
+  const bad = (m: string) => new RelayError(E.INVALID_PARAMS, m);
+  if (!Array.isArray(params) || params.length < 1 || params.length > 2) return bad('params must be [transaction, {encoding}]');
+  const [data, opts] = params as [unknown, unknown];
+  if (typeof data !== 'string') return bad('transaction must be a string');
+  let encoding = Encoding.Base64;
+  if (opts !== undefined && opts !== null) {
+    if (typeof opts !== 'object' || Array.isArray(opts)) return bad('second parameter must be an object');
+    const enc = (opts as { encoding?: unknown }).encoding;
+    if (enc !== undefined) {
+      if (enc !== 'base64' && enc !== 'base58') return bad('encoding must be base64 or base58');
+      encoding = enc === 'base58' ? Encoding.Base58 : Encoding.Base64;
+    }
+  }
+  return { data, encoding };
+}
+
+/** One parsed JSON-RPC call, or the request error it is answered with (id: `idOf`). */
 export function readCall(m: unknown): RpcCall | RelayError {
   if (typeof m !== 'object' || m === null) return new RelayError(E.INVALID_REQUEST, 'not a JSON-RPC object');
   const o = m as { jsonrpc?: unknown; method?: unknown; params?: unknown; id?: unknown };
@@ -190,32 +206,6 @@ export function readCall(m: unknown): RpcCall | RelayError {
     return new RelayError(E.INVALID_REQUEST, 'id must be a number, a string or null');
   }
   return { method: o.method, params: o.params, id: idOf(m) };
-}
-
-/**
- * One `POST /` request: the facts read from uWS before its body arrives
- * (its `RequestInfo`) and the target its body is read into. One object per
- * request, where an info object, a closure per body callback and their
- * shared context were.
- */
-class RpcRequest implements RequestInfo, BodyTarget {
-  inArray = false;
-
-  constructor(
-    private readonly d: RpcDispatcher,
-    private readonly res: Res,
-    readonly ip: string,
-    readonly apiKey: string | null,
-    readonly authorization: string | null,
-  ) {}
-
-  body(bytes: Uint8Array): void {
-    this.d.dispatch(this.res, this, bytes);
-  }
-
-  tooLarge(n: number): void {
-    this.d.fail(this.res, new RelayError(E.TOO_LARGE, `body of ${n} bytes exceeds http.max_body_bytes (${this.d.maxBody})`));
-  }
 }
 
 const LBRACKET = 0x5b;
@@ -256,17 +246,6 @@ export function topLevelElements(b: Uint8Array, max: number): number {
     }
   }
   return 0;
-}
-
-/**
- * The HTTP status of a JSON-RPC array answer, by the batch rule of
- * DECISIONS 6: 202 when anything was accepted, else 400 if any element was
- * invalid, else 503 for capacity, else 429, else the first element's status.
- */
-export function arrayStatus(statuses: number[]): number {
-  if (statuses.some((x) => x < 300)) return 202;
-  for (const s of [400, 503, 429]) if (statuses.includes(s)) return s;
-  return statuses[0] ?? 400;
 }
 
 function idOf(m: unknown): string {

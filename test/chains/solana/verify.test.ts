@@ -6,7 +6,7 @@ import { decodeSolanaTransaction, maxSizeFor, type SolanaTxView } from '../../..
 import { ed25519Backend, isCanonicalScalar, verifySolanaTransaction, verifyWith, type Ed25519Backend } from '../../../src/chains/solana/verify.js';
 import * as h from '../../helpers/solana.js';
 
-const backends: Ed25519Backend[] = ['sodium-native', 'tweetnacl'];
+const backends: Ed25519Backend[] = ['sodium-native', 'node:crypto'];
 
 function decode(bytes: Uint8Array): SolanaTxView {
   return decodeSolanaTransaction(bytes, maxSizeFor(bytes, false));
@@ -112,6 +112,29 @@ test('isCanonicalScalar: S < L only', () => {
   assert.equal(isCanonicalScalar(new Uint8Array(32).fill(0xff), 0), false);
 });
 
+test('tweetnacl, the reference implementation, agrees with both backends on every signature, valid or corrupted', () => {
+  for (const [name, tx] of samples) {
+    for (let trial = 0; trial < 8; trial++) {
+      const bytes = Uint8Array.from(tx.bytes);
+      const view = decode(bytes);
+      // Trial 0 as signed; the others with one byte of a signature or of the message flipped.
+      if (trial > 0) {
+        const inSig = trial % 2 === 1;
+        const at = inSig ? view.signaturesOffset + ((trial * 37) % (64 * view.numSignatures)) : view.messageOffset + ((trial * 53) % view.messageLength);
+        bytes[at]! ^= 1 << trial % 8;
+      }
+      let reference = true;
+      const message = bytes.subarray(view.messageOffset, view.messageOffset + view.messageLength);
+      for (let i = 0; i < view.numSignatures; i++) {
+        const sig = bytes.subarray(view.signaturesOffset + 64 * i, view.signaturesOffset + 64 * (i + 1));
+        const key = bytes.subarray(view.accountKeysOffset + 32 * i, view.accountKeysOffset + 32 * (i + 1));
+        if (!isCanonicalScalar(bytes, view.signaturesOffset + 64 * i + 32) || !nacl.sign.detached.verify(message, sig, key)) reference = false;
+      }
+      for (const backend of backends) assert.equal(verifyWith(backend, bytes, view), reference, `${name}, trial ${trial}, ${backend}`);
+    }
+  }
+});
+
 test('tweetnacl agrees: the helper signs with the web3.js Keypair secret key', () => {
   const kp = h.newKeypair();
   const msg = Uint8Array.from([1, 2, 3]);
@@ -140,7 +163,7 @@ test('inside a worker thread, transactions in a SharedArrayBuffer slab verify wi
       const v = await import(workerData.verifyUrl);
       const slab = new Uint8Array(workerData.sab);
       const out = [];
-      for (const backend of ['sodium-native', 'tweetnacl']) {
+      for (const backend of ['sodium-native', 'node:crypto']) {
         for (const [off, len] of workerData.spans) {
           const bytes = slab.subarray(off, off + len);
           const view = d.decodeSolanaTransaction(bytes, d.maxSizeFor(bytes, false));

@@ -1,5 +1,5 @@
 /**
- * Answer coalescing in `send` (src/ingress/http.ts): the first answer of an
+ * Answer coalescing in `Replier.send` (src/ingress/reply.ts): the first answer of an
  * event-loop turn is written at once, later answers of the same turn at the
  * end of the turn, back to back; an answer whose client went away meanwhile
  * is dropped, never written.
@@ -13,7 +13,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { begin, flushHeldAnswers, guard, heldRefusals, holdAnswers, joinHeaders, releaseHeldRefusals, retryAfterHeaders, send, sendHeld, setAnswerCoalescing, type Headers, type Res } from '../../src/ingress/http.js';
+import { Replier, type Res } from '../../src/ingress/reply.js';
+import { AckFirst } from '../../src/ingress/ack-first.js';
+
+/** A relay's replier, coalescing as by default; `plain` is one with `http.coalesce_answers` off. */
+const rp = new Replier({ coalesce: true, ack: new AckFirst() });
+const plain = new Replier({ coalesce: false, ack: new AckFirst() });
 import { loadAcceptor, type HttpResponse, type us_listen_socket } from '../../src/ingress/uws.js';
 import { RawConnection } from '../helpers/raw-http.js';
 
@@ -44,22 +49,22 @@ function recorder(log: string[], name: string): Res & { abort(): void } {
       onAborted?.();
     },
   };
-  return guard(r as unknown as HttpResponse) as Res & { abort(): void };
+  return rp.guard(r as unknown as HttpResponse) as Res & { abort(): void };
 }
 
 test('the first answer of a turn is written at once; later answers of that turn at its end, in order', async () => {
   await nextTurn(); // start from a fresh turn
   const log: string[] = [];
   const [a, b, c] = ['a', 'b', 'c'].map((n) => recorder(log, n));
-  send(a!, 200, null, '1');
+  rp.send(a!, 200, null, '1');
   assert.deepEqual(log, ['a 200 OK', 'a body 1'], 'the first answer went out synchronously');
-  send(b!, 429, null, '2');
-  send(c!, 503, null, '3');
+  rp.send(b!, 429, null, '2');
+  rp.send(c!, 503, null, '3');
   assert.equal(log.length, 2, 'the second and third answers are held until the turn ends');
   await nextTurn();
   assert.deepEqual(log, ['a 200 OK', 'a body 1', 'b 429 Too Many Requests', 'b body 2', 'c 503 Service Unavailable', 'c body 3']);
   const d = recorder(log, 'd');
-  send(d, 200, null, '4');
+  rp.send(d, 200, null, '4');
   assert.deepEqual(log.slice(-2), ['d 200 OK', 'd body 4'], 'a new turn starts with an immediate answer again');
 });
 
@@ -67,25 +72,20 @@ test('holdAnswers (a verifier batch answered outside a socket callback) holds th
   await nextTurn();
   const log: string[] = [];
   const [a, b] = ['a', 'b'].map((n) => recorder(log, n));
-  holdAnswers();
-  send(a!, 200, null, '1');
-  send(b!, 200, null, '2');
+  rp.holdAnswers();
+  rp.send(a!, 200, null, '1');
+  rp.send(b!, 200, null, '2');
   assert.equal(log.length, 0, 'nothing written while the batch is answered');
-  flushHeldAnswers();
+  rp.flushHeld();
   assert.deepEqual(log, ['a 200 OK', 'a body 1', 'b 200 OK', 'b body 2'], 'the whole batch written back to back, in order');
   await nextTurn();
   const c = recorder(log, 'c');
-  send(c, 200, null, '3');
+  rp.send(c, 200, null, '3');
   assert.deepEqual(log.slice(-2), ['c 200 OK', 'c body 3'], 'the next turn starts with an immediate answer again');
   // With coalescing off nothing is ever held.
-  setAnswerCoalescing(false);
-  try {
-    holdAnswers();
-    send(recorder(log, 'd'), 200, null, '4');
-    assert.deepEqual(log.slice(-2), ['d 200 OK', 'd body 4']);
-  } finally {
-    setAnswerCoalescing(true);
-  }
+  plain.holdAnswers();
+  plain.send(recorder(log, 'd'), 200, null, '4');
+  assert.deepEqual(log.slice(-2), ['d 200 OK', 'd body 4']);
 });
 
 test('a held refusal (limits.shed_hold_ms) is written once its hold is over, in arrival order; a client that left gets nothing', async () => {
@@ -93,69 +93,50 @@ test('a held refusal (limits.shed_hold_ms) is written once its hold is over, in 
   const log: string[] = [];
   const [a, b, c] = ['a', 'b', 'c'].map((n) => recorder(log, n));
   const t0 = performance.now();
-  sendHeld(a!, 40, 503, null, '1');
-  sendHeld(b!, 40, 503, null, '2');
-  sendHeld(c!, 40, 503, null, '3');
-  assert.equal(heldRefusals(), 3);
+  rp.sendHeld(a!, 40, 503, null, '1');
+  rp.sendHeld(b!, 40, 503, null, '2');
+  rp.sendHeld(c!, 40, 503, null, '3');
+  assert.equal(rp.heldRefusals(), 3);
   await nextTurn();
   assert.equal(log.length, 0, 'nothing written in the turn, nor at its end');
   b!.abort();
-  send(a!, 200, null, 'again');
+  rp.send(a!, 200, null, 'again');
   while (log.length === 0) await sleep(5);
   assert.ok(performance.now() - t0 >= 39, `written after its hold (${(performance.now() - t0).toFixed(1)} ms)`);
   assert.deepEqual(log, ['a 503 Service Unavailable', 'a body 1', 'c 503 Service Unavailable', 'c body 3'], 'answering it again was a no-op');
-  assert.equal(heldRefusals(), 0);
+  assert.equal(rp.heldRefusals(), 0);
   // A hold of 0 is an ordinary answer.
   await nextTurn();
-  sendHeld(recorder(log, 'd'), 0, 503, null, '4');
+  rp.sendHeld(recorder(log, 'd'), 0, 503, null, '4');
   assert.deepEqual(log.slice(-2), ['d 503 Service Unavailable', 'd body 4']);
 });
 
-test('held refusals are all written at once on shutdown (releaseHeldRefusals), none left for the closing listeners', async () => {
+test('held refusals are all written at once on shutdown (releaseHeld), none left for the closing listeners', async () => {
   await nextTurn();
   const log: string[] = [];
   const [a, b] = ['a', 'b'].map((n) => recorder(log, n));
-  sendHeld(a!, 10_000, 503, null, '1');
-  sendHeld(b!, 5, 503, null, '2');
+  rp.sendHeld(a!, 10_000, 503, null, '1');
+  rp.sendHeld(b!, 5, 503, null, '2');
   assert.equal(log.length, 0);
-  releaseHeldRefusals();
+  rp.releaseHeld();
   assert.deepEqual(log, ['a 503 Service Unavailable', 'a body 1', 'b 503 Service Unavailable', 'b body 2'], 'in arrival order');
-  assert.equal(heldRefusals(), 0);
+  assert.equal(rp.heldRefusals(), 0);
   await sleep(20);
   assert.equal(log.length, 4, 'and never again when their timers would have run');
-});
-
-test('Retry-After pairs and joined header lists: reused while the same one is asked for, right values every time', () => {
-  const pair = (ms: number) => retryAfterHeaders(ms).map(([k, v]) => `${k}: ${v}`);
-  assert.deepEqual(pair(1500), ['retry-after: 2', 'x-ratelimit-retry-after-ms: 1500']);
-  const first = retryAfterHeaders(1500);
-  assert.equal(retryAfterHeaders(1500), first, 'a run of the same wait reuses one list');
-  assert.deepEqual(pair(1500), ['retry-after: 2', 'x-ratelimit-retry-after-ms: 1500'], 'and it still says the same');
-  assert.deepEqual(pair(250.2), ['retry-after: 1', 'x-ratelimit-retry-after-ms: 251']);
-  assert.deepEqual(pair(Infinity), ['retry-after: 60', 'x-ratelimit-retry-after-ms: 60000']);
-  const a: Headers = [['x-a', '1']];
-  const b: Headers = [['x-b', '2']];
-  // Compared as plain pairs: a reused list also carries its encoded bytes.
-  const plain = (h: Headers) => h.map(([k, v]) => [k, v]);
-  assert.deepEqual(plain(joinHeaders(a, b)), [['x-a', '1'], ['x-b', '2']]);
-  assert.equal(joinHeaders(a, b), joinHeaders(a, b), 'the same pair is one list');
-  assert.deepEqual(plain(joinHeaders(a, b)), [['x-a', '1'], ['x-b', '2']]);
-  assert.equal(joinHeaders([], b), b);
-  assert.deepEqual(plain(joinHeaders(b, a)), [['x-b', '2'], ['x-a', '1']]);
 });
 
 test('a held answer whose client went away before the turn ended is dropped, and the others still go out', async () => {
   await nextTurn();
   const log: string[] = [];
   const [a, b, c] = ['a', 'b', 'c'].map((n) => recorder(log, n));
-  send(a!, 200, null, '1');
-  send(b!, 200, null, '2');
-  send(c!, 200, null, '3');
+  rp.send(a!, 200, null, '1');
+  rp.send(b!, 200, null, '2');
+  rp.send(c!, 200, null, '3');
   b!.abort();
   await nextTurn();
   assert.deepEqual(log, ['a 200 OK', 'a body 1', 'c 200 OK', 'c body 3']);
   // Answering twice is still a no-op, held or not.
-  send(c!, 500, null, 'again');
+  rp.send(c!, 500, null, 'again');
   await nextTurn();
   assert.equal(log.length, 4);
 });
@@ -164,11 +145,11 @@ test('answers held in a turn go out when their maker flushes, before the turn en
   await nextTurn();
   const log: string[] = [];
   const [a, b, c] = ['a', 'b', 'c'].map((n) => recorder(log, n));
-  send(a!, 200, null, '1');
-  send(b!, 200, null, '2');
-  flushHeldAnswers();
+  rp.send(a!, 200, null, '1');
+  rp.send(b!, 200, null, '2');
+  rp.flushHeld();
   assert.deepEqual(log, ['a 200 OK', 'a body 1', 'b 200 OK', 'b body 2']);
-  send(c!, 200, null, '3');
+  rp.send(c!, 200, null, '3');
   assert.equal(log.length, 4, 'the turn has not ended: later answers are still held');
   await nextTurn();
   assert.deepEqual(log.slice(-2), ['c 200 OK', 'c body 3']);
@@ -178,14 +159,9 @@ test('with http.coalesce_answers off every answer is written when it is made', a
   await nextTurn();
   const log: string[] = [];
   const [a, b] = ['a', 'b'].map((n) => recorder(log, n));
-  setAnswerCoalescing(false);
-  try {
-    send(a!, 200, null, '1');
-    send(b!, 200, null, '2');
-    assert.deepEqual(log, ['a 200 OK', 'a body 1', 'b 200 OK', 'b body 2']);
-  } finally {
-    setAnswerCoalescing(true);
-  }
+  plain.send(a!, 200, null, '1');
+  plain.send(b!, 200, null, '2');
+  assert.deepEqual(log, ['a 200 OK', 'a body 1', 'b 200 OK', 'b body 2']);
 });
 
 test('requests answered together in one turn all get their own answer, over real sockets', async () => {
@@ -194,13 +170,13 @@ test('requests answered together in one turn all get their own answer, over real
   const parked: Res[] = [];
   const N = 8;
   app.post('/park', (r) => {
-    const res = guard(r);
+    const res = rp.guard(r);
     parked.push(res);
     // Read the (empty) body so uWS considers the request complete.
     res.onData(() => {});
     if (parked.length === N) {
       // One turn answers all of them: the first at once, the rest at the turn's end.
-      parked.forEach((p, i) => send(p, 200, 'text/plain', `answer ${i}`));
+      parked.forEach((p, i) => rp.send(p, 200, 'text/plain', `answer ${i}`));
     }
   });
   const listen = await new Promise<us_listen_socket>((resolve, reject) =>
@@ -237,7 +213,7 @@ test('answers made in their handlers, several in one turn, go out without the do
   const acceptor = loadAcceptor('auto');
   const app = acceptor.uws.App();
   let n = 0;
-  app.post('/refuse', (r) => send(begin(r), 429, 'text/plain', `refused ${n++}`));
+  app.post('/refuse', (r) => rp.send(rp.begin(r), 429, 'text/plain', `refused ${n++}`));
   const listen = await new Promise<us_listen_socket>((resolve, reject) =>
     app.listen('127.0.0.1', 0, (s) => (s ? resolve(s) : reject(new Error('listen failed')))),
   );

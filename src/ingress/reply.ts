@@ -1,0 +1,277 @@
+/**
+ * Writing answers on uWS responses, and the rules that keep it safe (uWS
+ * aborts the process or corrupts memory otherwise):
+ * - `onAborted` is registered before any asynchronous step (`watchAbort`;
+ *   the body reader does it; an answer written in its handler needs none,
+ *   which keeps a refusal at the gate about as cheap as a bare request);
+ * - an answer written after an await is corked (every write here is);
+ * - nothing is written to a response that was aborted or already answered.
+ *
+ * Two ways an answer waits, each in arrival order without a closure per
+ * answer:
+ * - coalescing (`http.coalesce_answers`): the first answer of an event-loop
+ *   turn is written at once, later answers of the same turn at its end, back
+ *   to back. On loopback and in VMs each answer that reaches a client asleep
+ *   in epoll costs the sender a wake-up of the client's CPU (an IPI, a VM
+ *   exit under a hypervisor): answers spaced one check apart (~80 µs) wake
+ *   the client once each, answers written together wake it once
+ *   (`npm run bench:coalesce`: cheaper with it on in 10 of 12 rounds at 16
+ *   connections). A lone request (serial clients, light load) is never held,
+ *   and forwarding is not held either.
+ * - a held refusal (`sendHeld`): a door shed under a standing queue is
+ *   written after about the queue's wait (docs/protocol.md#capacity), so a
+ *   client that resends at once comes back when there is room instead of
+ *   spending the relay's CPU on refusals.
+ * One Replier per relay: its settings and queues are its own.
+ */
+import type { HttpResponse } from './uws.js';
+import type { AckFirst } from './ack-first.js';
+import { bytesOf, encodedOf, statusLine, type Headers } from './headers.js';
+
+/** Receives a door's accept latency in seconds (a pre-bound prom-client histogram child). */
+export interface LatencyTimer {
+  observe(seconds: number): void;
+}
+
+/** Per-request state hung on the uWS response object. */
+export interface Res extends HttpResponse {
+  aborted?: boolean;
+  done?: boolean;
+  /** Whether the abort handler is registered. */
+  watching?: boolean;
+  /** performance.now() when the handler started, for the accept-latency histogram. */
+  t0?: number;
+  timer?: LatencyTimer | undefined;
+}
+
+const CONTENT_TYPE = bytesOf('content-type');
+export const JSON_TYPE = 'application/json';
+export const TEXT_TYPE = 'text/plain; charset=utf-8';
+
+/** Registers the abort handler (once): required before the request goes asynchronous. */
+export function watchAbort(r: Res): void {
+  if (r.watching) return;
+  r.watching = true;
+  r.onAborted(() => {
+    r.aborted = true;
+  });
+}
+
+export interface ReplierOptions {
+  /** `http.coalesce_answers`. */
+  coalesce: boolean;
+  /** Forwarding that waits for this relay's acknowledgements to leave. */
+  ack: AckFirst;
+}
+
+export class Replier {
+  private readonly coalescing: boolean;
+  private readonly ack: AckFirst;
+  private answersThisTurn = 0;
+  // Answers held for the end of the turn, in parallel arrays: holding one costs no closure.
+  private readonly held: Res[] = [];
+  private readonly heldStatus: number[] = [];
+  private readonly heldType: (string | null)[] = [];
+  private readonly heldBody: (string | Uint8Array | undefined)[] = [];
+  private readonly heldHeaders: (Headers | undefined)[] = [];
+  private readonly heldClose: boolean[] = [];
+  // Refusals held by `sendHeld`, in arrival order, behind one timer.
+  private readonly paced: Res[] = [];
+  private readonly pacedDue: number[] = [];
+  private readonly pacedStatus: number[] = [];
+  private readonly pacedType: (string | null)[] = [];
+  private readonly pacedBody: (string | Uint8Array | undefined)[] = [];
+  private readonly pacedHeaders: (Headers | undefined)[] = [];
+  private pacedHead = 0;
+  private pacedTimer: NodeJS.Timeout | null = null;
+  // The answer being written, for `writeCorked`: one callback per Replier instead of a closure per answer.
+  private wRes: Res | null = null;
+  private wStatus = 0;
+  private wType: string | null = null;
+  private wBody: string | Uint8Array = '';
+  private wHeaders: Headers | undefined = undefined;
+  private wClose = false;
+
+  constructor(opts: ReplierOptions) {
+    this.coalescing = opts.coalesce;
+    this.ack = opts.ack;
+  }
+
+  /**
+   * Starts a request's state. With a timer, the time until its answer is
+   * recorded (from the handler's start: kernel and uWS parsing time before
+   * it are not included). Anything asynchronous needs `watchAbort` first.
+   */
+  begin(res: HttpResponse, timer?: LatencyTimer): Res {
+    // The previous socket's callback has returned, so its acknowledgements are out: what waited for them goes now.
+    this.ack.drain();
+    const r = res as Res;
+    r.aborted = false;
+    r.done = false;
+    r.watching = false;
+    r.timer = timer;
+    if (timer) r.t0 = performance.now();
+    return r;
+  }
+
+  /** `begin` and `watchAbort` at once, for handlers that go asynchronous without reading a body. */
+  guard(res: HttpResponse, timer?: LatencyTimer): Res {
+    const r = this.begin(res, timer);
+    watchAbort(r);
+    return r;
+  }
+
+  /**
+   * Writes a whole answer, corked; a no-op once aborted or answered. `close`
+   * ends the connection after it (framing errors).
+   */
+  send(res: Res, status: number, contentType: string | null, body: string | Uint8Array, headers?: Headers, close = false): void {
+    if (res.aborted || res.done) return;
+    res.done = true;
+    if (!this.coalescing) return this.write(res, status, contentType, body, headers, close);
+    if (this.answersThisTurn++ === 0) {
+      setImmediate(this.endTurn);
+      this.write(res, status, contentType, body, headers, close);
+      return;
+    }
+    // Held past the handler's return: uWS wants an abort handler for that.
+    watchAbort(res);
+    const i = this.held.length;
+    this.held.push(res);
+    this.heldStatus[i] = status;
+    this.heldType[i] = contentType;
+    this.heldBody[i] = body;
+    this.heldHeaders[i] = headers;
+    this.heldClose[i] = close;
+  }
+
+  /**
+   * Holds every answer made from here until `flushHeld`, the first one
+   * included. The verifier calls it before answering a batch outside a
+   * socket callback (its end-of-turn checks, its workers' results): writing
+   * the batch's first answer at once woke the client's thread for that one
+   * answer and again, a few checks later, for the rest.
+   */
+  readonly holdAnswers = (): void => {
+    if (!this.coalescing || this.answersThisTurn > 0) return;
+    this.answersThisTurn = 1;
+    setImmediate(this.endTurn);
+  };
+
+  /**
+   * Writes every held answer now. The turn's `setImmediate` does it for
+   * answers made while reading sockets; answers made inside a `setImmediate`
+   * callback (the verifier collecting worker results) would otherwise wait a
+   * whole further loop iteration, so that caller flushes when it is done.
+   */
+  readonly flushHeld = (): void => {
+    const held = this.held;
+    // An answer written here may run callbacks that answer more: those join this flush, in order.
+    for (let i = 0; i < held.length; i++) {
+      const res = held[i]!;
+      // A client that went away while its answer was held gets nothing (uWS forbids writing to it).
+      if (!res.aborted) this.write(res, this.heldStatus[i]!, this.heldType[i]!, this.heldBody[i]!, this.heldHeaders[i], this.heldClose[i]!);
+      held[i] = undefined as unknown as Res;
+      this.heldBody[i] = undefined;
+      this.heldHeaders[i] = undefined;
+    }
+    held.length = 0;
+  };
+
+  private readonly endTurn = (): void => {
+    this.answersThisTurn = 0;
+    this.flushHeld();
+  };
+
+  /**
+   * `send`, held `ms` first (a door shed, `RelayError.holdMs`). A client that
+   * goes away meanwhile gets nothing; `releaseHeld` writes them all at once.
+   */
+  sendHeld(res: Res, ms: number, status: number, contentType: string | null, body: string | Uint8Array, headers?: Headers): void {
+    if (ms <= 0) return this.send(res, status, contentType, body, headers);
+    if (res.aborted || res.done) return;
+    res.done = true;
+    watchAbort(res);
+    const due = performance.now() + ms;
+    const paced = this.paced;
+    const i = paced.length;
+    paced.push(res);
+    // Due times in arrival order never go backwards, so the head is always the next one due.
+    this.pacedDue[i] = i > this.pacedHead && due < this.pacedDue[i - 1]! ? this.pacedDue[i - 1]! : due;
+    this.pacedStatus[i] = status;
+    this.pacedType[i] = contentType;
+    this.pacedBody[i] = body;
+    this.pacedHeaders[i] = headers;
+    if (this.pacedTimer === null) this.pacedTimer = setTimeout(this.releaseDue, ms);
+  }
+
+  /** Refusals held by `sendHeld` and not yet written. */
+  readonly heldRefusals = (): number => this.paced.length - this.pacedHead;
+
+  /** Writes every held refusal now (shutdown: nothing is left unanswered when the listeners close). */
+  releaseHeld(): void {
+    if (this.pacedTimer !== null) clearTimeout(this.pacedTimer);
+    this.pacedTimer = null;
+    this.releasePaced(Infinity);
+  }
+
+  private readonly releaseDue = (): void => {
+    this.pacedTimer = null;
+    this.releasePaced(performance.now());
+  };
+
+  private releasePaced(now: number): void {
+    // Held answers are written back to back: one wake-up of each client thread, as coalescing does.
+    const paced = this.paced;
+    let i = this.pacedHead;
+    for (; i < paced.length && this.pacedDue[i]! <= now + 0.5; i++) {
+      const res = paced[i]!;
+      if (!res.aborted) this.write(res, this.pacedStatus[i]!, this.pacedType[i]!, this.pacedBody[i]!, this.pacedHeaders[i], false);
+      paced[i] = undefined as unknown as Res;
+      this.pacedBody[i] = undefined;
+      this.pacedHeaders[i] = undefined;
+    }
+    this.pacedHead = i;
+    const lists = [paced, this.pacedDue, this.pacedStatus, this.pacedType, this.pacedBody, this.pacedHeaders] as unknown[][];
+    if (i === paced.length) {
+      for (const a of lists) a.length = 0;
+      this.pacedHead = 0;
+      return;
+    }
+    if (i >= 4096 && i * 2 >= paced.length) {
+      for (const a of lists) a.splice(0, i);
+      this.pacedHead = 0;
+    }
+    this.pacedTimer = setTimeout(this.releaseDue, Math.max(1, this.pacedDue[this.pacedHead]! - performance.now()));
+  }
+
+  private write(res: Res, status: number, contentType: string | null, body: string | Uint8Array, headers: Headers | undefined, close: boolean): void {
+    this.wRes = res;
+    this.wStatus = status;
+    this.wType = contentType;
+    this.wBody = body;
+    this.wHeaders = headers;
+    this.wClose = close;
+    try {
+      res.cork(this.writeCorked);
+    } finally {
+      this.wRes = null;
+      this.wBody = '';
+      this.wHeaders = undefined;
+    }
+    if (res.timer) res.timer.observe((performance.now() - res.t0!) / 1000);
+  }
+
+  private readonly writeCorked = (): void => {
+    const res = this.wRes!;
+    res.writeStatus(bytesOf(statusLine(this.wStatus)));
+    if (this.wType) res.writeHeader(CONTENT_TYPE, bytesOf(this.wType));
+    const h = this.wHeaders;
+    if (h) {
+      const enc = encodedOf(h);
+      if (enc !== undefined) for (let i = 0; i < enc.length; i += 2) res.writeHeader(enc[i]!, enc[i + 1]!);
+      else for (let i = 0; i < h.length; i++) res.writeHeader(bytesOf(h[i]![0]), h[i]![1]);
+    }
+    res.end(this.wBody, this.wClose);
+  };
+}

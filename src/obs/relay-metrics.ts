@@ -1,0 +1,96 @@
+/**
+ * The relay's metrics (docs/operations.md): counters and gauges read from
+ * the parts when /metrics is scraped, so the hot path only bumps plain
+ * numbers. Labels are lanes, doors, codes and upstream origins: never an
+ * account, a key or a URL path (where upstream API keys live).
+ */
+import type { Metrics } from './metrics.js';
+import { labelled } from './metrics.js';
+import type { Pipeline } from '../pipeline/admit.js';
+import type { AccountRegistry } from '../pipeline/accounts.js';
+import type { Verifier } from '../exec/verifier.js';
+import type { Forwarder } from '../forward/forwarder.js';
+import type { DedupFilter } from '../tables/dedup.js';
+import type { Slab } from '../tables/slab.js';
+import type { UdpIngress } from '../ingress/udp.js';
+import type { BatchStore } from '../store/batches.js';
+
+export interface RelayParts {
+  pipeline: Pipeline;
+  verifier: Verifier;
+  forwarder: Forwarder;
+  dedup: DedupFilter;
+  slab: Slab;
+  udp: UdpIngress | null;
+  batches: BatchStore;
+  registry: AccountRegistry;
+}
+
+type Sample = [Record<string, string>, number];
+
+export function registerRelayMetrics(m: Metrics, p: RelayParts): void {
+  m.counter('txrelay_admitted_total', 'Transactions admitted and queued for forwarding, by lane.', ['lane'], () => labelled(p.pipeline.admitted, 'lane'));
+  m.counter('txrelay_duplicates_total', 'Submissions recognised as duplicates on this node, by lane.', ['lane'], () => labelled(p.pipeline.duplicates, 'lane'));
+  m.counter('txrelay_rejected_total', 'Submissions rejected, by error code.', ['code'], () => labelled(p.pipeline.rejected, 'code'));
+  m.counter('txrelay_udp_datagrams_total', 'UDP datagrams by outcome (everything but admitted/duplicate was dropped).', ['outcome'], () =>
+    p.udp ? labelled(p.udp.outcomes, 'outcome') : [],
+  );
+  m.gauge('txrelay_udp_sockets', 'UDP sockets bound to the UDP port (more than one only where the runtime has SO_REUSEPORT).', [], () => [[{}, p.udp ? p.udp.received.length : 0]]);
+  m.counter('txrelay_udp_socket_datagrams_total', 'UDP datagrams received by each socket of the SO_REUSEPORT pool.', ['socket'], () =>
+    p.udp ? p.udp.received.map((n, i): Sample => [{ socket: String(i) }, n]) : [],
+  );
+  const v = p.verifier;
+  m.counter('txrelay_verify_jobs_total', 'Transaction checks by the thread that ran them: the acceptor (inline, or at the end of its event-loop turn) or a verification worker.', ['where'], () => [
+    [{ where: 'acceptor' }, v.stats.acceptor],
+    [{ where: 'worker' }, v.stats.workers],
+  ]);
+  m.counter('txrelay_verify_failed_total', 'Checks that failed on this node rather than on the transaction (answered 503 retry-safe).', [], () => [[{}, v.stats.internal]]);
+  m.counter('txrelay_verify_worker_restarts_total', 'Verification workers restarted after dying.', [], () => [[{}, v.stats.workerRestarts]]);
+  m.counter('txrelay_shed_total', 'Arrivals shed by the queue controller, by reason (standing queue: CoDel control law; over_max: estimated wait over limits.queue_max_ms; expired: admitted, then waited past it before its check).', ['reason'], () => [
+    [{ reason: 'standing' }, v.controller.shedStanding],
+    [{ reason: 'over_max' }, v.controller.shedOverMax],
+    [{ reason: 'expired' }, v.stats.expired],
+  ]);
+  m.gauge('txrelay_verify_queue_ms', 'Estimated time a check submitted now would wait for a verifier, in milliseconds.', [], () => [[{}, v.queueMs()]]);
+  m.gauge('txrelay_slab_bytes_used', 'Bytes of in-flight transactions in the shared slab.', [], () => [[{}, p.slab.used]]);
+  m.counter('txrelay_batch_records_refused_total', "EVM batches refused with 429 before a receive record was written: the account's record budget was spent.", [], () => [
+    [{}, p.registry.refusedRecords],
+  ]);
+  m.counter('txrelay_batch_outcome_failures_total', 'Batch outcomes that could not be made durable (the record keeps its hashes; the answer was sent).', [], () => [
+    [{}, p.batches.outcomeWriteFailures],
+  ]);
+  m.gauge('txrelay_batch_upload_backlog', 'Batch records not yet uploaded to PostgreSQL.', [], () => [[{}, p.batches.backlog()]]);
+  m.counter('txrelay_dedup_fresh_evictions_total', 'Dedup entries evicted while still inside the window (table overflow).', [], () => [[{}, p.dedup.freshEvictions]]);
+  const lanes = () => Object.values(p.forwarder.stats().lanes);
+  m.gauge('txrelay_lane_depth', 'Transactions waiting in each forwarding lane.', ['lane'], () => lanes().map((s): Sample => [{ lane: s.lane }, s.depth]));
+  m.counter('txrelay_lane_forwarded_total', 'Transactions forwarded, by lane.', ['lane'], () => lanes().map((s): Sample => [{ lane: s.lane }, s.forwarded]));
+  m.counter(
+    'txrelay_lane_dropped_total',
+    'Admitted transactions that ended with no upstream accepting them, by reason (rejected: refused by every upstream that answered; expired: maximum age reached; shutdown: drain time-out).',
+    ['lane', 'reason'],
+    () => lanes().flatMap((s) => Object.entries(s.droppedBy).map(([reason, n]): Sample => [{ lane: s.lane, reason }, n])),
+  );
+  // Per upstream, labelled by origin only: a path or query may carry an API key.
+  const upstreamItems = () =>
+    lanes().flatMap((s) =>
+      s.upstreams.flatMap((u) =>
+        (
+          [
+            ['ok', u.ok],
+            ['rpc_error', u.rpcErrors],
+            ['http_error', u.httpErrors],
+            ['timeout', u.timeouts],
+            ['connection_error', u.connErrors],
+            ['retried', u.retried],
+            ['overrun', u.overrun],
+            ['expired', u.expired],
+          ] as const
+        ).map(([outcome, n]): Sample => [{ lane: s.lane, upstream: u.upstream, outcome }, n]),
+      ),
+    );
+  m.counter('txrelay_upstream_items_total', 'Forwarded items per upstream by outcome (retried: put back for a resend after a transport failure; overrun: given up after falling a whole queue behind another upstream; expired: given up at the maximum age).', ['lane', 'upstream', 'outcome'], upstreamItems);
+  m.gauge("txrelay_upstream_breaker_open", "Whether an upstream's circuit breaker is open (1) or not (0).", ['lane', 'upstream'], () =>
+    lanes().flatMap((s) => s.upstreams.map((u): Sample => [{ lane: s.lane, upstream: u.upstream }, u.breaker === 'closed' ? 0 : 1])),
+  );
+  m.counter('txrelay_lane_discarded_total', 'Admitted transactions dropped because the lane has no upstream (dry run).', ['lane'], () => lanes().map((s): Sample => [{ lane: s.lane }, s.discarded]));
+}

@@ -1,0 +1,125 @@
+/**
+ * Bundles (docs/protocol.md#solana-bundles): 1 to 4 Solana transactions,
+ * all or nothing. On the main thread, between placing and checking: the body
+ * is split into its transactions, each decoded once (the tip rule needs the
+ * decoded instructions here, and the signature checks reuse what the decode
+ * found: no member is decoded twice), the tip rule applied across the whole
+ * bundle, and the bundle's dedup key built from its ordered signatures.
+ */
+import { DecodeError, E, RelayError } from '../errors.js';
+import { base58EncodeAt } from '../native/base58.js';
+import { decodeSolanaTransaction, MAX_V1_TX_SIZE, maxSizeFor, SolanaTxView } from '../chains/solana/decode.js';
+import { sumTips, type TipAccounts } from '../chains/solana/tip.js';
+import { JobResult } from '../exec/jobs.js';
+import { KEY_SOLANA_BUNDLE } from '../exec/check.js';
+import { SLAB_FULL, type Placer } from './place.js';
+import type { Submission } from './submission.js';
+
+/** Transactions per bundle at most. */
+export const MAX_BUNDLE = 4;
+/** Count byte, up to 4 u16 lengths and up to 4 transactions of at most 4096 bytes (v1). */
+export const MAX_BUNDLE_BODY = 1 + 2 * MAX_BUNDLE + MAX_BUNDLE * MAX_V1_TX_SIZE;
+
+const SIGNATURE_BYTES = 64;
+
+/** One decoded view per member, reused: the main thread prepares one bundle at a time, synchronously. */
+export const memberViews: readonly SolanaTxView[] = Array.from({ length: MAX_BUNDLE }, () => new SolanaTxView());
+
+/**
+ * Splits a bundle body into the slab: `count` (1-4), `count` u16 LE
+ * lengths, the transactions concatenated; the total length exact. Sets
+ * `sub.offsets` and `sub.lengths`.
+ */
+export function placeBundle(p: Placer, sub: Submission, body: Uint8Array): RelayError | null {
+  const bad = (m: string) => new RelayError(E.BATCH_DECODE, m);
+  if (body.length < 1) return bad('empty body');
+  const count = body[0]!;
+  if (count < 1 || count > MAX_BUNDLE) return bad(`count must be 1 to ${MAX_BUNDLE}, got ${count}`);
+  const header = 1 + 2 * count;
+  if (body.length < header) return bad(`body shorter than its ${count} length fields`);
+  let total = header;
+  const lengths: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const len = body[1 + 2 * i]! | (body[2 + 2 * i]! << 8);
+    if (len === 0) return bad(`transaction ${i} has length 0`);
+    lengths.push(len);
+    total += len;
+  }
+  if (total !== body.length) return bad(`body length ${body.length} must equal 1 + 2*count + sum(lengths) = ${total}`);
+  const offsets: number[] = [];
+  let at = header;
+  for (let i = 0; i < count; i++) {
+    const o = p.copy(body, at, at + lengths[i]!);
+    if (o < 0) {
+      for (const x of offsets) p.release(x);
+      return new RelayError(E.CAPACITY, SLAB_FULL);
+    }
+    offsets.push(o);
+    at += lengths[i]!;
+  }
+  sub.offsets = offsets;
+  sub.lengths = lengths;
+  return null;
+}
+
+/**
+ * Decodes every member into `memberViews`, applies the tip rule (606 no tip
+ * transfer at all, 607 their sum below the account's minimum; no tip
+ * accounts configured: no rule), and sets the dedup key and the signatures.
+ */
+export function prepareBundle(p: Placer, sub: Submission, tips: TipAccounts | null): RelayError | null {
+  const offsets = sub.offsets!;
+  const lengths = sub.lengths!;
+  const n = offsets.length;
+  for (let i = 0; i < n; i++) {
+    const bytes = p.view(offsets[i]!, lengths[i]!);
+    try {
+      decodeSolanaTransaction(bytes, maxSizeFor(bytes, false), memberViews[i]);
+    } catch (e) {
+      return new RelayError(E.BATCH_DECODE, `transaction ${i}: ${e instanceof DecodeError ? e.message : String(e)}`);
+    }
+  }
+  if (tips !== null) {
+    let found = false;
+    let lamports = 0n;
+    for (let i = 0; i < n; i++) {
+      const s = sumTips(p.view(offsets[i]!, lengths[i]!), memberViews[i]!, tips);
+      if (s.found) found = true;
+      lamports += s.lamports;
+    }
+    if (!found) return new RelayError(E.TIP_NOT_FOUND);
+    const minTip = sub.account!.solana.min_tip_lamports;
+    if (lamports < BigInt(minTip)) return new RelayError(E.TIP_TOO_LOW, String(minTip));
+  }
+  // The dedup key: its domain and the ordered signatures (a fresh array: it outlives the checks).
+  const key = new Uint8Array(1 + SIGNATURE_BYTES * n);
+  key[0] = KEY_SOLANA_BUNDLE;
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const at = offsets[i]! + memberViews[i]!.signaturesOffset;
+    key.set(p.bytes.subarray(at, at + SIGNATURE_BYTES), 1 + SIGNATURE_BYTES * i);
+    ids.push(base58EncodeAt(p.bytes, at, SIGNATURE_BYTES));
+  }
+  sub.key = key;
+  sub.ids = ids;
+  return null;
+}
+
+/**
+ * Which member's check decides a bundle's answer: the first at fault
+ * (invalid, bad signature), else the first this node could not check
+ * (expired in the queue, an internal failure); -1 when all passed. A bundle
+ * with an invalid transaction is invalid whatever happened to its siblings:
+ * answering it retry-safe would have the client resend a bundle that can
+ * never pass.
+ */
+export function bundleVerdict(n: number, result: (i: number) => JobResult): number {
+  let bad = -1;
+  for (let i = 0; i < n; i++) {
+    const r = result(i);
+    if (r === JobResult.Ok) continue;
+    if (r !== JobResult.Expired && r !== JobResult.Internal) return i;
+    if (bad < 0) bad = i;
+  }
+  return bad;
+}

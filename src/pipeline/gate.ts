@@ -1,0 +1,137 @@
+/**
+ * The gate: the pipeline's first stage, run on the main thread before a byte
+ * of the body is kept and before any signature is checked, so refused traffic
+ * never costs one (docs/protocol.md#capacity, #rate-limits, #authentication).
+ *
+ *   1. node draining?                      DRAINING      503 retry-safe
+ *   2. queue controller: standing queue?   CAPACITY      503 (shed: no IP or account credit spent)
+ *   3. per-IP token bucket                 RATE_IP       429 (before authentication)
+ *   4. the account                         AUTH_*        401
+ *   5. its lane able to forward?           UNAVAILABLE   503 (before any quota is spent)
+ *   6. its token bucket                    RATE_ACCOUNT  429 (quota is spent from here on)
+ *
+ * Steps 2-3 are the arrival's: a JSON-RPC body passes them once (its calls
+ * arrive with it) and each call then passes 4-6. An EVM batch passes 4-5
+ * here; its record budget and its items' credits are taken later, in their
+ * order (src/pipeline/evm-batch.ts). Refusals are returned, never thrown: a
+ * throw inside a uWS handler makes V8 walk the stack for the message
+ * location, which cost a shed answer ~2% of its CPU.
+ */
+import { E, RelayError } from '../errors.js';
+import type { Clock } from '../clock.js';
+import type { IpLimiter } from '../tables/ip-limiter.js';
+import type { Forwarder } from '../forward/forwarder.js';
+import type { LaneName } from '../forward/lane.js';
+import type { AccountRecord } from '../store/accounts.js';
+import type { Verifier } from '../exec/verifier.js';
+import { Shed } from '../exec/controller.js';
+import type { AccountRegistry, Family } from './accounts.js';
+import { Kind, type Submission } from './submission.js';
+
+export interface GateDeps {
+  clock: Clock;
+  accounts: AccountRegistry;
+  /** Per-IP buckets of the HTTP doors. */
+  ipLimiter: IpLimiter;
+  ipRps: number;
+  /** Per-IP buckets of UDP: a spoofed source address must not drain an HTTP client's bucket. */
+  udpIpLimiter: IpLimiter;
+  udpIpRps: number;
+  verifier: Verifier;
+  forwarder: Forwarder;
+  enabled: { evm: boolean; solana: boolean };
+  /** `limits.shed_hold_ms`: the longest a door shed's answer is held (0: written at once). */
+  shedHoldMs: number;
+  /** Door sheds held and not yet answered. */
+  heldRefusals: () => number;
+}
+
+/** Why a transaction is refused for the queue's hard bound, at the door or after waiting past it. */
+export const OVER_BOUND = 'verification queue over its bound';
+
+/** The lane a submission forwards on: Solana by kind, EVM by the account's plan. */
+export function laneFor(family: Family, rec: AccountRecord, bundle: boolean): LaneName {
+  if (family === 'solana') return bundle ? 'solana-bundle' : 'solana-single';
+  return rec.plan === 'paid' ? 'evm-paid' : 'evm-free';
+}
+
+export class Gate {
+  draining = false;
+
+  constructor(private readonly d: GateDeps) {}
+
+  /** Steps 1-6 for `sub`: its refusal, or null with `sub.account` and `sub.lane` set (a JSON-RPC body: steps 1-3). */
+  pass(sub: Submission): RelayError | null {
+    // A JSON-RPC body's calls are each refused DRAINING, with their own ids.
+    if (sub.kind !== Kind.Calls) {
+      if (this.draining) return new RelayError(E.DRAINING);
+      if (!this.d.enabled[sub.family]) return new RelayError(E.NOT_FOUND);
+    }
+    if (!sub.arrived) {
+      const shed = this.shed();
+      if (shed !== null) return shed;
+      // Read only now: a shed answer costs no more than a bare request.
+      const ip = sub.ip ?? (sub.ip = sub.io.peer(sub));
+      const limited = this.limitIp(sub, ip, sub.ipCredits);
+      if (limited !== null) return limited;
+      sub.arrived = true;
+    }
+    if (sub.kind === Kind.Calls) return null;
+    if (sub.account === null) {
+      const refused = this.authenticate(sub);
+      if (refused !== null) return refused;
+    }
+    if (sub.kind === Kind.EvmBatch) return null;
+    return this.take(sub.account!, sub.family, 1);
+  }
+
+  /** Step 3 for the rest of an arrival's credits (the calls of a JSON-RPC array past its first). */
+  more(sub: Submission, credits: number): RelayError | null {
+    return this.limitIp(sub, sub.ip!, credits);
+  }
+
+  /** Step 6 for `n` credits of the account's `family` bucket (an EVM batch's items take theirs one by one). */
+  take(rec: AccountRecord, family: Family, n: number): RelayError | null {
+    const wait = this.d.accounts.take(rec, family, n);
+    return wait > 0 ? new RelayError(E.RATE_ACCOUNT, String(rec[family].tps), wait) : null;
+  }
+
+  /** An EVM batch's record budget, taken before its receive record is written: a refused flood writes nothing. */
+  takeRecord(rec: AccountRecord): RelayError | null {
+    const wait = this.d.accounts.takeRecordCredit(rec);
+    return wait > 0 ? new RelayError(E.RATE_ACCOUNT, String(rec.evm.tps), wait) : null;
+  }
+
+  private limitIp(sub: Submission, ip: string, credits: number): RelayError | null {
+    const udp = sub.overUdp;
+    const wait = (udp ? this.d.udpIpLimiter : this.d.ipLimiter).tryTake(ip, credits, this.d.clock());
+    return wait > 0 ? new RelayError(E.RATE_IP, String(udp ? this.d.udpIpRps : this.d.ipRps), wait) : null;
+  }
+
+  /** Steps 4-5: the live account behind the credential, enabled for the family, with a lane that can forward. */
+  private authenticate(sub: Submission): RelayError | null {
+    let rec: AccountRecord | undefined;
+    if (sub.keyBytes !== null) rec = this.d.accounts.byBytes(sub.keyBytes, sub.keyOffset);
+    else if (sub.credential === null || sub.credential === '') return new RelayError(E.AUTH_MISSING);
+    else rec = this.d.accounts.byText(sub.credential);
+    if (rec === undefined || !rec[sub.family].enabled) return new RelayError(E.AUTH_INVALID);
+    const lane = laneFor(sub.family, rec, sub.kind === Kind.Bundle);
+    if (!this.d.forwarder.lane(lane).available()) return new RelayError(E.UNAVAILABLE, 'every upstream of this lane is failing');
+    sub.account = rec;
+    sub.lane = lane;
+    return null;
+  }
+
+  /** Step 2: CAPACITY when the queue controller sheds this arrival. */
+  private shed(): RelayError | null {
+    const v = this.d.verifier;
+    const s = v.admit(this.d.clock());
+    if (s === Shed.No) return null;
+    const err = new RelayError(E.CAPACITY, s === Shed.Standing ? 'standing verification queue' : OVER_BOUND);
+    // Held about as long as the queue it was turned away from and the refusals held before it take to
+    // drain (docs/protocol.md#capacity): a client that resends at once comes back when there is room.
+    const hold = this.d.shedHoldMs;
+    if (hold > 0) err.holdMs = Math.min(hold, Math.max(v.queueMs() + v.drainMs(this.d.heldRefusals()), v.controller.targetMs));
+    return err;
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * What a submission came to: the one result every door renders and the batch
+ * record stores (docs/protocol.md#statuses).
+ *
+ *   queued     admitted and in a forwarding lane
+ *   duplicate  seen on this node within the dedup window: answered as a
+ *              success, not forwarded again
+ *   not-sent   refused before anything was sent; `error` says why and its
+ *              table entry carries the retry advice
+ *
+ * A group (an EVM batch, a JSON-RPC body's calls) has its members' outcomes
+ * in `items`, in request order, unless the group was refused as a whole.
+ */
+import type { RelayError, Retry } from '../errors.js';
+
+export type Status = 'queued' | 'duplicate' | 'not-sent';
+
+export class Outcome {
+  constructor(
+    readonly status: Status,
+    /** The transaction hash (EVM, `0x` hex) or first signature (Solana, base58); an EVM batch's batch_id; null when none could be computed. */
+    readonly id: string | null,
+    readonly error: RelayError | null = null,
+    /** A bundle's signatures in request order (the first is `id`). */
+    readonly ids: readonly string[] | null = null,
+    /** A group's members' outcomes in request order. */
+    readonly items: readonly Outcome[] | null = null,
+  ) {}
+
+  static queued(id: string, ids: readonly string[] | null = null): Outcome {
+    return new Outcome('queued', id, null, ids);
+  }
+
+  static duplicate(id: string, ids: readonly string[] | null = null): Outcome {
+    return new Outcome('duplicate', id, null, ids);
+  }
+
+  /** Not sent, with why; `id` where the transaction could still be hashed (an EVM batch item). */
+  static refused(error: RelayError, id: string | null = null): Outcome {
+    return new Outcome('not-sent', id, error);
+  }
+
+  static group(id: string | null, items: readonly Outcome[]): Outcome {
+    return new Outcome(groupStatus(items), id, null, null, items);
+  }
+
+  get sent(): boolean {
+    return this.status !== 'not-sent';
+  }
+
+  /** The advice a client follows: only what was not sent and is retry-safe may be sent again. */
+  get retry(): Retry {
+    return this.error?.spec.retry === 'retry_safe' ? 'retry_safe' : 'do_not_retry_automatically';
+  }
+
+  /**
+   * The HTTP status of an answer carrying this outcome: a member's refusal's
+   * own, 202 or 200 (`ok`) when sent, and for a group the rule of
+   * docs/protocol.md#evm-batches: 202 when any member was sent, else 400 if
+   * any was invalid, else 503 if any failed on capacity, else 429, else the
+   * first member's status.
+   */
+  httpStatus(ok = 202): number {
+    if (this.error !== null) return this.error.spec.http;
+    if (this.items === null) return ok;
+    const items = this.items;
+    if (items.some((x) => x.sent)) return ok;
+    for (const s of [400, 503, 429]) if (items.some((x) => x.httpStatus() === s)) return s;
+    return items.length > 0 ? items[0]!.httpStatus() : 400;
+  }
+
+  /** The longest rate-limit wait among a group's members (for Retry-After on an all-limited batch). */
+  get retryAfterMs(): number {
+    if (this.error !== null) return this.error.retryAfterMs;
+    let ms = 0;
+    if (this.items !== null) for (const x of this.items) if (x.error !== null && x.error.retryAfterMs > ms) ms = x.error.retryAfterMs;
+    return ms;
+  }
+}
+
+function groupStatus(items: readonly Outcome[]): Status {
+  let duplicate = false;
+  for (const x of items) {
+    if (x.status === 'queued') return 'queued';
+    if (x.status === 'duplicate') duplicate = true;
+  }
+  return duplicate ? 'duplicate' : 'not-sent';
+}

@@ -1,0 +1,124 @@
+/**
+ * Placing a transaction's bytes in the shared slab: the one copy a
+ * transaction's bytes get between the socket and the check. Raw bodies are
+ * read straight into their block (`reserve`); text is decoded straight into
+ * it (base64, base58, hex); a UDP datagram's transaction is copied from the
+ * datagram. Every function here sets `sub.offset` and `sub.length`, or
+ * returns the refusal and holds nothing.
+ */
+import { E, RelayError } from '../errors.js';
+import type { Slab } from '../tables/slab.js';
+import { base58Decode } from '../native/base58.js';
+import { MAX_V1_TX_SIZE } from '../chains/solana/decode.js';
+import { base64DecodedLength, decodeBase64Into } from '../chains/solana/base64.js';
+import { decodeHexInto, hexTransactionLength, parseHexTransaction } from '../chains/evm/hex.js';
+import { Encoding, type Submission } from './submission.js';
+
+/** base58 of 4096 bytes is at most ~5600 characters (log 256 / log 58 = 1.366 per byte). */
+const MAX_BASE58_CHARS = Math.ceil(MAX_V1_TX_SIZE * 1.3658) + 1;
+
+export const SLAB_FULL = 'slab full';
+
+export class Placer {
+  /** The whole slab, and the same memory as a Buffer: encodes and decodes at an offset without a view per call. */
+  readonly bytes: Uint8Array;
+  readonly buf: Buffer;
+
+  constructor(private readonly slab: Slab) {
+    this.bytes = slab.bytes;
+    this.buf = Buffer.from(this.bytes.buffer, this.bytes.byteOffset, this.bytes.length);
+  }
+
+  /** A block of `length` bytes for `sub`; false when in-flight bytes are at their bound. */
+  reserve(sub: Submission, length: number): boolean {
+    const offset = this.slab.alloc(length);
+    if (offset < 0) return false;
+    sub.offset = offset;
+    sub.length = length;
+    return true;
+  }
+
+  /** The block's bytes. */
+  view(offset: number, length: number): Uint8Array {
+    return this.bytes.subarray(offset, offset + length);
+  }
+
+  /** Copies src[start, end) into a new block; -1 when the slab is full. */
+  copy(src: Uint8Array, start: number, end: number): number {
+    const offset = this.slab.alloc(end - start);
+    if (offset < 0) return -1;
+    if (src instanceof Buffer) src.copy(this.buf, offset, start, end);
+    else this.bytes.set(src.subarray(start, end), offset);
+    return offset;
+  }
+
+  release(offset: number): void {
+    this.slab.free(offset);
+  }
+
+  /** The submission's block back to the slab, if it holds one. */
+  releaseOf(sub: Submission): void {
+    if (sub.offset >= 0) {
+      this.slab.free(sub.offset);
+      sub.offset = -1;
+    }
+    const offs = sub.offsets;
+    if (offs !== null) {
+      for (const o of offs) this.slab.free(o);
+      sub.offsets = null;
+    }
+  }
+
+  /**
+   * A Solana transaction given as text (JSON-RPC): base64 strict (standard
+   * alphabet, padded, canonical, as the Solana RPC decodes it) or base58.
+   */
+  solanaText(sub: Submission, text: string): RelayError | null {
+    const bad = (m: string) => new RelayError(E.SOL_DECODE, m);
+    if (sub.encoding === Encoding.Base58) {
+      if (text.length > MAX_BASE58_CHARS) return bad('transaction too large');
+      const bytes = base58Decode(text, MAX_V1_TX_SIZE);
+      if (bytes === null) return bad('invalid base58');
+      const offset = this.copy(bytes, 0, bytes.length);
+      if (offset < 0) return new RelayError(E.CAPACITY, SLAB_FULL);
+      sub.offset = offset;
+      sub.length = bytes.length;
+      return null;
+    }
+    const len = base64DecodedLength(text);
+    if (len < 0) return bad('invalid base64');
+    if (len === 0) return bad('empty transaction');
+    if (len > MAX_V1_TX_SIZE) return bad(`transaction is ${len} bytes, more than ${MAX_V1_TX_SIZE}`);
+    if (!this.reserve(sub, len)) return new RelayError(E.CAPACITY, SLAB_FULL);
+    if (!decodeBase64Into(text, this.buf, sub.offset, len)) {
+      this.releaseOf(sub);
+      return bad('invalid base64');
+    }
+    return null;
+  }
+
+  /**
+   * An EVM transaction as `0x` hex, decoded straight into the slab. A
+   * malformed text is told so even when the slab is full.
+   */
+  hex(sub: Submission, text: string): RelayError | null {
+    let len: number;
+    try {
+      len = hexTransactionLength(text);
+    } catch (e) {
+      return new RelayError(E.TX_INVALID, (e as Error).message);
+    }
+    if (this.reserve(sub, len)) {
+      if (decodeHexInto(text, this.buf, sub.offset, len)) return null;
+      this.releaseOf(sub);
+    }
+    // Node's decoder refused, or there was no room. The table names the bad digit; it refuses exactly
+    // what Node's decoder refuses (test/chains/evm/hex.test.ts), so a text it accepts only lacked room.
+    try {
+      parseHexTransaction(text);
+    } catch (e) {
+      return new RelayError(E.TX_INVALID, (e as Error).message);
+    }
+    return new RelayError(E.CAPACITY, SLAB_FULL);
+  }
+}

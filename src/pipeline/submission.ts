@@ -1,0 +1,152 @@
+/**
+ * A submission: what a door hands the pipeline (`Pipeline.admit`), and the
+ * state the pipeline keeps for it until its Outcome reaches the door's sink.
+ * One object per request, the only one the pipeline needs: it is also the
+ * target the request body is read into, and the job table's slots point back
+ * to it, so no closure is made per request.
+ *
+ * A door fills in what it read off the wire (kind, credential, payload, its
+ * own context for the answer) and nothing else; the pipeline fills in the
+ * rest. Every field is set in the constructor, so V8 keeps one shape for all.
+ */
+import type { RelayError } from '../errors.js';
+import type { AccountRecord } from '../store/accounts.js';
+import type { LaneName } from '../forward/lane.js';
+import type { Family } from './accounts.js';
+import type { Outcome } from './outcome.js';
+
+/** What is submitted; it decides the stages after the gate. */
+export const enum Kind {
+  /** One Solana transaction (`POST /v2`, JSON-RPC `sendTransaction`, UDP). */
+  SolanaTx = 0,
+  /** 1-4 Solana transactions, all or nothing (`POST /v2/batch`). */
+  Bundle = 1,
+  /** One EVM transaction (JSON-RPC, plain text, an EVM batch's item). */
+  EvmTx = 2,
+  /** An EVM batch: a durable receive record, then its items in order. */
+  EvmBatch = 3,
+  /** The calls of one JSON-RPC request body, each admitted in turn. */
+  Calls = 4,
+}
+
+/** How a text payload is encoded. */
+export const enum Encoding {
+  Base64 = 0,
+  Base58 = 1,
+  Hex = 2,
+}
+
+/** Where a submission ends: the door turns the outcome into its wire answer. One function per door, not per request. */
+export type Sink = (sub: Submission, outcome: Outcome) => void;
+
+/** What the pipeline asks of a door's transport, one object per door. */
+export interface DoorIo {
+  /** The client's address, read only once the gate needs it (after the shed decision: on uWS it is a system call). */
+  peer(sub: Submission): string;
+  /** Starts reading the request body into `sub` (its `into`, `body` and `tooLarge`), at most `sub.maxBody` bytes. */
+  read(sub: Submission): void;
+  /** A JSON-RPC body's calls, in order (Kind.Calls), or why the body is refused. */
+  calls?(sub: Submission, body: Uint8Array): Submission[] | RelayError;
+}
+
+/** What the pipeline does with a body's bytes as they arrive (implemented by the pipeline). */
+export interface BodySink {
+  bodyInto(sub: Submission, length: number): Uint8Array | null;
+  bodyArrived(sub: Submission, bytes: Uint8Array): void;
+  bodyTooLarge(sub: Submission, declared: number): void;
+}
+
+export class Submission {
+  // ---- set by the door ----------------------------------------------------
+  /** The door's label (metrics, logs). */
+  door = '';
+  /** The account's credential as text (`api-key`, Bearer, `?auth=`); null when absent. */
+  credential: string | null = null;
+  /** The credential as 16 raw UUID bytes at `keyOffset` (UDP). */
+  keyBytes: Uint8Array | null = null;
+  keyOffset = 0;
+  /** The client's address; null until the gate reads it through `io.peer`. */
+  ip: string | null = null;
+  /** Per-IP credits this arrival costs. */
+  ipCredits = 1;
+  /** Shed and per-IP checks already passed for this arrival (a call inside a JSON-RPC body that passed them). */
+  arrived = false;
+  /** Arrived over UDP: the UDP per-IP buckets and size limit apply. */
+  overUdp = false;
+  /** Refused before the gate: not a request this door takes (wrong Content-Type, a malformed query, an unknown method). */
+  refused: RelayError | null = null;
+  /** A payload that cannot be placed (malformed params): refused after the gate, so it costs its credit like any invalid transaction. */
+  invalid: RelayError | null = null;
+
+  /** The payload, one of: bytes[start, end) (a UDP datagram), `text` (one transaction), `texts` (EVM batch items), or the request body (`maxBody` > 0). */
+  bytes: Uint8Array | null = null;
+  start = 0;
+  end = 0;
+  text: string | null = null;
+  encoding: Encoding = Encoding.Base64;
+  /** Whether the text, once it decodes, is forwarded as the client sent it (canonical base64, `0x` hex). */
+  textForwarded = false;
+  texts: readonly string[] | null = null;
+  /** The body limit; 0 when the payload is already here. */
+  maxBody = 0;
+
+  /** The door's context for its answer (the uWS response, a JSON-RPC id, ...), never read by the pipeline. */
+  ctx: unknown = null;
+  /** The door's request handle, valid only until `admit` returns (uWS forbids reading it later). */
+  req: unknown = null;
+  /** The JSON-RPC id as JSON text (`null` outside JSON-RPC). */
+  rpcId = 'null';
+
+  // ---- set by the pipeline ------------------------------------------------
+  sink: Sink | null = null;
+  body: BodySink | null = null;
+  account: AccountRecord | null = null;
+  lane: LaneName = 'solana-single';
+  /** The transaction's bytes in the shared slab (-1: none yet). */
+  offset = -1;
+  length = 0;
+  /** A bundle's transactions in the slab: offsets and lengths. */
+  offsets: number[] | null = null;
+  lengths: number[] | null = null;
+  /** Job table slot (-1: none), and for a bundle its members' slots. */
+  slot = -1;
+  slots: number[] | null = null;
+  /** Checks (bundle members) or members (groups) not yet settled. */
+  pending = 0;
+  /** A bundle's dedup key (its ordered signatures) and its signatures as text. */
+  key: Uint8Array | null = null;
+  ids: string[] | null = null;
+  /** An EVM batch item's hash, or why it cannot be admitted whatever its turn (malformed). */
+  hash: string | null = null;
+  /** A group's members, and a member's group. */
+  children: Submission[] | null = null;
+  parent: Submission | null = null;
+  outcome: Outcome | null = null;
+  /** An EVM batch's receive record id. */
+  batchId: string | null = null;
+
+  constructor(
+    readonly kind: Kind,
+    readonly family: Family,
+    readonly io: DoorIo,
+  ) {}
+
+  // ---- the request body (src/ingress/body.ts calls these) -----------------
+
+  /** Only a raw transaction body goes straight into the slab; the others are read, then placed. */
+  get wantsInto(): boolean {
+    return this.kind === Kind.SolanaTx;
+  }
+
+  into(length: number): Uint8Array | null {
+    return this.body!.bodyInto(this, length);
+  }
+
+  bodyBytes(bytes: Uint8Array): void {
+    this.body!.bodyArrived(this, bytes);
+  }
+
+  tooLarge(declared: number): void {
+    this.body!.bodyTooLarge(this, declared);
+  }
+}
