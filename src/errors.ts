@@ -82,8 +82,6 @@ export const E = {
   INTERNAL: spec('TXR_INTERNAL', 500, -32603, 'Internal error'),
 } as const;
 
-export type ErrorKey = keyof typeof E;
-
 /** Every entry, for documentation and tests. */
 export const ERROR_TABLE: readonly ErrorSpec[] = Object.freeze(Object.values(E));
 

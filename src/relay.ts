@@ -321,7 +321,7 @@ export class Relay {
  * main thread; none on a single core (or a one-CPU affinity mask, which
  * availableParallelism honours), where the main thread checks inline.
  */
-export function verifyThreads(configured: number): number {
+function verifyThreads(configured: number): number {
   return configured > 0 ? configured : availableParallelism() - 1;
 }
 

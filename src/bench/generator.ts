@@ -19,7 +19,7 @@ import { markTxCacheUsed, readTxCache, writeTxCache, type CacheKey } from './txc
 import { LATE_MS, realClock, runClosedLoop, runOpenLoop, type Clock } from './scheduler.js';
 import { ed25519SignBackend, secpSignBackend } from './txgen.js';
 
-export interface BenchOptions {
+interface BenchOptions {
   door: Door;
   /** Relay HTTP base, e.g. http://127.0.0.1:8080 (its host is also the UDP target). */
   url: string;
@@ -99,13 +99,13 @@ export interface BenchResult {
 }
 
 /** Open loop: connections are the in-flight bound; 64 covers 20k req/s at ~3 ms latency. */
-export const OPEN_LOOP_CONNECTIONS = 64;
+const OPEN_LOOP_CONNECTIONS = 64;
 /** Closed loop: enough concurrency to keep a 2-core relay busy without piling up queueing delay. */
-export const CLOSED_LOOP_CONNECTIONS = 32;
+const CLOSED_LOOP_CONNECTIONS = 32;
 /** Closed loop, no --count: transactions for this many requests per second of run; exhaustion ends the run early and says so. */
-export const CLOSED_LOOP_DEFAULT_RPS = 10_000;
+const CLOSED_LOOP_DEFAULT_RPS = 10_000;
 /** The relay's default dedup.window_s: a cache reused within it sends transactions the relay remembers. */
-export const DEDUP_WINDOW_S = 120;
+const DEDUP_WINDOW_S = 120;
 /** Requests and answers in flight after the schedule ends get this long to finish. */
 const REQUEST_TIMEOUT_MS = 10_000;
 /** Open-loop UDP sends in flight (waiting for the kernel); far above what a send's ~10 µs needs. */
@@ -135,7 +135,7 @@ function percentiles(h: hdr.Histogram): Percentiles | null {
   return { count: h.totalCount, mean: Math.round(h.mean), p50: at(50), p90: at(90), p99: at(99), p999: at(99.9), max };
 }
 
-export function validateOptions(o: BenchOptions): void {
+function validateOptions(o: BenchOptions): void {
   if (!isDoor(o.door)) throw new Error(`unknown door ${String(o.door)}`);
   if (o.rate !== undefined && !(o.rate > 0)) throw new Error('--rate must be positive');
   if (o.connections !== undefined && !(Number.isInteger(o.connections) && o.connections > 0)) throw new Error('--connections must be a positive integer');
@@ -442,7 +442,7 @@ const round1 = (x: number): number => Math.round(x * 10) / 10;
 const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 /** txrelay_udp_datagrams_total by outcome, from the relay's /metrics. */
-export async function udpMetrics(adminUrl: string): Promise<Record<string, number>> {
+async function udpMetrics(adminUrl: string): Promise<Record<string, number>> {
   const text = await (await fetch(new URL('/metrics', adminUrl))).text();
   const out: Record<string, number> = {};
   for (const line of text.split('\n')) {

@@ -46,7 +46,7 @@ export const SLACK_MS = 2;
 /** Late means more than SLACK_MS behind schedule. */
 export const LATE_MS = SLACK_MS;
 
-export interface LoopHooks<O> {
+interface LoopHooks<O> {
   /** Never rejects: failures are outcomes. */
   send(i: number): Promise<O>;
   /** `intended`: the latency origin (see SLACK_MS); equals `started` in a closed loop. Times from the clock, in ms. */
@@ -54,7 +54,7 @@ export interface LoopHooks<O> {
   stopped?(): boolean;
 }
 
-export interface OpenLoopOptions<O> extends LoopHooks<O> {
+interface OpenLoopOptions<O> extends LoopHooks<O> {
   rate: number;
   /** Requests to schedule. */
   total: number;
@@ -64,7 +64,7 @@ export interface OpenLoopOptions<O> extends LoopHooks<O> {
   onStart?(t0: number): void;
 }
 
-export interface OpenLoopStats {
+interface OpenLoopStats {
   t0: number;
   scheduled: number;
   late: number;
@@ -137,7 +137,7 @@ export async function runOpenLoop<O>(o: OpenLoopOptions<O>): Promise<OpenLoopSta
   return stats;
 }
 
-export interface ClosedLoopOptions<O> extends LoopHooks<O> {
+interface ClosedLoopOptions<O> extends LoopHooks<O> {
   connections: number;
   /** Requests available; the run ends early when they run out. */
   total: number;

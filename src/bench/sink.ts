@@ -12,7 +12,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
-export interface SinkCounts {
+interface SinkCounts {
   requests: number;
   items: number;
   byMethod: Record<string, number>;

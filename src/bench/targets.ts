@@ -15,7 +15,7 @@ export function isDoor(s: string): s is Door {
   return (DOORS as readonly string[]).includes(s);
 }
 
-export const isEvm = (d: Door): boolean => d.startsWith('evm-');
+const isEvm = (d: Door): boolean => d.startsWith('evm-');
 
 /** 1-4 transactions per bundle (docs/protocol.md#solana-bundles). */
 export const MAX_BUNDLE = 4;
@@ -25,7 +25,7 @@ export function txsPerRequest(door: Door, batch: number): number {
   return door === 'solana-bundle' || door === 'evm-batch' ? batch : 1;
 }
 
-export interface HttpTarget {
+interface HttpTarget {
   kind: 'http';
   door: Door;
   path: string;
@@ -35,7 +35,7 @@ export interface HttpTarget {
   readBody: boolean;
 }
 
-export interface UdpTarget {
+interface UdpTarget {
   kind: 'udp';
   door: Door;
   datagrams: Buffer[];
@@ -43,7 +43,7 @@ export interface UdpTarget {
 
 export type Target = HttpTarget | UdpTarget;
 
-export interface GenOptions {
+interface GenOptions {
   chainId: number;
   batch: number;
   /** solana-bundle: base58 tip account; transaction 0 of every bundle pays it. */

@@ -25,7 +25,7 @@ export interface CacheKey {
   tipLamports?: number;
 }
 
-export interface CacheHeader {
+interface CacheHeader {
   key: CacheKey;
   createdAt: string;
   lastUsedAt?: string;

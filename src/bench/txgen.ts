@@ -8,13 +8,12 @@
  *   EVM:    EIP-1559 transfer of 1 wei, gas 21000, one fresh random key per
  *           generation with nonces 0..n-1, so hashes never repeat.
  *
- * Signing: sodium-native `crypto_sign_detached` (tweetnacl when the addon
+ * Signing: sodium-native `crypto_sign_detached` (node:crypto when the addon
  * cannot load) and libsecp256k1 `ecdsaSign` through the `secp256k1` package
  * (whose main entry falls back to its JavaScript `elliptic` build by itself).
  */
 import { createRequire } from 'node:module';
-import { randomBytes, randomFillSync } from 'node:crypto';
-import nacl from 'tweetnacl';
+import { createPrivateKey, createPublicKey, randomBytes, randomFillSync, sign as cryptoSign, type KeyObject } from 'node:crypto';
 import { initKeccak, keccak256 } from '../chains/evm/hash.js';
 
 const require = createRequire(import.meta.url);
@@ -27,6 +26,7 @@ interface Sodium {
 }
 
 function loadSodium(): Sodium | null {
+  if (process.env.TXRELAY_ED25519_BACKEND === 'node:crypto') return null;
   try {
     const s = require('sodium-native') as Partial<Sodium>;
     return typeof s.crypto_sign_detached === 'function' && typeof s.crypto_sign_seed_keypair === 'function' ? (s as Sodium) : null;
@@ -35,33 +35,43 @@ function loadSodium(): Sodium | null {
   }
 }
 const sodium = loadSodium();
-export const ed25519SignBackend: 'sodium-native' | 'tweetnacl' = sodium ? 'sodium-native' : 'tweetnacl';
+export const ed25519SignBackend: 'sodium-native' | 'node:crypto' = sodium ? 'sodium-native' : 'node:crypto';
 
-export interface Ed25519Key {
+interface Ed25519Key {
   publicKey: Uint8Array; // 32
-  secretKey: Uint8Array; // 64 (seed || public key), the layout both libraries use
+  secretKey: Uint8Array; // 64 (seed || public key), libsodium's layout
+  /** node:crypto's form of the same key, when sodium-native is not there. */
+  keyObject: KeyObject | null;
 }
 
-export function ed25519Key(seed: Uint8Array = randomBytes(32)): Ed25519Key {
+/** DER PKCS#8 prefix of a raw Ed25519 seed (RFC 8410). */
+const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+function ed25519Key(seed: Uint8Array = randomBytes(32)): Ed25519Key {
   if (sodium) {
     const publicKey = new Uint8Array(32);
     const secretKey = new Uint8Array(64);
     sodium.crypto_sign_seed_keypair(publicKey, secretKey, seed);
-    return { publicKey, secretKey };
+    return { publicKey, secretKey, keyObject: null };
   }
-  const kp = nacl.sign.keyPair.fromSeed(seed);
-  return { publicKey: kp.publicKey, secretKey: kp.secretKey };
+  const keyObject = createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
+  const spki = createPublicKey(keyObject).export({ format: 'der', type: 'spki' });
+  const publicKey = new Uint8Array(spki.subarray(spki.length - 32));
+  const secretKey = new Uint8Array(64);
+  secretKey.set(seed);
+  secretKey.set(publicKey, 32);
+  return { publicKey, secretKey, keyObject };
 }
 
 function ed25519SignInto(sig: Uint8Array, msg: Uint8Array, key: Ed25519Key): void {
   if (sodium) sodium.crypto_sign_detached(sig, msg, key.secretKey);
-  else sig.set(nacl.sign.detached(msg, key.secretKey));
+  else sig.set(cryptoSign(null, msg, key.keyObject!));
 }
 
 // ---- Solana legacy transfer ----------------------------------------------------
 
 /** 1 signature + header 3 + 3 keys + blockhash + 1 instruction (program, 2 accounts, 12 data bytes). */
-export const SOLANA_TRANSFER_BYTES = 1 + 64 + 3 + 1 + 3 * 32 + 32 + 1 + 1 + 1 + 2 + 1 + 12;
+const SOLANA_TRANSFER_BYTES = 1 + 64 + 3 + 1 + 3 * 32 + 32 + 1 + 1 + 1 + 2 + 1 + 12;
 const MSG_OFFSET = 1 + 64;
 const KEYS_OFFSET = MSG_OFFSET + 4;
 const BLOCKHASH_OFFSET = KEYS_OFFSET + 96;
@@ -117,9 +127,6 @@ export function solanaTransfers(n: number, opts: { to?: (i: number) => Uint8Arra
   return out;
 }
 
-/** Offsets for tests and reports. */
-export const solanaLayout = { MSG_OFFSET, KEYS_OFFSET, BLOCKHASH_OFFSET, LAMPORTS_OFFSET };
-
 // ---- EVM EIP-1559 --------------------------------------------------------------
 
 interface Secp {
@@ -163,7 +170,7 @@ function concat(parts: Uint8Array[]): Uint8Array {
   return Uint8Array.from(Buffer.concat(parts));
 }
 
-export interface EvmGenOpts {
+interface EvmGenOpts {
   chainId: number;
   /** Recipient, 20 bytes; a fixed non-zero address by default. */
   to?: Uint8Array;

@@ -8,14 +8,14 @@ import type { Command } from 'commander';
 import bs58 from 'bs58';
 import { EvmClient, SolanaClient, UdpSender } from '../client/index.js';
 
-export const SEND_DOORS = ['evm-rpc', 'evm-text', 'evm-batch', 'solana-rpc', 'solana-v2', 'solana-bundle', 'solana-udp'] as const;
-export type SendDoor = (typeof SEND_DOORS)[number];
+const SEND_DOORS = ['evm-rpc', 'evm-text', 'evm-batch', 'solana-rpc', 'solana-v2', 'solana-bundle', 'solana-udp'] as const;
+type SendDoor = (typeof SEND_DOORS)[number];
 
 /**
  * A transaction argument: `@path` reads a file (raw bytes, or text holding
  * hex / base64 / base58), `0x…` is hex, otherwise base64 or base58 text.
  */
-export function readTx(arg: string, family: 'evm' | 'solana'): { bytes: Uint8Array; hex: string } {
+function readTx(arg: string, family: 'evm' | 'solana'): { bytes: Uint8Array; hex: string } {
   let text: string | null = arg;
   let bytes: Uint8Array | null = null;
   if (arg.startsWith('@')) {

@@ -158,7 +158,7 @@ function asRetry(v: unknown): RetryInstruction | undefined {
 }
 
 /** The client rules for one single-transaction answer, older nodes' answers included. */
-export function classifySingle(res: HttpResponse, local: string | undefined): TxOutcome {
+function classifySingle(res: HttpResponse, local: string | undefined): TxOutcome {
   const body = safeJson(res.text);
   const ok2xx = res.status >= 200 && res.status < 300;
   if (body === undefined || typeof body !== 'object' || body === null) {
@@ -191,7 +191,7 @@ export function classifySingle(res: HttpResponse, local: string | undefined): Tx
 }
 
 /** The client rules for a batch answer, older nodes' answers included: each item on its own. */
-export function classifyBatch(res: HttpResponse, locals: (string | undefined)[]): { batchId?: string; items: TxOutcome[] } {
+function classifyBatch(res: HttpResponse, locals: (string | undefined)[]): { batchId?: string; items: TxOutcome[] } {
   const body = safeJson(res.text);
   const batchId = (typeof body?.result?.batch_id === 'string' ? body.result.batch_id : undefined) ?? header(res.headers, 'x-svc-batch-id');
   const list = body?.result?.transactions;

@@ -11,7 +11,7 @@ export interface HttpResponse {
   text: string;
 }
 
-export interface RequestOptions {
+interface RequestOptions {
   method: 'GET' | 'POST';
   /** Path relative to the base URL, starting with '/'. */
   path: string;

@@ -35,7 +35,7 @@ function leaves(schema: any, prefix: string[] = [], out: { path: string[]; schem
 }
 const LEAVES = leaves(configSchema);
 
-export function envName(path: string[]): string {
+function envName(path: string[]): string {
   return 'TXRELAY_' + path.join('_').toUpperCase();
 }
 

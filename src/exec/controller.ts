@@ -24,10 +24,10 @@
  */
 
 /** RFC 8289 defaults: 5 ms target, 100 ms interval. The target is also the relay's queueing-latency goal. */
-export const DEFAULT_TARGET_MS = 5;
-export const DEFAULT_INTERVAL_MS = 100;
+const DEFAULT_TARGET_MS = 5;
+const DEFAULT_INTERVAL_MS = 100;
 /** Open-loop overload bound: about one Solana slot's worth of queueing (400 ms) is far too late; 100 ms leaves room to land. */
-export const DEFAULT_MAX_MS = 100;
+const DEFAULT_MAX_MS = 100;
 
 export interface ControllerOptions {
   targetMs?: number;

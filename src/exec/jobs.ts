@@ -39,19 +39,19 @@
 import { prefault } from '../tables/prefault.js';
 
 /** Jobs in flight at most: ~80 ms of work for two verifiers at 20 µs each (sheds start far sooner, see controller.ts). */
-export const DEFAULT_JOB_SLOTS = 8192;
+const DEFAULT_JOB_SLOTS = 8192;
 
 const CTRL_WORDS = 16;
-export const C_SUBMITTED = 0;
-export const C_CLAIMED = 1;
-export const C_DONE_TAIL = 2;
-export const C_SLEEPERS = 3;
+const C_SUBMITTED = 0;
+const C_CLAIMED = 1;
+const C_DONE_TAIL = 2;
+const C_SLEEPERS = 3;
 export const C_COMPLETED = 4;
-export const C_STOP = 5;
+const C_STOP = 5;
 
 /** Int32 words per slot: one 64-byte cache line, so workers on different slots do not share lines. */
 const SLOT_WORDS = 16;
-export const S_STATE = 0;
+const S_STATE = 0;
 export const S_KIND = 1;
 export const S_OFFSET = 2;
 export const S_LENGTH = 3;
@@ -59,24 +59,24 @@ export const S_FLAGS = 4;
 export const S_RESULT = 5;
 export const S_AUX0 = 6;
 export const S_AUX1 = 7;
-export const S_ERRLEN = 8;
+const S_ERRLEN = 8;
 export const S_WORKER = 9;
 export const S_AUX2 = 10;
 export const S_AUX3 = 11;
 export const S_AUX4 = 12;
 
 const SLOT_TIMES = 3;
-export const T_SUBMIT = 0;
+const T_SUBMIT = 0;
 export const T_START = 1;
 export const T_END = 2;
 
 /** Per-slot bytes: an EVM transaction hash, its signing hash, and 128 of error text, which is all a rejection needs. */
 export const SLOT_BYTES = 192;
-export const KEY_AT = 0;
+const KEY_AT = 0;
 export const KEY_BYTES = 32;
-export const MSG_AT = 32;
-export const ERROR_AT = 64;
-export const ERROR_BYTES = 128;
+const MSG_AT = 32;
+const ERROR_AT = 64;
+const ERROR_BYTES = 128;
 
 /** Slot states; only for ownership checks and crash recovery (a worker that died leaves CLAIMED slots). */
 export const enum SlotState {

@@ -133,7 +133,7 @@ const SHARE_STEP = 0.02;
 /** Worker restarts tolerated per minute before the acceptor checks alone (a crash loop must not spin). */
 const MAX_RESTARTS_PER_MINUTE = 5;
 
-export type JobCallback = (slot: number) => void;
+type JobCallback = (slot: number) => void;
 
 /**
  * The acceptor's next share of a busy turn's waiting checks: up when checks
@@ -179,7 +179,7 @@ export interface VerifierOptions {
   sliceMs?: number;
 }
 
-export interface VerifierStats {
+interface VerifierStats {
   /** Jobs checked on the acceptor (main thread). */
   acceptor: number;
   /** Jobs checked on a worker thread. */

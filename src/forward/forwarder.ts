@@ -8,9 +8,9 @@ import { LANE_NAMES, Lane, QUEUE_CAPACITY, type LaneName, type LaneStats } from 
 import type { LogSink } from './upstream.js';
 
 /** Default drain budget: two upstream time-outs (2 s each) plus margin, well inside a service manager's stop timeout. */
-export const DRAIN_TIMEOUT_MS = 5_000;
+const DRAIN_TIMEOUT_MS = 5_000;
 
-export interface ForwarderOptions {
+interface ForwarderOptions {
   /** Upstream URLs per lane; a missing or empty list runs that lane dry. */
   lanes: Partial<Record<LaneName, readonly string[]>>;
   /** `limits.queue_capacity`, per lane. */
@@ -31,7 +31,7 @@ export interface ForwarderOptions {
   schedule?: (fn: () => void) => void;
 }
 
-export interface DrainResult {
+interface DrainResult {
   /** Items that reached a final outcome at every upstream during the drain. */
   sent: number;
   /**
@@ -42,7 +42,7 @@ export interface DrainResult {
   abandoned: number;
 }
 
-export interface ForwarderStats {
+interface ForwarderStats {
   draining: boolean;
   lanes: Record<LaneName, LaneStats>;
 }

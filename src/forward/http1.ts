@@ -79,7 +79,7 @@ const HEX = new Int8Array(256).fill(-1);
 for (let c = 0; c < 10; c++) HEX[48 + c] = c;
 for (let c = 0; c < 6; c++) HEX[65 + c] = HEX[97 + c] = 10 + c;
 
-export interface ParserLimits {
+interface ParserLimits {
   maxHeadBytes?: number;
   maxBodyBytes: number;
 }

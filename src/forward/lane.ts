@@ -74,11 +74,11 @@ export const LANE_NAMES: readonly LaneName[] = ['evm-paid', 'evm-free', 'solana-
  * its base64 transactions in request order (1 or more). Strings must be pure
  * hex/base64: they are spliced into JSON without escaping.
  */
-export type LaneItem<N extends LaneName> = N extends 'solana-bundle' ? readonly string[] : string;
+type LaneItem<N extends LaneName> = N extends 'solana-bundle' ? readonly string[] : string;
 
 /** Why an acknowledged item ended without any upstream accepting it. */
-export type DropReason = 'rejected' | 'expired' | 'shutdown';
-export const DROP_REASONS: readonly DropReason[] = ['rejected', 'expired', 'shutdown'];
+type DropReason = 'rejected' | 'expired' | 'shutdown';
+const DROP_REASONS: readonly DropReason[] = ['rejected', 'expired', 'shutdown'];
 
 /** DECISIONS 2 `limits.queue_capacity` default. */
 export const QUEUE_CAPACITY = 10_000;
@@ -92,11 +92,11 @@ export const MAX_BATCH = 64;
  */
 export const MAX_BATCH_BYTES = 48 * 1024;
 /** Upstreams per lane: the per-item done set is one 32-bit mask, and each upstream multiplies the requests per transaction. */
-export const MAX_UPSTREAMS = 32;
+const MAX_UPSTREAMS = 32;
 /** Largest capacity accepted: bounds the ring allocation (2^24 slots of pointers is 128 MiB). */
 const MAX_CAPACITY = 1 << 24;
 /** One log line per upstream and kind of trouble per 10 s: visible without a line per transaction at thousands per second. */
-export const LOG_INTERVAL_MS = 10_000;
+const LOG_INTERVAL_MS = 10_000;
 /**
  * How long an item no upstream has accepted is kept and retried. A Solana
  * transaction's blockhash expires 150 slots after it was fetched, 60 s at the
@@ -113,9 +113,9 @@ export const MAX_AGE_MS = 60_000;
  * server closed is retried on a fresh one 20 ms later; a sick upstream gets
  * 20-160 ms gaps until its breaker (5 failures) takes over the pacing.
  */
-export const RETRY_BACKOFF_MS = 20;
+const RETRY_BACKOFF_MS = 20;
 /** The breaker's base cool-down: past it the breaker, not the back-off, decides. */
-export const RETRY_BACKOFF_MAX_MS = 1_000;
+const RETRY_BACKOFF_MAX_MS = 1_000;
 /** Longest sleep of the lane's wake-up timer: the clock is injected, so it is re-read at least this often. */
 const MAX_WAKE_MS = 1_000;
 
@@ -165,7 +165,7 @@ export interface LaneOptions {
 }
 
 /** An upstream as this lane sees it: upstream counters plus the lane's view. */
-export interface LaneUpstreamStats extends UpstreamStats {
+interface LaneUpstreamStats extends UpstreamStats {
   breaker: BreakerState;
   /** Items waiting to be sent to this upstream: never sent, or to be resent. */
   backlog: number;

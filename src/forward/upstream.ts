@@ -41,13 +41,13 @@ export type LogSink = (level: LogLevel, msg: string, fields?: Record<string, unk
 /** Connections per upstream. With one request at a time per connection it is also the lane's in-flight bound per upstream (lane.ts); four keep a 10-50 ms RTT upstream busy while batching absorbs bursts. */
 export const UPSTREAM_CONNECTIONS = 4;
 /** Whole-request time-out (connect, write, full answer): a send is answered in well under 100 ms by a live sequencer or RPC node, so 2 s means dead or stuck. */
-export const UPSTREAM_TIMEOUT_MS = 2_000;
+const UPSTREAM_TIMEOUT_MS = 2_000;
 /** Idle keep-alive, shortened to the server's `Keep-Alive: timeout` hint minus KEEP_ALIVE_MARGIN_MS, so reuse does not race a server-side close. */
-export const KEEP_ALIVE_MS = 10_000;
+const KEEP_ALIVE_MS = 10_000;
 /** How much earlier than the server's hint an idle connection is given up: covers a round trip and the sweep's resolution. */
-export const KEEP_ALIVE_MARGIN_MS = 1_000;
+const KEEP_ALIVE_MARGIN_MS = 1_000;
 /** A send answer is a hash or signature per item (about 100 bytes); 1 MiB bounds what a misbehaving upstream can make us buffer. */
-export const MAX_RESPONSE_BYTES = 1 << 20;
+const MAX_RESPONSE_BYTES = 1 << 20;
 /** One read buffer per plain-TCP connection: a batch answer of 64 signatures is ~8 KB, so one read usually holds a whole answer (larger ones take several reads, which the parser joins). */
 const READ_BUFFER_BYTES = 16 * 1024;
 /** Smallest write buffer: a single Solana v1 call (5.5 KB of base64) fits. */
@@ -209,7 +209,7 @@ export interface PostResult {
   batchRefused: boolean;
 }
 
-export type PostDone = (r: PostResult) => void;
+type PostDone = (r: PostResult) => void;
 
 /** Counters in items (a batch of 10 counts 10), except `requests`. sent = ok + rpcErrors + httpErrors + timeouts + connErrors + aborted + in flight. */
 export interface UpstreamStats {
@@ -237,7 +237,7 @@ export interface UpstreamOptions {
 }
 
 /** Scheme, host and port; anything after is shown as `/…` because paths and queries carry API keys. */
-export function upstreamLabel(url: URL): string {
+function upstreamLabel(url: URL): string {
   const more = (url.pathname !== '/' && url.pathname !== '') || url.search !== '';
   return url.protocol + '//' + url.host + (more ? '/…' : '');
 }

@@ -18,7 +18,7 @@ import { JSON_TYPE, TEXT_TYPE, type Replier, type Res } from './reply.js';
 /** Admin bodies are small JSON documents. */
 const MAX_ADMIN_BODY = 64 * 1024;
 
-export interface AdminDeps {
+interface AdminDeps {
   uws: Uws;
   reply: Replier;
   plans: Plans;

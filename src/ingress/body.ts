@@ -44,7 +44,7 @@ const onHeader = (key: string, value: string): void => {
  * smuggling vector when an intermediary frames by another one than we do).
  * uWS frames by the first and does not look further.
  */
-export function conflictingContentLength(req: HttpRequest): boolean {
+function conflictingContentLength(req: HttpRequest): boolean {
   lengths = 0;
   conflicting = false;
   req.forEach(onHeader);

@@ -44,9 +44,9 @@ const REFUSAL_LOG_INTERVAL_MS = 60_000;
  * not a wildcard, local address `local`), counted by the kernel; null when
  * unreadable.
  */
-export type Census = (port: number, local: string | null) => Promise<Map<string, number> | null>;
+type Census = (port: number, local: string | null) => Promise<Map<string, number> | null>;
 
-export interface CapsOptions {
+interface CapsOptions {
   /** Total live connections. */
   maxConnections: number;
   /** Live connections per client address; 0 for no per-IP cap. */
@@ -219,7 +219,7 @@ export async function kernelCensus(port: number, local: string | null = null): P
 }
 
 /** Whether the census can work here (checked once at start-up). */
-export function kernelCensusReadable(): boolean {
+function kernelCensusReadable(): boolean {
   try {
     readFileSync('/proc/net/tcp', 'latin1');
     return true;
@@ -284,7 +284,7 @@ export function openFilesLimit(text?: string): { soft: number; hard: number } | 
   }
 }
 
-export interface CapLimits {
+interface CapLimits {
   maxConnections: number;
   maxPerIp: number;
   /** Plain-language warnings for the start-up log. */
@@ -321,7 +321,7 @@ function fillers(max: number, perIp: number): string {
   return n === 1 ? 'a single client' : `${n} clients`;
 }
 
-export interface HttpCapsConfig {
+interface HttpCapsConfig {
   max_connections: number;
   max_connections_per_ip: number;
 }

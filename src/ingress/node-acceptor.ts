@@ -22,15 +22,15 @@ import net, { isIPv4, type Socket } from 'node:net';
 import type { FilterSocket, HttpRequest, HttpResponse, RouteHandler, TemplatedApp, Uws, us_listen_socket } from './uws.js';
 
 /** SPEC 8: idle connection time-out (node:http adds one second of grace before closing). */
-export const IDLE_TIMEOUT_MS = 60_000;
+const IDLE_TIMEOUT_MS = 60_000;
 /** Slowloris: a request's header block must arrive within 10 s (uWS drops a connection after 10 s without progress). */
-export const HEADERS_TIMEOUT_MS = 10_000;
+const HEADERS_TIMEOUT_MS = 10_000;
 /** A whole request within 60 s: the largest body http.max_body_bytes allows (64 MiB) at ~1 MB/s. */
 export const REQUEST_TIMEOUT_MS = 60_000;
 /** How often node:http enforces the two time-outs above; its default (30 s) would let them run 30 s late. */
 const TIMEOUT_CHECK_MS = 1000;
 /** The header block: 4 KiB, uWS's default (UWS_HTTP_MAX_HEADERS_SIZE), so a 431 does not depend on the acceptor. */
-export const MAX_HEADER_BYTES = 4096;
+const MAX_HEADER_BYTES = 4096;
 
 const EMPTY = new ArrayBuffer(0);
 const utf8 = new TextEncoder();

@@ -11,7 +11,7 @@ import type { Outcome } from '../pipeline/outcome.js';
 import { fixedHeaders, type Headers } from './headers.js';
 
 /** The display text of an EVM acknowledgement (clients must not read state from it). */
-export const FORWARDED_MESSAGE = 'Successfully forwarded';
+const FORWARDED_MESSAGE = 'Successfully forwarded';
 
 // ---- JSON-RPC (EVM doors, the Solana JSON-RPC door) --------------------------
 

@@ -57,7 +57,7 @@ export function watchAbort(r: Res): void {
   });
 }
 
-export interface ReplierOptions {
+interface ReplierOptions {
   /** `http.coalesce_answers`. */
   coalesce: boolean;
   /** Forwarding that waits for this relay's acknowledgements to leave. */

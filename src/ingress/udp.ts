@@ -31,17 +31,7 @@ const RECV_BUFFER_BYTES = 8 * 1024 * 1024;
 /** Sockets in an automatic pool: one per core, and beyond 8 the queues only add memory. */
 const MAX_AUTO_SOCKETS = 8;
 
-export type UdpOutcome =
-  | 'admitted'
-  | 'duplicate'
-  | 'short'
-  | 'bad_magic'
-  | 'bad_method'
-  | 'bad_length'
-  | 'too_large'
-  | 'rejected';
-
-export interface UdpListenResult {
+interface UdpListenResult {
   port: number;
   /** Sockets actually bound. */
   sockets: number;

@@ -135,7 +135,7 @@ export interface Acceptor {
  * `npm run bench:acceptor` on a shared 2-core AMD EPYC, Node 20.20.2 (README,
  * "HTTP acceptor"). Quoted in the start-up line.
  */
-export const NODE_ACCEPTOR_COST = '2.6-3.6x';
+const NODE_ACCEPTOR_COST = '2.6-3.6x';
 
 const require = createRequire(import.meta.url);
 const ABI = process.versions.modules;
@@ -173,7 +173,7 @@ export function glibcVersion(): string {
 }
 
 /** One line on why a binary did not load, without the stack or long paths. */
-export function loadFailure(e: unknown): string {
+function loadFailure(e: unknown): string {
   const err = e as NodeJS.ErrnoException;
   const msg = String(err?.message ?? e);
   const glibc = /GLIBC_([\d.]+)' not found/.exec(msg);

@@ -84,6 +84,8 @@ export const nativeUnavailableReason: string | null = loaded.reason;
 export function sharedAlias(sab: SharedArrayBuffer): ArrayBuffer | null {
   const f = loaded.addon?.sharedAlias;
   if (f === undefined) return null;
+  // Nothing to alias (and V8 gives an empty external buffer no memory: it would come back detached).
+  if (sab.byteLength === 0) return new ArrayBuffer(0);
   const ab = f(new Uint8Array(sab));
   if (ab.byteLength !== sab.byteLength) return null;
   // One byte written through the alias must read back through the SharedArrayBuffer.

@@ -10,7 +10,7 @@
 import bs58 from 'bs58';
 import { nativeAddon, nativeAddonPath, nativeUnavailableReason, type NativeAddon } from './addon.js';
 
-export type Base58Backend = 'native' | 'js';
+type Base58Backend = 'native' | 'js';
 
 export interface Base58Codec {
   encode(bytes: Uint8Array): string;

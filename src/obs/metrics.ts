@@ -70,7 +70,7 @@ export class Metrics {
 }
 
 /** One labelled series of a FastHistogram: per-bucket counts (not cumulative), sum and count. */
-export class HistogramSeries {
+class HistogramSeries {
   readonly counts: Float64Array;
   sum = 0;
   count = 0;
@@ -88,7 +88,7 @@ export class HistogramSeries {
 }
 
 /** A histogram with one label, children created up front; implements the part of prom-client's metric interface its registry reads. */
-export class FastHistogram {
+class FastHistogram {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
   private readonly series = new Map<string, HistogramSeries>();

@@ -15,7 +15,7 @@ import type { Slab } from '../tables/slab.js';
 import type { UdpIngress } from '../ingress/udp.js';
 import type { BatchStore } from '../store/batches.js';
 
-export interface RelayParts {
+interface RelayParts {
   pipeline: Pipeline;
   verifier: Verifier;
   forwarder: Forwarder;

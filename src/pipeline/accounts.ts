@@ -39,7 +39,7 @@ const INITIAL_SEATS = 1024;
  */
 export const RETRY_NEVER_MS = 60_000;
 
-export interface RegistryOptions {
+interface RegistryOptions {
   /** Seats the table starts with when `create` builds it; default 1024. */
   initialSeats?: number;
 }

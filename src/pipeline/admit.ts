@@ -41,7 +41,7 @@ import { prepareItem, type BatchRecorder } from './evm-batch.js';
 import { Outcome } from './outcome.js';
 import { Kind, Submission, type BodySink, type Sink } from './submission.js';
 
-export interface PipelineDeps extends GateDeps {
+interface PipelineDeps extends GateDeps {
   dedup: DedupFilter;
   slab: Slab;
   jobs: JobTable;

@@ -50,7 +50,7 @@ export interface GateDeps {
 export const OVER_BOUND = 'verification queue over its bound';
 
 /** The lane a submission forwards on: Solana by kind, EVM by the account's plan. */
-export function laneFor(family: Family, rec: AccountRecord, bundle: boolean): LaneName {
+function laneFor(family: Family, rec: AccountRecord, bundle: boolean): LaneName {
   if (family === 'solana') return bundle ? 'solana-bundle' : 'solana-single';
   return rec.plan === 'paid' ? 'evm-paid' : 'evm-free';
 }

@@ -19,16 +19,16 @@ import type { Store } from './db.js';
 import { uuidByteWords, uuidTextWords, type UuidWords } from './ids.js';
 import { E, TxrelayError, type ErrorSpec } from '../errors.js';
 
-export type Plan = 'free' | 'paid';
+type Plan = 'free' | 'paid';
 export type Plans = Readonly<Record<Plan, PlanConfig>>;
 
-export interface RateSettings {
+interface RateSettings {
   readonly enabled: boolean;
   readonly tps: number;
   readonly burst: number;
 }
 
-export interface SolanaSettings extends RateSettings {
+interface SolanaSettings extends RateSettings {
   readonly min_tip_lamports: number;
 }
 
@@ -51,7 +51,7 @@ export interface AccountInput {
   solana?: { enabled?: boolean; tps?: number; burst?: number; min_tip_lamports?: number };
 }
 
-export type AccountErrorCode = 'TXR_ACCOUNT_INVALID' | 'TXR_ACCOUNT_NOT_FOUND' | 'TXR_ACCOUNT_LIMIT';
+type AccountErrorCode = 'TXR_ACCOUNT_INVALID' | 'TXR_ACCOUNT_NOT_FOUND' | 'TXR_ACCOUNT_LIMIT';
 
 /**
  * Live accounts one node holds. Each costs ~650 bytes of heap here (measured:
@@ -59,9 +59,9 @@ export type AccountErrorCode = 'TXR_ACCOUNT_INVALID' | 'TXR_ACCOUNT_NOT_FOUND' |
  * (3 slots of 32), so at the cap ~0.7 GB of heap and 96 MiB of table: well
  * inside Node's default heap limit (2-4 GB on 64-bit), which is what binds.
  */
-export const MAX_LIVE_ACCOUNTS = 1 << 20;
+const MAX_LIVE_ACCOUNTS = 1 << 20;
 
-export interface AccountStoreOptions {
+interface AccountStoreOptions {
   /** Live (not revoked) accounts this node accepts; default MAX_LIVE_ACCOUNTS. Tests use small caps. */
   maxLive?: number;
 }

@@ -17,9 +17,9 @@ import type { Outcome } from '../pipeline/outcome.js';
 import { BATCH_ID_PATTERN, batchIdFloor, batchIdTime, nextBatchId } from './ids.js';
 
 /** Statuses this node produces for a batch item (docs/protocol.md#statuses). */
-export type ItemStatus = 'queued' | 'duplicate' | 'not-sent';
+type ItemStatus = 'queued' | 'duplicate' | 'not-sent';
 
-export interface StoredItem {
+interface StoredItem {
   status: ItemStatus;
   duplicate?: boolean;
   /** JSON-RPC error code of a `not-sent` item (docs/protocol.md#evm-batches). */
@@ -48,7 +48,7 @@ export interface BatchRecord extends StoredBatch {
 export type NewBatch = Pick<StoredBatch, 'batch_id' | 'received_at' | 'account_id' | 'client_ip' | 'tx_hashes'>;
 
 /** Identity of an uploaded version, as pendingUpload returned it. */
-export type UploadedVersion = Pick<StoredBatch, 'batch_id' | 'version'>;
+type UploadedVersion = Pick<StoredBatch, 'batch_id' | 'version'>;
 
 /** Uploaded records are kept this long, for `GET /admin/batches/ID` and operator forensics. */
 export const RETENTION_MS = 7 * 24 * 3600 * 1000;
@@ -56,7 +56,7 @@ export const RETENTION_MS = 7 * 24 * 3600 * 1000;
 const PRUNE_CHUNK = 1000;
 
 /** updateOutcome for a batch id this store has no record of (stable code, as the admin API's 404). */
-export class BatchNotFoundError extends TxrelayError {
+class BatchNotFoundError extends TxrelayError {
   constructor() {
     super(E.BATCH_NOT_FOUND);
     this.name = 'BatchNotFoundError';

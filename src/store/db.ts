@@ -66,7 +66,7 @@ export class StoreFailedError extends TxrelayError {
   }
 }
 
-export interface StoreOptions {
+interface StoreOptions {
   log?: StoreLog;
 }
 
@@ -74,7 +74,7 @@ export interface StoreOptions {
 type EnvOptions = RootDatabaseOptionsWithPath & { txnStartThreshold: number; permissionsMode: number };
 
 /** Owner-only modes for the data directory and the files in it (account UUIDs are credentials). */
-export const DATA_DIR_MODE = 0o700;
+const DATA_DIR_MODE = 0o700;
 export const DATA_FILE_MODE = 0o600;
 /** The files lmdb keeps in the data directory. */
 const LMDB_FILES = ['data.mdb', 'lock.mdb'];

@@ -12,11 +12,11 @@ import pg from 'pg';
 import type { BatchRecord, BatchStore } from './batches.js';
 import type { StoreLog } from './db.js';
 
-export const DEFAULT_TABLE = 'txrelay_batch_records';
+const DEFAULT_TABLE = 'txrelay_batch_records';
 /** Rows per statement: one JSON parameter of at most ~2 MB (500 x 64 hashes), one round trip. */
-export const UPLOAD_BATCH = 500;
+const UPLOAD_BATCH = 500;
 /** Past this many unuploaded records (~0.5 GB locally at ~500 bytes each) stats() flags it; nothing is dropped. */
-export const BACKLOG_LIMIT = 1_000_000;
+const BACKLOG_LIMIT = 1_000_000;
 /** Back-off after a failure: 100 ms doubling to 10 s, each wait jittered down by up to half to spread reconnects. */
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 10_000;
@@ -32,7 +32,7 @@ const PRUNE_INTERVAL_MS = 3600_000;
 
 const TABLE_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
-export interface UploaderOptions {
+interface UploaderOptions {
   /** PostgreSQL connection URL (`database.url`); never logged. */
   url: string;
   /** Table name; tests use a unique one. Lowercase identifier. */
@@ -44,7 +44,7 @@ export interface UploaderOptions {
   backoffMaxMs?: number;
 }
 
-export interface UploaderStats {
+interface UploaderStats {
   /** Records not yet uploaded in their current version. */
   backlog: number;
   /** True while backlog exceeds BACKLOG_LIMIT: the database has been unreachable for long. */

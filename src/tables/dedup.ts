@@ -82,7 +82,7 @@ export interface DedupHandle {
   readonly seeds: HashSeeds;
 }
 
-export interface DedupOptions {
+interface DedupOptions {
   /** `dedup.window_s` * 1000. */
   readonly windowMs: number;
   /** Live entries the table is sized for (memory above). */

@@ -73,7 +73,7 @@ export interface IpLimiterHandle {
   readonly seeds: HashSeeds;
 }
 
-export interface IpLimiterOptions {
+interface IpLimiterOptions {
   /** Current time; becomes the table epoch. */
   readonly nowMs: number;
   /** Tokens per second per IP (`limits.ip_rps`). */

@@ -13,22 +13,18 @@
  * transaction hashes and signatures, which nobody can shape bit by bit, and
  * an IP limiter collision only merges two IPs' limits (stricter, not looser).
  *
- * Two implementations give identical words (tested): a plain-JS XXH32, which
- * the tables use, and xxhash-wasm's h32Raw, loaded by `initKeyedHash()`. For
- * the 16..64-byte inputs hashed here the JS one is faster, because each wasm
- * call copies the input into wasm memory and crosses the JS/wasm boundary
- * (bench/shared.bench.ts, Node 20, EPYC: 0.082 µs vs 0.186 µs for the four
- * words of a 32-byte key). So `initKeyedHash()` is not required before using
- * a table; the wasm path stays as the reference the JS one is tested against.
+ * Plain-JS XXH32: for the 16..64-byte inputs hashed here it beats
+ * xxhash-wasm's h32Raw, because each wasm call copies the input into wasm
+ * memory and crosses the JS/wasm boundary (bench/shared.bench.ts, Node 20,
+ * EPYC: 0.082 µs vs 0.186 µs for the four words of a 32-byte key). xxhash-wasm
+ * is the reference the tests check every word against (a devDependency).
  */
-import xxhash from 'xxhash-wasm';
-import type { XXHashAPI } from 'xxhash-wasm';
 
 /** Seeds are plain u32 words; a Uint32Array survives structured cloning into handles. */
 export type HashSeeds = Uint32Array;
 
 /** Words per key: three for keyedHash96, four for keyedHash128. */
-export const SEED_WORDS = 4;
+const SEED_WORDS = 4;
 
 /** Fresh random seeds for a new table (one set per table, per process start). */
 export function randomSeeds(): HashSeeds {
@@ -41,24 +37,6 @@ export function checkSeeds(seeds: unknown): HashSeeds {
     throw new TypeError(`hash seeds must be a Uint32Array of ${SEED_WORDS} words`);
   }
   return seeds;
-}
-
-let api: XXHashAPI | null = null;
-let loading: Promise<void> | null = null;
-
-/** Loads xxhash-wasm once per thread (the reference path). Safe to call repeatedly and concurrently; optional for the tables. */
-export function initKeyedHash(): Promise<void> {
-  if (loading === null) {
-    loading = xxhash().then((a) => {
-      api = a;
-    });
-  }
-  return loading;
-}
-
-/** True once `initKeyedHash()` has resolved in this thread. */
-export function wasmHashReady(): boolean {
-  return api !== null;
 }
 
 const P1 = 0x9e3779b1 | 0;
@@ -159,10 +137,4 @@ export function keyedHashString96(text: string, seeds: HashSeeds, out: Uint32Arr
   }
   const bytes = encoder.encode(text);
   hashWords(bytes, bytes.length, seeds, out, 3);
-}
-
-/** keyedHash128 through xxhash-wasm, for the equivalence test and the benchmark. */
-export function keyedHash128Wasm(bytes: Uint8Array, seeds: HashSeeds, out: Uint32Array): void {
-  if (api === null) throw new Error('initKeyedHash() has not resolved in this thread');
-  for (let k = 0; k < 4; k++) out[k] = api.h32Raw(bytes, seeds[k]!);
 }

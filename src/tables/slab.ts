@@ -51,7 +51,7 @@ export interface SlabHandle {
   readonly capacity: number;
 }
 
-export interface SlabOptions {
+interface SlabOptions {
   /** Bytes; rounded up to a multiple of 8. */
   readonly capacity?: number;
 }

@@ -104,7 +104,7 @@ export interface TokenBucketHandle {
   readonly epochMs: number;
 }
 
-export interface TokenBucketOptions {
+interface TokenBucketOptions {
   /** Number of slots (accounts x families) to start with. */
   readonly slots: number;
   /** Slots the table may grow to with grow(); default `slots` (a fixed table). */

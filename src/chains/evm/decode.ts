@@ -35,16 +35,16 @@ import { bytesToBigInt, RlpReader } from './rlp.js';
 export { signingHash, txHash } from './hash.js';
 
 export const TX_LEGACY = 0;
-export const TX_ACCESS_LIST = 1; // EIP-2930
-export const TX_DYNAMIC_FEE = 2; // EIP-1559
+const TX_ACCESS_LIST = 1; // EIP-2930
+const TX_DYNAMIC_FEE = 2; // EIP-1559
 export const TX_BLOB = 3; // EIP-4844
 export const TX_SET_CODE = 4; // EIP-7702
 
 /** EIP-4844: 4096 field elements of 32 bytes. */
-export const BYTES_PER_BLOB = 131072;
+const BYTES_PER_BLOB = 131072;
 /** EIP-4844: a KZG commitment and a KZG proof are compressed BLS12-381 G1 points. */
-export const BYTES_PER_COMMITMENT = 48;
-export const BYTES_PER_PROOF = 48;
+const BYTES_PER_COMMITMENT = 48;
+const BYTES_PER_PROOF = 48;
 /** EIP-7594 network wrapper version that carries cell proofs. */
 export const SIDECAR_VERSION_CELL_PROOFS = 1;
 

@@ -101,7 +101,7 @@ export function keccak256Parts(a: Uint8Array, b: Uint8Array, c?: Uint8Array): Ui
 }
 
 /** `keccak256Parts` written at out[outOff]. */
-export function keccak256PartsAt(out: Uint8Array, outOff: number, a: Uint8Array, b: Uint8Array, c: Uint8Array = NO_PART): void {
+function keccak256PartsAt(out: Uint8Array, outOff: number, a: Uint8Array, b: Uint8Array, c: Uint8Array = NO_PART): void {
   keccakFramedAt(out, outOff, a, a.length, b, 0, b.length, c, c.length);
 }
 const NO_PART = new Uint8Array(0);

@@ -26,7 +26,7 @@ interface NativeSecp256k1 {
   ecdsaRecover(sig: Uint8Array, recid: number, msg32: Uint8Array, compressed: boolean, output?: Uint8Array): Uint8Array;
 }
 
-export type SecpBackendName = 'native' | 'noble';
+type SecpBackendName = 'native' | 'noble';
 
 function loadNative(): NativeSecp256k1 | null {
   if (process.env.TXRELAY_SECP_BACKEND === 'noble') return null;

@@ -33,7 +33,7 @@ export const TX_MAX_SIZE = 131072;
 /** go-ethereum blobpool txMaxSize, sidecar included; a 6-blob EIP-7594 network transaction is about 824 KB. */
 export const BLOB_TX_MAX_SIZE = 1048576;
 /** EIP-7594 (Osaka) per-transaction blob limit, go-ethereum params.BlobTxMaxBlobs. */
-export const MAX_BLOBS_PER_TX = 6;
+const MAX_BLOBS_PER_TX = 6;
 /** EIP-7594 CELLS_PER_EXT_BLOB: a cell-proof sidecar carries this many proofs per blob. */
 export const CELL_PROOFS_PER_BLOB = 128;
 /** EIP-3860: twice EIP-170's 24576-byte code size limit. */
@@ -41,9 +41,9 @@ export const MAX_INIT_CODE_SIZE = 49152;
 /** EIP-7825 (Osaka): per-transaction gas limit cap, 2^24. */
 export const MAX_TX_GAS = 16777216n;
 /** EIP-4844 VERSIONED_HASH_VERSION_KZG: first byte of every blob versioned hash. */
-export const VERSIONED_HASH_VERSION_KZG = 0x01;
+const VERSIONED_HASH_VERSION_KZG = 0x01;
 /** EIP-4844 MIN_BASE_FEE_PER_BLOB_GAS: a lower blob fee cap can never be included. */
-export const MIN_BLOB_GAS_PRICE = 1n;
+const MIN_BLOB_GAS_PRICE = 1n;
 
 /** EIP-2681: the nonce must stay below 2^64-1 so that nonce + 1 fits. */
 const NONCE_MAX = 0xffffffffffffffffn;

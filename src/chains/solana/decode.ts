@@ -37,9 +37,9 @@ export const PACKET_DATA_SIZE = 1232;
 /** SIMD-0385 "Transaction Constraints": v1 may reach 4096 bytes, which only fits the HTTP doors (docs/protocol.md#limits). */
 export const MAX_V1_TX_SIZE = 4096;
 /** SIMD-0385 VersionByte: MESSAGE_VERSION_PREFIX (0x80) | 1. */
-export const V1_VERSION_BYTE = 0x81;
+const V1_VERSION_BYTE = 0x81;
 /** 1232 / (64-byte signature + 32-byte key): Agave's MAX_SIGNATURES_PER_PACKET; SIMD-0385 keeps 12 for v1. */
-export const MAX_SIGNATURES = 12;
+const MAX_SIGNATURES = 12;
 
 const SIGNATURE_BYTES = 64;
 const KEY_BYTES = 32;
@@ -59,7 +59,7 @@ const MIN_INSTRUCTION_BYTES = 3;
 /** Smallest v0 lookup entry: 32-byte table key and two cu16 lengths (an empty one is then refused by name). */
 const MIN_LOOKUP_BYTES = 34;
 
-export type SolanaTxVersion = 'legacy' | 'v0' | 'v1';
+type SolanaTxVersion = 'legacy' | 'v0' | 'v1';
 
 /**
  * Per-instruction table layout in `SolanaTxView.instructions`: IX_STRIDE

@@ -87,7 +87,7 @@ function prefix(b: Uint8Array, o: number): number {
   return (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
 }
 
-export interface TipSum {
+interface TipSum {
   /** At least one System transfer to a tip account (otherwise 606). */
   found: boolean;
   /** Their lamports (below the plan minimum is 607). */

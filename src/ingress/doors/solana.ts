@@ -16,7 +16,7 @@ import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
 
 /** A Solana refusal on an HTTP door: its plain text (held first when it is a door shed). */
-export function sendPlainError(reply: Replier, res: Res, err: RelayError): void {
+function sendPlainError(reply: Replier, res: Res, err: RelayError): void {
   reply.sendHeld(res, err.holdMs, err.spec.http, TEXT_TYPE, err.text, retryHeaders(err));
 }
 

@@ -237,3 +237,21 @@ test('one shared buffer reused for one transaction after another: each verdict i
     assert.equal(verifyWith('sodium-native', bytes, decode(bytes)), want, name);
   }
 });
+
+test('without sodium-native (TXRELAY_ED25519_BACKEND=node:crypto) node:crypto checks and signs: generated transactions verify, a corrupted one does not', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const code = `
+    const v = await import(${JSON.stringify(new URL('../../../src/chains/solana/verify.js', import.meta.url).href)});
+    const d = await import(${JSON.stringify(new URL('../../../src/chains/solana/decode.js', import.meta.url).href)});
+    const g = await import(${JSON.stringify(new URL('../../../src/bench/txgen.js', import.meta.url).href)});
+    const txs = g.solanaTransfers(4);
+    const out = [v.ed25519Backend, g.ed25519SignBackend];
+    for (const tx of txs) out.push(v.verifySolanaTransaction(tx, d.decodeSolanaTransaction(tx, 1232)));
+    const bad = Uint8Array.from(txs[0]); bad[bad.length - 1] ^= 1;
+    out.push(v.verifySolanaTransaction(bad, d.decodeSolanaTransaction(bad, 1232)));
+    console.log(JSON.stringify(out));
+  `;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { env: { ...process.env, TXRELAY_ED25519_BACKEND: 'node:crypto' }, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), ['node:crypto', 'node:crypto', true, true, true, true, false]);
+});
