@@ -96,7 +96,7 @@ export class Pipeline implements BodySink {
     sub.sink = sink;
     if (sub.refused !== null) return this.finish(sub, Outcome.refused(sub.refused));
     const refused = this.gate.pass(sub);
-    if (refused !== null) return this.finish(sub, Outcome.refused(refused));
+    if (refused !== null) return this.finish(sub, Outcome.refused(refused, sub.hash));
     if (sub.invalid !== null) return this.finish(sub, Outcome.refused(sub.invalid, sub.hash));
     if (sub.maxBody > 0) {
       // The rest continues as the body arrives (bodyInto, bodyArrived).

@@ -1,0 +1,389 @@
+/**
+ * The admission pipeline without a socket: real tables, a real job table and
+ * verifier (checks inline), real forwarding lanes with no upstream (they
+ * admit and discard), a real store on disk for accounts and batch records,
+ * and transactions signed by @solana/web3.js and viem. A door here is a
+ * stand-in DoorIo whose body arrives at once; everything behind it is the
+ * relay's own code.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { E, RelayError } from '../../src/errors.js';
+import { systemClock } from '../../src/clock.js';
+import { Slab } from '../../src/tables/slab.js';
+import { DedupFilter } from '../../src/tables/dedup.js';
+import { IpLimiter } from '../../src/tables/ip-limiter.js';
+import { JobTable } from '../../src/exec/jobs.js';
+import { Verifier } from '../../src/exec/verifier.js';
+import { Forwarder } from '../../src/forward/forwarder.js';
+import { Store } from '../../src/store/db.js';
+import { AccountStore, type AccountRecord } from '../../src/store/accounts.js';
+import { BatchStore, storedItems } from '../../src/store/batches.js';
+import { nextBatchId } from '../../src/store/ids.js';
+import { AccountRegistry } from '../../src/pipeline/accounts.js';
+import { TipAccounts } from '../../src/chains/solana/tip.js';
+import { initKeccak } from '../../src/chains/evm/hash.js';
+import { Pipeline } from '../../src/pipeline/admit.js';
+import type { Outcome } from '../../src/pipeline/outcome.js';
+import { Encoding, Kind, Submission, type DoorIo } from '../../src/pipeline/submission.js';
+import * as sol from '../helpers/solana.js';
+import * as evm from '../helpers/evm.js';
+
+const PLANS = {
+  free: { evm_tps: 5, solana_tps: 2, min_tip_lamports: 1000 },
+  paid: { evm_tps: 50, solana_tps: 2, min_tip_lamports: 1000 },
+};
+const TIP = sol.randomAddress().toBase58();
+
+interface Harness {
+  pipeline: Pipeline;
+  slab: Slab;
+  jobs: JobTable;
+  verifier: Verifier;
+  forwarder: Forwarder;
+  batches: BatchStore;
+  account(input?: Record<string, unknown>): Promise<AccountRecord>;
+  /** Admits `sub` and resolves with the outcomes its sink got (more than one would be a bug). */
+  admit(sub: Submission): Promise<Outcome[]>;
+  close(): Promise<void>;
+}
+
+async function harness(opts: { ipRps?: number; ipBurst?: number; slabBytes?: number } = {}): Promise<Harness> {
+  await initKeccak();
+  const dir = mkdtempSync(join(tmpdir(), 'txrelay-pipeline-'));
+  const db = Store.open(dir);
+  const accounts = AccountStore.open(db);
+  const batches = new BatchStore(db);
+  const clock = systemClock;
+  const slab = Slab.create({ capacity: opts.slabBytes ?? 1 << 20 });
+  const jobs = JobTable.create(64);
+  const dedup = DedupFilter.create({ windowMs: 60_000, capacity: 4096 });
+  const verifier = new Verifier({ threads: 0, jobs, slab, dedup, chainId: 1n, clock });
+  await verifier.start();
+  const forwarder = new Forwarder({ lanes: {} });
+  const registry = AccountRegistry.create(accounts, clock);
+  const ip = () => IpLimiter.create({ nowMs: clock(), rate: opts.ipRps ?? 1000, burst: opts.ipBurst ?? 2000 });
+  const pipeline = new Pipeline({
+    clock,
+    accounts: registry,
+    ipLimiter: ip(),
+    ipRps: opts.ipRps ?? 1000,
+    udpIpLimiter: ip(),
+    udpIpRps: 1000,
+    verifier,
+    forwarder,
+    enabled: { evm: true, solana: true },
+    shedHoldMs: 0,
+    heldRefusals: () => 0,
+    dedup,
+    slab,
+    jobs,
+    tips: new TipAccounts([TIP]),
+    evmChainId: 1n,
+    batches: {
+      newId: nextBatchId,
+      persist: (r) => batches.persist(r),
+      updateOutcome: (id, o) => batches.updateOutcome(id, storedItems(o)),
+    },
+    maxBody: 131072,
+  });
+  return {
+    pipeline,
+    slab,
+    jobs,
+    verifier,
+    forwarder,
+    batches,
+    account: (input = {}) => accounts.create(input, PLANS),
+    admit: (sub) =>
+      new Promise((resolve) => {
+        const got: Outcome[] = [];
+        pipeline.admit(sub, (_s, o) => {
+          got.push(o);
+          // Any second call would land in `got` before the next turn.
+          setImmediate(() => resolve(got));
+        });
+      }),
+    async close() {
+      await verifier.close();
+      await forwarder.close();
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A door whose request body is `body`, arriving whole as soon as the pipeline asks for it. */
+function bodyDoor(body: Uint8Array): DoorIo {
+  return {
+    peer: () => '192.0.2.1',
+    read: (sub) => {
+      if (body.length > sub.maxBody) return sub.tooLarge(body.length);
+      if (sub.wantsInto) {
+        const into = sub.into(body.length);
+        if (into === null) return;
+        into.set(body);
+        return sub.bodyBytes(into);
+      }
+      sub.bodyBytes(body);
+    },
+  };
+}
+
+function v2(tx: Uint8Array, key: string | null): Submission {
+  const sub = new Submission(Kind.SolanaTx, 'solana', bodyDoor(tx));
+  sub.credential = key;
+  sub.maxBody = 4096;
+  return sub;
+}
+
+/** Nothing a settled submission held is still held. */
+function assertNothingHeld(h: Harness): void {
+  assert.equal(h.slab.live, 0, 'every slab block given back');
+  assert.equal(h.jobs.available, h.jobs.slots, 'every job slot given back');
+}
+
+test('a Solana transaction is queued under its first signature; the same one again is a duplicate, not forwarded twice', async (t) => {
+  const h = await harness();
+  t.after(() => h.close());
+  const key = (await h.account()).uuid;
+  const tx = sol.legacyTransfer();
+  const [first] = await h.admit(v2(tx.bytes, key));
+  assert.equal(first!.status, 'queued');
+  assert.equal(first!.id, tx.signature);
+  const [again] = await h.admit(v2(tx.bytes, key));
+  assert.equal(again!.status, 'duplicate');
+  assert.equal(again!.id, tx.signature);
+  assert.equal(h.pipeline.admitted.get('solana-single'), 1);
+  assert.equal(h.pipeline.duplicates.get('solana-single'), 1);
+  assert.equal(h.forwarder.stats().lanes['solana-single'].admitted, 1, 'the lane got it once');
+  assertNothingHeld(h);
+});
+
+test('the gate: missing credential 401 before any check; unknown key 401; over the account rate 429 with its wait, no check run', async (t) => {
+  const h = await harness();
+  t.after(() => h.close());
+  const tx = sol.legacyTransfer().bytes;
+  const [missing] = await h.admit(v2(tx, null));
+  assert.equal(missing!.error?.spec, E.AUTH_MISSING);
+  const [unknown] = await h.admit(v2(tx, '00000000-0000-4000-8000-000000000000'));
+  assert.equal(unknown!.error?.spec, E.AUTH_INVALID);
+  assert.equal(h.verifier.stats.acceptor, 0, 'nothing refused at the gate was checked');
+  const key = (await h.account({ solana: { tps: 1, burst: 1 } })).uuid;
+  assert.equal((await h.admit(v2(sol.legacyTransfer().bytes, key)))[0]!.status, 'queued');
+  const [limited] = await h.admit(v2(sol.legacyTransfer().bytes, key));
+  assert.equal(limited!.error?.spec, E.RATE_ACCOUNT);
+  assert.equal(limited!.error?.detail, '1', 'the limit named is the account\'s TPS');
+  assert.ok(limited!.error!.retryAfterMs > 0 && limited!.error!.retryAfterMs <= 1000);
+  assert.equal(h.verifier.stats.acceptor, 1, 'only the admitted one was checked');
+  assertNothingHeld(h);
+});
+
+test('the per-IP bucket is charged before authentication: unauthenticated requests exhaust it too', async (t) => {
+  const h = await harness({ ipRps: 0, ipBurst: 2 });
+  t.after(() => h.close());
+  const tx = sol.legacyTransfer().bytes;
+  for (let i = 0; i < 2; i++) assert.equal((await h.admit(v2(tx, 'not-a-key')))[0]!.error?.spec, E.AUTH_INVALID);
+  const [limited] = await h.admit(v2(tx, 'not-a-key'));
+  assert.equal(limited!.error?.spec, E.RATE_IP);
+});
+
+test('draining refuses before the gate reads anything, retry-safe', async (t) => {
+  const h = await harness();
+  t.after(() => h.close());
+  h.pipeline.draining = true;
+  const io: DoorIo = { peer: () => assert.fail('the peer address is not read'), read: () => assert.fail('the body is not read') };
+  const sub = new Submission(Kind.SolanaTx, 'solana', io);
+  sub.maxBody = 4096;
+  const [o] = await h.admit(sub);
+  assert.equal(o!.error?.spec, E.DRAINING);
+  assert.equal(o!.retry, 'retry_safe');
+});
+
+test('every refusal after placing gives back what the submission held: a bad signature, a body too large, an empty body', async (t) => {
+  const h = await harness();
+  t.after(() => h.close());
+  const key = (await h.account({ solana: { tps: 100, burst: 100 } })).uuid;
+  const bad = Uint8Array.from(sol.legacyTransfer().bytes);
+  bad[bad.length - 1]! ^= 1;
+  const [forged] = await h.admit(v2(bad, key));
+  assert.equal(forged!.error?.spec, E.SOL_DECODE);
+  assert.match(forged!.error!.message, /signature verification failed/);
+  const big = v2(new Uint8Array(5000), key);
+  assert.equal((await h.admit(big))[0]!.error?.spec, E.SOL_DECODE);
+  assert.equal((await h.admit(v2(new Uint8Array(0), key)))[0]!.error?.message, 'Transaction Decode Error: empty body');
+  assertNothingHeld(h);
+  assert.equal(h.pipeline.rejected.get('TXR_SOL_DECODE'), 3, 'each refusal counted by its code');
+});
+
+test('a full slab refuses for capacity, retry-safe, before the body is read; the bytes held by a slow body count against it', async (t) => {
+  const h = await harness({ slabBytes: 1024 });
+  t.after(() => h.close());
+  const key = (await h.account({ solana: { tps: 100, burst: 100 } })).uuid;
+  // A client that declared its body and is still sending it: its block is reserved.
+  const slow = new Submission(Kind.SolanaTx, 'solana', { peer: () => '192.0.2.1', read: (sub) => void sub.into(900) });
+  slow.credential = key;
+  slow.maxBody = 4096;
+  h.pipeline.admit(slow, () => assert.fail('a body that never completes is never answered'));
+  assert.equal(h.slab.live, 1);
+  const [full] = await h.admit(v2(sol.legacyTransfer().bytes, key));
+  assert.equal(full!.error?.spec, E.CAPACITY);
+  assert.equal(full!.error?.detail, 'slab full');
+  assert.equal(full!.retry, 'retry_safe');
+  assert.equal(h.slab.live, 1, 'the refused one holds nothing');
+});
+
+test('a Solana transaction as base64 text: its text is what the lane forwards; invalid base64 is refused after the credit', async (t) => {
+  const h = await harness();
+  t.after(() => h.close());
+  const key = (await h.account({ solana: { tps: 100, burst: 100 } })).uuid;
+  const tx = sol.legacyTransfer();
+  const text = (t: string): Submission => {
+    const sub = new Submission(Kind.SolanaTx, 'solana', bodyDoor(new Uint8Array(0)));
+    sub.credential = key;
+    sub.text = t;
+    sub.encoding = Encoding.Base64;
+    sub.textForwarded = true;
+    return sub;
+  };
+  assert.equal((await h.admit(text(Buffer.from(tx.bytes).toString('base64'))))[0]!.id, tx.signature);
+  const [bad] = await h.admit(text('not base64!'));
+  assert.equal(bad!.error?.spec, E.SOL_DECODE);
+  assertNothingHeld(h);
+});
+
+function bundleBody(txs: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(1 + 2 * txs.length + txs.reduce((n, t) => n + t.length, 0));
+  out[0] = txs.length;
+  let at = 1 + 2 * txs.length;
+  txs.forEach((t, i) => {
+    out[1 + 2 * i] = t.length & 0xff;
+    out[2 + 2 * i] = t.length >> 8;
+    out.set(t, at);
+    at += t.length;
+  });
+  return out;
+}
+
+function bundle(txs: Uint8Array[], key: string): Submission {
+  const sub = new Submission(Kind.Bundle, 'solana', bodyDoor(bundleBody(txs)));
+  sub.credential = key;
+  sub.maxBody = 1 + 8 + 4 * 4096;
+  return sub;
+}
+
+test('bundles: the tip rule across the bundle, all signatures in order, duplicates by the ordered signatures', async (t) => {
+  const h = await harness();
+  t.after(() => h.close());
+  const key = (await h.account({ solana: { tps: 100, burst: 100 } })).uuid;
+  const a = sol.legacyTransfer();
+  const tip = sol.tipTransfer(TIP, 1500);
+  const [ok] = await h.admit(bundle([a.bytes, tip.bytes], key));
+  assert.equal(ok!.status, 'queued');
+  assert.deepEqual(ok!.ids, [a.signature, tip.signature]);
+  assert.equal((await h.admit(bundle([a.bytes, tip.bytes], key)))[0]!.status, 'duplicate');
+  assert.equal((await h.admit(bundle([tip.bytes, a.bytes], key)))[0]!.status, 'queued', 'another order is another bundle');
+  assert.equal((await h.admit(bundle([sol.legacyTransfer().bytes], key)))[0]!.error?.spec, E.TIP_NOT_FOUND);
+  const low = await h.admit(bundle([sol.tipTransfer(TIP, 999).bytes], key));
+  assert.equal(low[0]!.error?.spec, E.TIP_TOO_LOW);
+  assert.equal(low[0]!.error?.detail, '1000');
+  const forged = Uint8Array.from(sol.tipTransfer(TIP, 5000).bytes);
+  forged[forged.length - 1]! ^= 1;
+  const [bad] = await h.admit(bundle([sol.legacyTransfer().bytes, forged], key));
+  assert.equal(bad!.error?.spec, E.BATCH_DECODE);
+  assert.match(bad!.error!.message, /transaction 1: signature verification failed/);
+  assertNothingHeld(h);
+});
+
+function batch(texts: string[], key: string): Submission {
+  const sub = new Submission(Kind.EvmBatch, 'evm', bodyDoor(new Uint8Array(0)));
+  sub.credential = key;
+  sub.texts = texts;
+  return sub;
+}
+
+test('an EVM batch: the record holds every hash before any item is admitted; items take their credits in order', async (t) => {
+  const h = await harness();
+  t.after(() => h.close());
+  const key = (await h.account({ evm: { tps: 1, burst: 2 } })).uuid;
+  const [a, b, c] = await Promise.all([evm.signed1559({ nonce: 1 }), evm.signed1559({ nonce: 2 }), evm.signed1559({ nonce: 3 })]);
+  const [o] = await h.admit(batch([a!.hex, 'not hex', b!.hex, c!.hex, a!.hex], key));
+  const items = o!.items!;
+  assert.deepEqual(
+    items.map((x) => [x.status, x.error?.spec.code ?? null]),
+    [
+      ['queued', null],
+      ['not-sent', 'TXR_TX_INVALID'],
+      ['not-sent', 'TXR_RATE_ACCOUNT'],
+      ['not-sent', 'TXR_RATE_ACCOUNT'],
+      ['not-sent', 'TXR_RATE_ACCOUNT'],
+    ],
+    'a credit each, the invalid one too, until the burst of 2 is spent',
+  );
+  assert.equal(items[0]!.id, a!.hash, 'the hash computed here is viem\'s');
+  assert.equal(items[2]!.id, b!.hash, 'a refused item keeps its hash for reconciliation');
+  assert.equal(items[1]!.id, null, 'text that is not hex has no hash');
+  assert.equal(o!.httpStatus(202), 202);
+  const rec = h.batches.get(o!.id!)!;
+  assert.deepEqual(rec.tx_hashes, [a!.hash, null, b!.hash, c!.hash, a!.hash]);
+  assert.deepEqual(rec.items.map((x) => x.status), ['queued', 'not-sent', 'not-sent', 'not-sent', 'not-sent']);
+  assertNothingHeld(h);
+});
+
+test('an EVM batch: a decoding failure keeps the raw hash for reconciliation; a repeated item is a duplicate', async (t) => {
+  const h = await harness();
+  t.after(() => h.close());
+  const key = (await h.account({ evm: { tps: 100, burst: 100 } })).uuid;
+  const good = await evm.signed1559({ nonce: 7 });
+  const dup = await evm.signed1559({ nonce: 8 });
+  const truncated = good.hex.slice(0, -4);
+  const [o] = await h.admit(batch([good.hex, truncated, dup.hex, dup.hex], key));
+  const items = o!.items!;
+  assert.deepEqual(
+    items.map((x) => x.status),
+    ['queued', 'not-sent', 'queued', 'duplicate'],
+  );
+  assert.equal(items[1]!.error?.spec, E.TX_INVALID);
+  assert.match(items[1]!.id!, /^0x[0-9a-f]{64}$/, 'keccak of the raw bytes');
+  assert.equal(items[3]!.id, dup.hash);
+  assertNothingHeld(h);
+});
+
+test('a JSON-RPC body\'s calls: the IP bucket is charged for each call past the first, and the group settles once, in order', async (t) => {
+  const h = await harness({ ipRps: 0, ipBurst: 3 });
+  t.after(() => h.close());
+  const key = (await h.account({ solana: { tps: 100, burst: 100 } })).uuid;
+  const txs = [sol.legacyTransfer(), sol.legacyTransfer()];
+  const io: DoorIo = {
+    ...bodyDoor(new Uint8Array(2)),
+    calls: (_sub, _body) =>
+      txs.map((tx) => {
+        const c = new Submission(Kind.SolanaTx, 'solana', io);
+        c.credential = key;
+        c.text = Buffer.from(tx.bytes).toString('base64');
+        return c;
+      }),
+  };
+  const calls = (): Submission => {
+    const sub = new Submission(Kind.Calls, 'evm', io);
+    sub.maxBody = 1024;
+    return sub;
+  };
+  const [o] = await h.admit(calls());
+  assert.deepEqual(o!.items!.map((x) => x.id), txs.map((x) => x.signature));
+  const [limited] = await h.admit(calls());
+  assert.equal(limited!.error?.spec, E.RATE_IP, '3 credits were spent on the first request (1 + 1 more call), 1 left for two calls');
+});
+
+test('a refused submission is answered without touching the gate: the door\'s own refusal is counted like any other', async (t) => {
+  const h = await harness();
+  t.after(() => h.close());
+  const sub = v2(new Uint8Array(10), null);
+  sub.refused = new RelayError(E.UNSUPPORTED_MEDIA, 'use text/plain');
+  const [o] = await h.admit(sub);
+  assert.equal(o!.error?.spec, E.UNSUPPORTED_MEDIA);
+  assert.equal(h.pipeline.rejected.get('TXR_UNSUPPORTED_MEDIA'), 1);
+});
