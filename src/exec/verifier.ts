@@ -1,90 +1,38 @@
 /**
- * Where transaction checks run: inline on the acceptor when a turn carries
- * one request; at the end of the turn, back to back, when turns carry
- * several; on the verification workers too, when there are any and the
- * acceptor is busy.
+ * Where transaction checks run (docs/architecture.md):
  *
- * Measured on these 2-core machines (issue 7): handing one transaction to a
- * worker and waking the acceptor for its answer costs ~20 µs of main-thread
- * CPU per wake-up either way (Atomics.waitAsync or a MessagePort), and ~50 µs
- * of latency; an ed25519 check costs ~40 µs. So a lightly loaded relay checks
- * inline, in the request handler, and answers before returning to the event
- * loop: no hop at all, and pipelined requests are answered in order.
- *
- * Once the previous turn carried more than one request (or this one already
- * has one), a handler only submits its job to the shared ring (jobs.ts) and
- * the turn's checks run together after its sockets are read
- * (`setImmediate`); their transactions then reach the lanes together and
- * their answers are written together. Checking in each handler answers and
- * forwards between checks, which wakes the client and the upstream once per
- * transaction instead of once per turn: on the 2-core VM (`/v2` pinned, 16
- * connections, one build switched between the two, two windows each) it
- * cost 59-60 µs of relay CPU per transaction against 53-54 µs, nearly all of
- * the difference kernel time. The signal is requests per turn, not the event
- * loop's utilisation: a serial client keeps a fast relay ~75% busy with one
- * request per turn, where deferring only adds a hop (the utilisation gauge
- * flipped serial `/v2` into deferral and cost it ~10%, `npm run bench:ab`).
- * With workers a turn's lone request stays inline too, however busy the
- * loop, unless requests overlapped in the last OVERLAP_MEMORY_MS (another in
- * the turn, waiting, or out on a worker): a serial client keeps the loop over
- * ELU_BUSY mostly with its own checks, and handing them to the worker for
- * that cost it 1.20-1.28x the relay CPU per transaction and 0.77-0.81x the
- * transactions a second in the default layout, on every single-transaction
- * door (bench:ab, ab-20261125-2027.md and -2033.md). Under load requests
- * overlap, and a busy acceptor leaves lone requests to the workers as
- * before: at 16 connections in the default layout not one of ~1,300 lone
- * requests in a 5 s window was kept inline by this rule (counted by hand),
- * and bench:ab measured the two at 0.95-1.05x of each other.
- *
- * A busy acceptor (event-loop utilisation over ELU_BUSY) wakes a
- * worker per submission when there are workers, and takes waiting jobs
- * itself within its slice, so both cores stay busy; it does not sleep, so it
- * collects the workers' answers at the end of each turn without paying for
- * wake-ups. Its slice is TURN_BUDGET_MS per turn: what is left waits in the
- * ring for the workers, or, with none, for the acceptor's next turn, so
- * sockets (upstream answers included) are read every few milliseconds even
- * when thousands of requests arrive at once.
- *
- * The workers are piscina threads, each running one long task (`serve` in
- * verify-worker.ts) that claims jobs from the ring until told to stop;
- * piscina owns their lifecycle. A worker publishes each answer as it is
- * made but wakes the acceptor only once no job waits (or before it parks):
- * a wake-up per check cost the acceptor a turn per answer (bench:ab,
- * default layout: 0-4% fewer admitted, ab-20261125-1540.md). A worker that
- * dies leaves its claimed jobs behind: they are answered as retry-safe
- * failures and the worker is restarted (a few times a minute at most, then
- * the acceptor checks alone).
+ *   inline      in the request's handler, answered before the handler
+ *               returns: a turn's lone request (a serial client, light
+ *               load), where a hop to a worker costs the acceptor ~20 µs of
+ *               wake-up and the client ~50 µs of latency for a ~40 µs check;
+ *   turn's end  submitted to the shared ring (jobs.ts) once turns carry
+ *               several requests, and checked back to back after the turn's
+ *               sockets are read, so the turn's transactions reach the lanes
+ *               and its answers go out together (one wake-up of each peer per
+ *               turn, not per transaction: 53-54 against 59-60 µs of relay
+ *               CPU per transaction, bench:ab at 16 connections);
+ *   workers     when there are any and the acceptor is busy (event-loop
+ *               utilisation over ELU_BUSY while requests overlap): a
+ *               submission wakes a parked worker, and the acceptor takes only
+ *               its share of what waits at the turn's end (SHARE_STEP).
  *
  * Admission control (controller.ts) is fed every LAG_TICK_MS with the worst
  * of: the age of the oldest waiting job, the longest wait of jobs started
- * since the last sample, and the event loop's lag (what arrivals waited in
- * the kernel) — the lag only as far as the acceptor's own checks in that
- * window explain it. A loop slowed by anything else (a GC pause, a starved
- * CPU, other work in the process) is not a queue of transactions, and
- * shedding them would not shorten it. Likewise the ring counts only while at
- * least one job per verifier waits (RFC 8289 never drops from a queue
- * holding less than a packet): a job or two waiting for a descheduled worker
- * is no standing queue.
- *
- * The hard bound, `limits.queue_max_ms`, is kept twice. At the door, an
- * arrival whose estimated wait (queueMs) is over it is shed before its body
- * is read. And a job claimed from the ring after waiting longer is not
- * checked: it is answered Expired, 503 retry-safe like a shed, and has not
- * touched the dedup filter (check.ts runClaimed). An estimate is only an
- * estimate; the second test is exact for the time a job spends in the ring.
- * Under open-loop overload without it, accepted transactions waited 175-520
- * ms (p50) against the 100 ms bound; with it, p50 91-103 ms measured from
- * the generator's schedule, which adds the time requests spend unread in the
- * kernel and in the generator (README, Load shedding).
+ * since the last sample, and the event loop's lag as far as the acceptor's
+ * own checks explain it (a loop slowed by a GC pause is no queue of
+ * transactions). The hard bound, `limits.queue_max_ms`, is kept twice: at the
+ * door an arrival whose estimated wait is over it is shed, and a job claimed
+ * after waiting longer is answered Expired without a check (check.ts), 503
+ * retry-safe, not having touched the dedup filter.
  */
 import { performance } from 'node:perf_hooks';
-import { Piscina } from 'piscina';
 import type { Clock } from '../clock.js';
-import type { DedupFilter, DedupHandle } from '../tables/dedup.js';
+import type { DedupFilter } from '../tables/dedup.js';
 import type { SlabHandle } from '../tables/slab.js';
 import { runCheck, runClaimed, type CheckContext } from './check.js';
 import { DrainMeter, QueueController, Shed, type ControllerOptions } from './controller.js';
-import { C_COMPLETED, JobResult, S_RESULT, S_WORKER, SlotState, T_END, T_START, type JobTable, type JobTableHandle } from './jobs.js';
+import { C_COMPLETED, JobResult, S_RESULT, S_WORKER, SlotState, T_END, T_START, type JobTable } from './jobs.js';
+import { VerifyWorkers } from './workers.js';
 
 /** Over this event-loop utilisation (last window) the acceptor is busy: a deferred job wakes a worker, and the acceptor takes only its share of a turn's checks. */
 const ELU_BUSY = 0.75;
@@ -130,9 +78,6 @@ const MAX_SAMPLE_MS = 2;
  * left from an earlier turn mean the workers are behind (it rises). Per tick.
  */
 const SHARE_STEP = 0.02;
-/** Worker restarts tolerated per minute before the acceptor checks alone (a crash loop must not spin). */
-const MAX_RESTARTS_PER_MINUTE = 5;
-
 type JobCallback = (slot: number) => void;
 
 /**
@@ -188,33 +133,21 @@ interface VerifierStats {
   internal: number;
   /** Jobs not checked because they waited past `limits.queue_max_ms` in the ring: answered retry-safe 503. */
   expired: number;
-  workerRestarts: number;
-}
-
-export interface WorkerData {
-  slab: SlabHandle;
-  jobs: JobTableHandle;
-  dedup: DedupHandle;
-  chainId: string;
-  maxWaitMs: number;
 }
 
 export class Verifier {
   readonly threads: number;
   readonly controller: QueueController;
-  readonly stats: VerifierStats = { acceptor: 0, workers: 0, internal: 0, expired: 0, workerRestarts: 0 };
+  readonly stats: VerifierStats = { acceptor: 0, workers: 0, internal: 0, expired: 0 };
   private readonly jobs: JobTable;
   private readonly ctx: CheckContext;
   private readonly clock: Clock;
-  private readonly piscina: Piscina | null;
-  private readonly serving: (Promise<void> | null)[];
+  private readonly workers: VerifyWorkers;
   private readonly cbs: (JobCallback | undefined)[];
   private readonly onWorkerError: ((index: number, error: unknown) => void) | undefined;
   private readonly beforeAnswers: () => void;
   private readonly afterAnswers: () => void;
   private readonly inlineAuto: boolean;
-  /** Workers whose serve loop runs. */
-  private live = 0;
   /** Jobs submitted to the ring whose answer has not been collected. */
   private outstanding = 0;
   private armed = false;
@@ -245,7 +178,6 @@ export class Verifier {
   private lagExpected = 0;
   /** When the last turn ended with checks still waiting (0: it did not): the time since is this turn's other work. */
   private backlogSince = 0;
-  private restarts: number[] = [];
   private readonly sliceMs: number;
 
   constructor(opts: VerifierOptions) {
@@ -260,38 +192,39 @@ export class Verifier {
     this.controller = new QueueController(opts.controller);
     this.ctx = { jobs: opts.jobs, slab: opts.slab.bytes, dedup: opts.dedup, chainId: opts.chainId, clock: opts.clock, maxWaitMs: this.controller.maxMs };
     this.cbs = new Array<JobCallback | undefined>(opts.jobs.slots).fill(undefined);
-    this.serving = new Array<Promise<void> | null>(this.threads).fill(null);
-    const workerData: WorkerData = {
-      ...opts.worker?.data,
-      slab: opts.slab.handle(),
-      jobs: opts.jobs.handle(),
-      dedup: opts.dedup.handle(),
-      chainId: String(opts.chainId),
-      maxWaitMs: this.controller.maxMs,
-    };
-    this.piscina =
-      this.threads === 0
-        ? null
-        : new Piscina({
-            filename: (opts.worker?.filename ?? new URL('./verify-worker.js', import.meta.url)).href,
-            minThreads: this.threads,
-            maxThreads: this.threads,
-            idleTimeout: Infinity,
-            // One long task per worker: queueing a second would wait for the first forever.
-            concurrentTasksPerWorker: 1,
-            workerData,
-            recordTiming: false,
-          });
+    this.workers = new VerifyWorkers({
+      threads: this.threads,
+      filename: opts.worker?.filename,
+      data: {
+        ...opts.worker?.data,
+        slab: opts.slab.handle(),
+        jobs: opts.jobs.handle(),
+        dedup: opts.dedup.handle(),
+        chainId: String(opts.chainId),
+        maxWaitMs: this.controller.maxMs,
+      },
+      onDeath: (index, err) => {
+        this.onWorkerError?.(index, err);
+        this.recover(index);
+        this.scheduleTick();
+      },
+    });
+  }
+
+  /** Worker threads whose serve loop runs. */
+  private get live(): number {
+    return this.workers.live;
+  }
+
+  /** Workers restarted after dying. */
+  get workerRestarts(): number {
+    return this.workers.restarts;
   }
 
   /** Starts the workers' serve loops and the controller's sampling; resolves once every worker has loaded. */
   async start(): Promise<void> {
-    const p = this.piscina;
-    if (p) {
-      // A no-op task per worker first: the relay listens only once the crypto libraries are loaded everywhere.
-      await Promise.all(Array.from({ length: this.threads }, () => p.run({ index: -1 })));
-      for (let i = 0; i < this.threads; i++) this.serve(i);
-    }
+    // The relay listens only once the crypto libraries are loaded in every worker.
+    await this.workers.start();
     this.lagExpected = performance.now() + LAG_TICK_MS;
     this.lagTimer = setInterval(this.sample, LAG_TICK_MS);
     this.lagTimer.unref();
@@ -369,7 +302,7 @@ export class Verifier {
     this.closed = true;
     if (this.lagTimer) clearInterval(this.lagTimer);
     this.jobs.stop();
-    await Promise.all(this.serving.map((p) => p?.catch(() => {})));
+    await this.workers.stop();
     this.collect();
     // Whatever no worker took before stopping is checked here: no caller is left without an answer.
     for (let s = this.jobs.claim(-1, this.clock()); s >= 0; s = this.jobs.claim(-1, this.clock())) {
@@ -377,7 +310,6 @@ export class Verifier {
       this.stats.acceptor++;
       this.settle(s);
     }
-    await this.piscina?.destroy();
   }
 
   // ---- acceptor or workers ----------------------------------------------------
@@ -564,37 +496,6 @@ export class Verifier {
 
   // ---- workers ---------------------------------------------------------------
 
-  private serve(index: number): void {
-    this.live++;
-    const p = this.piscina!.run({ index }).then(
-      () => {
-        this.serving[index] = null;
-        this.live--;
-      },
-      (err: unknown) => {
-        this.serving[index] = null;
-        this.live--;
-        if (this.closed) return;
-        this.onWorkerError?.(index, err);
-        this.recover(index);
-        this.scheduleTick();
-        const now = performance.now();
-        this.restarts = this.restarts.filter((t) => now - t < 60_000);
-        if (this.restarts.length < MAX_RESTARTS_PER_MINUTE) {
-          this.restarts.push(now);
-          this.stats.workerRestarts++;
-          // Counted live only once its thread has loaded (a no-op task, as at start): until then the
-          // acceptor checks everything itself rather than leave a share to a thread still starting.
-          const again = (): void => {
-            if (!this.closed) this.serve(index);
-          };
-          this.piscina!.run({ index: -1 }).then(again, again);
-        }
-      },
-    );
-    this.serving[index] = p;
-  }
-
   /** A dead worker's claimed jobs: answered as internal failures (retry-safe), never left hanging. */
   private recover(index: number): void {
     const j = this.jobs;
@@ -608,4 +509,3 @@ export class Verifier {
   }
 }
 
-export { Shed };

@@ -11,7 +11,7 @@ import { systemClock } from '../clock.js';
 import { initKeccak } from '../chains/evm/hash.js';
 import { runClaimed, type CheckContext } from './check.js';
 import { JobTable } from './jobs.js';
-import type { WorkerData } from './verifier.js';
+import type { WorkerData } from './workers.js';
 
 // Signing hashes use keccak; compile its WebAssembly once per worker, before the first job.
 await initKeccak();

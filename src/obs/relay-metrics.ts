@@ -45,7 +45,7 @@ export function registerRelayMetrics(m: Metrics, p: RelayParts): void {
     [{ where: 'worker' }, v.stats.workers],
   ]);
   m.counter('txrelay_verify_failed_total', 'Checks that failed on this node rather than on the transaction (answered 503 retry-safe).', [], () => [[{}, v.stats.internal]]);
-  m.counter('txrelay_verify_worker_restarts_total', 'Verification workers restarted after dying.', [], () => [[{}, v.stats.workerRestarts]]);
+  m.counter('txrelay_verify_worker_restarts_total', 'Verification workers restarted after dying.', [], () => [[{}, v.workerRestarts]]);
   m.counter('txrelay_shed_total', 'Arrivals shed by the queue controller, by reason (standing queue: CoDel control law; over_max: estimated wait over limits.queue_max_ms; expired: admitted, then waited past it before its check).', ['reason'], () => [
     [{ reason: 'standing' }, v.controller.shedStanding],
     [{ reason: 'over_max' }, v.controller.shedOverMax],
