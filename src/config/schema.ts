@@ -1,7 +1,8 @@
 /**
  * The configuration schema (DECISIONS 2). One JSON Schema is the single source
- * of keys, types, ranges and defaults: the loader validates with it, env
- * overrides are derived from it, and the README table mirrors it.
+ * of keys, types, ranges, defaults and descriptions: the loader validates with
+ * it, env overrides are derived from it, and docs/configuration.md is
+ * generated from it (`npm run docs:config`).
  */
 
 const port = { type: 'integer', minimum: 0, maximum: 65535 } as const;
@@ -12,100 +13,299 @@ const urls = { type: 'array', items: url, default: [] as string[] } as const;
 const tps = { type: 'integer', minimum: 0, maximum: 1_000_000 } as const;
 const lamports = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
 
-function section(properties: Record<string, object>): object {
+function section(properties: Record<string, object>, description?: string): object {
   const defaults: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(properties)) {
     if ('default' in v) defaults[k] = (v as { default: unknown }).default;
     else if ((v as { type?: string }).type === 'object') defaults[k] = {};
   }
-  return { type: 'object', additionalProperties: false, properties, default: defaults };
+  return { type: 'object', additionalProperties: false, properties, default: defaults, ...(description ? { description } : {}) };
 }
 
-const plan = (evmTps: number) =>
-  section({
-    evm_tps: { ...tps, default: evmTps },
-    solana_tps: { ...tps, default: 2 }, // SPEC 1.5: registration enables family B at 2 TPS
-    min_tip_lamports: { ...lamports, default: 1000 },
-  });
+const plan = (name: string, evmTps: number) =>
+  section(
+    {
+      evm_tps: {
+        ...tps,
+        default: evmTps,
+        description: `EVM transactions per second of a new ${name} account; its burst defaults to the same number.`,
+      },
+      solana_tps: {
+        ...tps,
+        default: 2, // SPEC 1.5: registration enables family B at 2 TPS
+        description: `Solana requests per second of a new ${name} account (a bundle or a UDP datagram counts as one); its burst defaults to the same number.`,
+      },
+      min_tip_lamports: { ...lamports, default: 1000, description: `Minimum total tip of a bundle, in lamports, for a new ${name} account.` },
+    },
+    `What a new account on plan \`${name}\` gets when its registration does not say otherwise.`,
+  );
 
 export const configSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    http: section({
-      host: { ...host, default: '127.0.0.1' },
-      port: { ...port, default: 8080 },
-      // 128 KiB: geth's txMaxSize for one non-blob transaction, hex-encoded it needs ~2x; raise it for blob txs.
-      max_body_bytes: { type: 'integer', minimum: 1024, maximum: 64 * 1024 * 1024, default: 131072 },
-      trust_proxy: { type: 'boolean', default: false },
-      // auto: the first uWebSockets.js build that loads, else node:http; uws: fail start-up without one; node: node:http.
-      acceptor: { enum: ['auto', 'uws', 'node'], default: 'auto' },
-      // 0: the open-files limit minus 1024 descriptors for everything else (src/ingress/conn-caps.ts).
-      max_connections: { type: 'integer', minimum: 0, maximum: 10_000_000, default: 0 },
-      // 4x the 1024 connections one load generator opens in the benchmarks; 0: no per-IP cap.
-      max_connections_per_ip: { type: 'integer', minimum: 0, maximum: 10_000_000, default: 4096 },
-      // Later answers of a busy event-loop turn written together at its end (README, "Answer coalescing").
-      coalesce_answers: { type: 'boolean', default: true },
-      // A request's acknowledgement leaves before the forwarding it admitted (README, "Acknowledge first").
-      ack_first: { type: 'boolean', default: true },
-    }),
-    udp: section({
-      enabled: { type: 'boolean', default: true },
-      host: { ...host, default: '127.0.0.1' },
-      port: { ...port, default: 16888 }, // SPEC 4.8
-      // Sockets sharing the port (SO_REUSEPORT, Node >= 22.12); 0: one per core, at most 8. One where the runtime cannot.
-      sockets: { type: 'integer', minimum: 0, maximum: 64, default: 0 },
-      // UDP's own per-source buckets: a source address is trivially spoofed, so UDP must not share HTTP's.
-      ip_rps: { ...tps, default: 1000 },
-      ip_burst: { type: 'integer', minimum: 1, maximum: 2_000_000, default: 2000 },
-    }),
-    admin: section({
-      host: { ...host, default: '127.0.0.1' },
-      port: { ...port, default: 8081 },
-      token: { type: 'string', default: '' }, // empty: generated once into data_dir/admin.token
-    }),
-    storage: section({
-      data_dir: { type: 'string', minLength: 1, default: './data' },
-    }),
-    database: section({
-      url: { type: 'string', default: '' },
-    }),
-    limits: section({
-      ip_rps: { ...tps, default: 1000 },
-      ip_burst: { type: 'integer', minimum: 1, maximum: 2_000_000, default: 2000 },
-      queue_capacity: { type: 'integer', minimum: 1, maximum: 10_000_000, default: 10000 },
-      // RFC 8289's CoDel target: the verification queueing delay the relay tolerates as a standing queue.
-      queue_target_ms: { type: 'number', minimum: 0.5, maximum: 1000, default: 5 },
-      // Hard bound for open-loop overload: an arrival that would wait longer for its check is shed at once.
-      queue_max_ms: { type: 'number', minimum: 1, maximum: 10000, default: 100 },
-      // The longest a door shed (503 for capacity) is held before it is written (about the queue's wait); 0 writes it at once.
-      shed_hold_ms: { type: 'number', minimum: 0, maximum: 10000, default: 100 },
-    }),
-    dedup: section({
-      window_s: { type: 'integer', minimum: 1, maximum: 86400, default: 120 },
-    }),
-    evm: section({
-      enabled: { type: 'boolean', default: true },
-      chain_id: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, default: 1 },
-      upstreams: section({ paid: urls, free: urls }),
-      max_batch: { type: 'integer', minimum: 1, maximum: 10000, default: 64 },
-    }),
-    solana: section({
-      enabled: { type: 'boolean', default: true },
-      rpc_upstreams: urls,
-      bundle_upstreams: urls,
-      tip_accounts: { type: 'array', items: { type: 'string', pattern: '^[1-9A-HJ-NP-Za-km-z]{32,44}$' }, default: [] },
-    }),
-    plans: section({ free: plan(5), paid: plan(50) }),
-    workers: section({
-      // 0: one verification thread per core beyond the main thread; none on one core (verified inline).
-      threads: { type: 'integer', minimum: 0, maximum: 256, default: 0 },
-      // auto: check inline on the acceptor while it has headroom; never: always on the workers (when there are any).
-      inline: { enum: ['auto', 'never'], default: 'auto' },
-    }),
-    log: section({
-      level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
-    }),
+    http: section(
+      {
+        host: { ...host, default: '127.0.0.1', description: 'Address the HTTP listener binds (every door of both families).' },
+        port: { ...port, default: 8080, description: 'Port of the HTTP listener; 0 picks a free port.' },
+        // 128 KiB: geth's txMaxSize for one non-blob transaction, hex-encoded it needs ~2x; raise it for blob txs.
+        max_body_bytes: {
+          type: 'integer',
+          minimum: 1024,
+          maximum: 64 * 1024 * 1024,
+          default: 131072,
+          description:
+            'Largest body of a JSON-RPC request (`POST /`) or a plain-text EVM request; a larger one is answered 413 before the rest is read. The default is geth\'s size limit for one non-blob transaction; hex doubles a transaction\'s size, so raise it for the largest transactions and for blob transactions.',
+        },
+        trust_proxy: {
+          type: 'boolean',
+          default: false,
+          description: 'Take the client address from the first `X-Forwarded-For` entry. Turn it on only behind a proxy that sets that header.',
+        },
+        // auto: the first uWebSockets.js build that loads, else node:http; uws: fail start-up without one; node: node:http.
+        acceptor: {
+          enum: ['auto', 'uws', 'node'],
+          default: 'auto',
+          description: '`auto`: the first uWebSockets.js build that loads, else node:http. `uws`: stop start-up when no uWebSockets.js build loads. `node`: node:http.',
+        },
+        // 0: the open-files limit minus 1024 descriptors for everything else (src/ingress/conn-caps.ts).
+        max_connections: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 10_000_000,
+          default: 0,
+          description:
+            'Most HTTP connections open at once; a connection over it is closed as soon as it is accepted. 0: the open-files limit minus 1024 descriptors kept for everything else.',
+        },
+        // 4x the 1024 connections one load generator opens in the benchmarks; 0: no per-IP cap.
+        max_connections_per_ip: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 10_000_000,
+          default: 4096,
+          description:
+            'Most HTTP connections from one client address; a connection over it is closed as soon as it is accepted. 0: no per-address cap. The default is 4x the 1024 connections one load generator opens in the benchmarks.',
+        },
+        // Later answers of a busy event-loop turn written together at its end.
+        coalesce_answers: {
+          type: 'boolean',
+          default: true,
+          description:
+            'Write the second and later answers of a busy event-loop turn together at the end of the turn, so a client is woken once per turn. `false`: write every answer when it is made.',
+        },
+        // A request's acknowledgement leaves before the forwarding it admitted.
+        ack_first: {
+          type: 'boolean',
+          default: true,
+          description: 'Write a request\'s answer before the forwarding of its transaction starts. `false`: write to the upstream first.',
+        },
+      },
+      'The one HTTP listener: every door of both families.',
+    ),
+    udp: section(
+      {
+        enabled: { type: 'boolean', default: true, description: 'Listen for Solana UDP datagrams (only when `solana.enabled` is true too).' },
+        host: { ...host, default: '127.0.0.1', description: 'Address the UDP sockets bind.' },
+        port: { ...port, default: 16888, description: 'Port of the UDP ingress; 0 picks a free port.' }, // SPEC 4.8
+        // Sockets sharing the port (SO_REUSEPORT, Node >= 22.12); 0: one per core, at most 8. One where the runtime cannot.
+        sockets: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 64,
+          default: 0,
+          description:
+            'Sockets sharing the UDP port (SO_REUSEPORT), each with its own receive queue. 0: one per core, at most 8. Sharing a UDP port needs Node >= 22.12; on older Node it is one socket.',
+        },
+        // UDP's own per-source buckets: a source address is trivially spoofed, so UDP must not share HTTP's.
+        ip_rps: {
+          ...tps,
+          default: 1000,
+          description:
+            'Datagrams per second each source address may send. UDP has its own per-source buckets: a source address is easily forged, so a datagram never spends an HTTP client\'s bucket.',
+        },
+        ip_burst: { type: 'integer', minimum: 1, maximum: 2_000_000, default: 2000, description: 'Burst of the per-source UDP bucket.' },
+      },
+      'Solana UDP ingress: one datagram is one transaction, and nothing is ever answered.',
+    ),
+    admin: section(
+      {
+        host: { ...host, default: '127.0.0.1', description: 'Address the admin listener binds.' },
+        port: { ...port, default: 8081, description: 'Port of the admin listener; 0 picks a free port.' },
+        token: {
+          type: 'string',
+          default: '',
+          description:
+            'Bearer token of the admin API. Empty: one is generated on the first start, written to `<data_dir>/admin.token` (mode 0600) and reused after.',
+        }, // empty: generated once into data_dir/admin.token
+      },
+      'The admin API, `/metrics` and `/healthz`, on their own listener.',
+    ),
+    storage: section(
+      {
+        data_dir: {
+          type: 'string',
+          minLength: 1,
+          default: './data',
+          description:
+            'Directory of the embedded store: accounts, batch records and the generated admin token. Relative to the working directory. Kept mode 0700, its files 0600.',
+        },
+      },
+      'The embedded store.',
+    ),
+    database: section(
+      {
+        url: {
+          type: 'string',
+          default: '',
+          description:
+            'PostgreSQL connection URL. When set, batch records are uploaded to table `txrelay_batch_records` in the background. Empty: nothing is uploaded. The embedded store prunes records older than 7 days; with a database, only once they are uploaded.',
+        },
+      },
+      'The PostgreSQL copy of EVM batch records.',
+    ),
+    limits: section(
+      {
+        ip_rps: {
+          ...tps,
+          default: 1000,
+          description:
+            'Requests per second each client address may make on the HTTP doors: one credit per request, and one per call of a JSON-RPC array, charged before authentication.',
+        },
+        ip_burst: { type: 'integer', minimum: 1, maximum: 2_000_000, default: 2000, description: 'Burst of the per-address HTTP bucket.' },
+        queue_capacity: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 10_000_000,
+          default: 10000,
+          description: 'Transactions one forwarding lane holds that no upstream has answered yet; a full lane refuses new transactions with 503.',
+        },
+        // RFC 8289's CoDel target: the verification queueing delay the relay tolerates as a standing queue.
+        queue_target_ms: {
+          type: 'number',
+          minimum: 0.5,
+          maximum: 1000,
+          default: 5,
+          description:
+            'Wait before a transaction\'s check that the relay tolerates as a standing queue (the CoDel target of RFC 8289). A queue that stays above it is shed, slowly.',
+        },
+        // Hard bound for open-loop overload: an arrival that would wait longer for its check is shed at once.
+        queue_max_ms: {
+          type: 'number',
+          minimum: 1,
+          maximum: 10000,
+          default: 100,
+          description:
+            'Hard bound on the wait before a check: an arrival whose estimated wait is longer is refused 503 at once, and a transaction that waited longer by the time its check would start is refused 503 unchecked.',
+        },
+        // The longest a door shed (503 for capacity) is held before it is written (about the queue's wait); 0 writes it at once.
+        shed_hold_ms: {
+          type: 'number',
+          minimum: 0,
+          maximum: 10000,
+          default: 100,
+          description:
+            'The longest a door shed (503 for capacity) is held before it is written; it is held about as long as the queue it was turned away from takes to drain. 0: write it at once.',
+        },
+      },
+      'Rate limits, queue bounds and load shedding.',
+    ),
+    dedup: section(
+      {
+        window_s: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 86400,
+          default: 120,
+          description: 'A transaction seen on this node within this many seconds is a duplicate: answered as a success, not forwarded again.',
+        },
+      },
+      'Duplicate detection.',
+    ),
+    evm: section(
+      {
+        enabled: { type: 'boolean', default: true, description: 'Serve the EVM doors.' },
+        chain_id: {
+          type: 'integer',
+          minimum: 1,
+          maximum: Number.MAX_SAFE_INTEGER,
+          default: 1,
+          description: 'The EIP-155 chain id every transaction must be signed for.',
+        },
+        upstreams: section(
+          {
+            paid: {
+              ...urls,
+              description: 'JSON-RPC endpoints of the paid lane (accounts on plan `paid`). Empty: the lane runs dry, counting and dropping what it admits.',
+            },
+            free: {
+              ...urls,
+              description: 'JSON-RPC endpoints of the free lane (accounts on plan `free`). Empty: the lane runs dry, counting and dropping what it admits.',
+            },
+          },
+          'Where EVM transactions are forwarded, by the account\'s plan.',
+        ),
+        max_batch: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 10000,
+          default: 64,
+          description: 'Most transactions in one `svc_sendRawTransactionBatch`, and most calls in one JSON-RPC array.',
+        },
+      },
+      'EVM transactions: JSON-RPC, plain text and batches.',
+    ),
+    solana: section(
+      {
+        enabled: { type: 'boolean', default: true, description: 'Serve the Solana doors: JSON-RPC `sendTransaction`, `/v2`, `/v2/batch` and UDP.' },
+        rpc_upstreams: {
+          ...urls,
+          description: 'JSON-RPC endpoints that single transactions are forwarded to (`sendTransaction`). Empty: the lane runs dry.',
+        },
+        bundle_upstreams: {
+          ...urls,
+          description: 'JSON-RPC endpoints that bundles are forwarded to (`sendBundle`, as Jito block engines take it). Empty: the lane runs dry.',
+        },
+        tip_accounts: {
+          type: 'array',
+          items: { type: 'string', pattern: '^[1-9A-HJ-NP-Za-km-z]{32,44}$' },
+          default: [],
+          description: 'Base58 addresses of the tip accounts that bundles must pay. Empty: the tip rule is off, and start-up says so.',
+        },
+      },
+      'Solana transactions: JSON-RPC, raw bytes, bundles and UDP.',
+    ),
+    plans: section({ free: plan('free', 5), paid: plan('paid', 50) }, 'Limits a new account gets.'),
+    workers: section(
+      {
+        // 0: one verification thread per core beyond the main thread; none on one core (verified inline).
+        threads: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 256,
+          default: 0,
+          description:
+            'Verification worker threads. 0: one per core beyond the main thread, so none on a single core (or a one-CPU affinity mask), where the main thread checks every transaction.',
+        },
+        // auto: check inline on the acceptor while it has headroom; never: always on the workers (when there are any).
+        inline: {
+          enum: ['auto', 'never'],
+          default: 'auto',
+          description:
+            '`auto`: the acceptor checks transactions itself while it has room, and hands them to the workers when it is busy. `never`: every check goes to a worker (when there are any).',
+        },
+      },
+      'Where signatures are checked.',
+    ),
+    log: section(
+      {
+        level: {
+          enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+          default: 'info',
+          description: 'Log level; `silent` turns logging off. Logs are JSON lines on standard output.',
+        },
+      },
+      'Logging.',
+    ),
   },
 } as const;
 
