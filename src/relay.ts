@@ -42,6 +42,7 @@ import { Metrics } from './obs/metrics.js';
 import { registerRelayMetrics } from './obs/relay-metrics.js';
 import { silentLogger, scrub, type Logger } from './obs/log.js';
 import { base58Backend } from './native/base58.js';
+import { nativeUnavailableReason } from './native/addon.js';
 
 /**
  * Bytes of transactions in flight (received, not yet checked and encoded for
@@ -107,6 +108,7 @@ export class Relay {
     const fellBack = acceptor.kind === 'node' && cfg.http.acceptor === 'auto';
     log[fellBack ? 'warn' : 'info']({ acceptor: acceptor.name, base58: base58Backend, ed25519: ed25519Backend }, describeAcceptor(acceptor, cfg.http.acceptor));
     if (ed25519Backend !== 'sodium-native') log.warn('sodium-native did not load: Ed25519 signatures are checked by node:crypto, about 1.5x slower');
+    if (nativeUnavailableReason !== null) log.warn(`native addon ${nativeUnavailableReason}: base58 and keccak-256 run in JavaScript and WebAssembly`);
     const caps = connectionCaps(cfg.http, acceptor, log);
 
     const dataDir = resolve(cfg.storage.data_dir);

@@ -298,7 +298,7 @@ interface CapLimits {
  */
 export function capLimits(http: { max_connections: number; max_connections_per_ip: number }, nofile: number | null): CapLimits {
   const warnings: string[] = [];
-  const raise = 'raise it with `ulimit -n` (hard limit) or systemd `LimitNOFILE=`, see the README';
+  const raise = 'raise it with `ulimit -n` (hard limit) or systemd `LimitNOFILE=`, see docs/operations.md#open-files-limit';
   let room = UNKNOWN_LIMIT_CAP;
   if (nofile === null) warnings.push(`cannot read the open-files limit; the total connection cap defaults to ${UNKNOWN_LIMIT_CAP}`);
   else room = Number.isFinite(nofile) ? Math.max(1, nofile > 2 * FD_RESERVE ? nofile - FD_RESERVE : Math.floor(nofile / 2)) : 10_000_000;
