@@ -48,22 +48,8 @@
  */
 import { systemClock, type Clock } from '../clock.js';
 import { Breaker, Permit, type BreakerOptions, type BreakerState } from './breaker.js';
-import {
-  CallKind,
-  ForwardConfigError,
-  Outcome,
-  UPSTREAM_CONNECTIONS,
-  UpstreamClient,
-  callLength,
-  parseUpstreamUrl,
-  writeCall,
-  type BodyWriter,
-  type LogLevel,
-  type LogSink,
-  type PostResult,
-  type UpstreamOptions,
-  type UpstreamStats,
-} from './upstream.js';
+import { ForwardConfigError, PostStatus, UPSTREAM_CONNECTIONS, UpstreamClient, parseUpstreamUrl, type LogLevel, type LogSink, type PostResult, type UpstreamOptions, type UpstreamStats } from './upstream.js';
+import { CallKind, callLength, writeCall, type BodyWriter } from './wire.js';
 
 export type LaneName = 'evm-paid' | 'evm-free' | 'solana-single' | 'solana-bundle';
 export const LANE_NAMES: readonly LaneName[] = ['evm-paid', 'evm-free', 'solana-single', 'solana-bundle'];
@@ -562,15 +548,15 @@ export class Lane<N extends LaneName = LaneName> {
       o.inFlightItems -= n;
       if (this.closed) return;
       const now = this.now();
-      if (r.outcome !== Outcome.ABORTED) {
+      if (r.outcome !== PostStatus.ABORTED) {
         const before = o.breaker.state;
         // A refusal (4xx) is an upstream that is up and answering: like a JSON-RPC error, it must not close a lane.
-        if (r.outcome === Outcome.OK || r.outcome === Outcome.REFUSED) o.breaker.success(permit);
+        if (r.outcome === PostStatus.OK || r.outcome === PostStatus.REFUSED) o.breaker.success(permit);
         else o.breaker.failure(permit);
         const after = o.breaker.state;
         if (after !== before) this.transition(o, before, after);
       }
-      if (r.outcome === Outcome.OK) {
+      if (r.outcome === PostStatus.OK) {
         o.failures = 0;
         if (r.batchRefused) {
           // Refused as a batch, not item by item: resend them one per request at once.
@@ -590,7 +576,7 @@ export class Lane<N extends LaneName = LaneName> {
             if (held >= 0) this.say('info', 'upstream refused transactions', o, { items: n - r.okCount, reason: r.reason, suppressed: held });
           }
         }
-      } else if (r.outcome === Outcome.REFUSED) {
+      } else if (r.outcome === PostStatus.REFUSED) {
         o.failures = 0;
         if (n > 1) {
           // The batch may be what was refused (its size, its shape): each item gets a request of its own.

@@ -1,29 +1,14 @@
 /**
- * One upstream JSON-RPC endpoint over keep-alive HTTP/1.1, and the wire
- * format of the three kinds of send (DECISIONS 8):
- *
- *   EVM            {"jsonrpc":"2.0","id":N,"method":"eth_sendRawTransaction","params":["0x…"]}
- *   Solana single  … "method":"sendTransaction","params":["<b64>",{"encoding":"base64","skipPreflight":true,"maxRetries":0}]}
- *   Solana bundle  … "method":"sendBundle","params":[["<b64>",…],{"encoding":"base64"}]}
- *
- * Bodies are built by concatenation: the params are hex or base64 produced by
- * our own encoders, so they need no escaping, and JSON.stringify would build
- * and walk a fresh object per transaction. Measured on Node 20 (300-byte EVM,
- * 400-byte Solana transaction): 1.0 vs 2.0 us per EVM call, 1.2 vs 3.3 us per
- * Solana call. The JSON-RPC id is the item's sequence number in its lane, so
- * a batch answer maps back to items whatever order it comes in, and an
- * upstream's logs correlate with ours.
- *
- * The HTTP client is our own, because the request is always the same shape:
- * a POST of ASCII JSON, one request at a time per keep-alive connection. Each
- * request is written into one buffer per connection (head, then the body the
- * lane writes in place) and sent with one socket write; plain-TCP reads land in one
- * buffer per connection (net's `onread`), are framed by `http1.ts` and read
- * by `answer.ts` without JSON.parse; time-outs and idle expiry run on one
- * coarse timer per upstream instead of a timer per request. bench/forward.ts
+ * One upstream JSON-RPC endpoint over keep-alive HTTP/1.1. The client is our
+ * own because the request is always the same shape: a POST of ASCII JSON,
+ * one request at a time per keep-alive connection. Each request is written
+ * into one buffer per connection (head, then the body the lane writes in
+ * place, wire.ts) and sent with one socket write; plain-TCP reads land in one
+ * buffer per connection (net's `onread`), are framed by http1.ts and read by
+ * answer.ts without JSON.parse; time-outs and idle expiry run on one coarse
+ * timer per upstream instead of a timer per request. bench/forward.ts
  * measured undici's Pool.request + body.text() + JSON.parse at 75-85 µs of
- * CPU per serial item against 16-20 µs for a bare socket round trip; this
- * client's figures are in the README.
+ * CPU per serial item against 16-20 µs for a bare socket round trip.
  *
  * `post` never throws and always calls back, asynchronously, once: every
  * failure becomes a counted, classified result.
@@ -33,6 +18,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { readAnswer, type AnswerScan } from './answer.js';
 import { Parse, ResponseParser } from './http1.js';
 import { E, TxrelayError } from '../errors.js';
+import { decimalDigits, writeDecimal, type BodyWriter } from './wire.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 /** Where forwarding reports trouble. Fields never hold transaction bytes, UUIDs or upstream URL paths (API keys live there). */
@@ -66,120 +52,9 @@ export class ForwardConfigError extends TxrelayError {
   }
 }
 
-// ---- wire format -------------------------------------------------------------
-
-const HEAD = '{"jsonrpc":"2.0","id":';
-const EVM_MID = ',"method":"eth_sendRawTransaction","params":["';
-const EVM_TAIL = '"]}';
-const SOL_MID = ',"method":"sendTransaction","params":["';
-const SOL_TAIL = '",{"encoding":"base64","skipPreflight":true,"maxRetries":0}]}';
-const BUNDLE_MID = ',"method":"sendBundle","params":[["';
-const BUNDLE_TAIL = '"],{"encoding":"base64"}]}';
-
-/** `eth_sendRawTransaction` with the `0x…` hex exactly as admitted. */
-export function evmCall(id: number, hex: string): string {
-  return HEAD + id + EVM_MID + hex + EVM_TAIL;
-}
-
-/** `sendTransaction`: preflight off and no RPC-side retries, since the relay's job is to land bytes fast, not to simulate. */
-export function solanaCall(id: number, base64: string): string {
-  return HEAD + id + SOL_MID + base64 + SOL_TAIL;
-}
-
-/** `sendBundle` with the transactions in request order. */
-export function bundleCall(id: number, txs: readonly string[]): string {
-  let s = HEAD + id + BUNDLE_MID + txs[0];
-  for (let i = 1; i < txs.length; i++) s += '","' + txs[i];
-  return s + BUNDLE_TAIL;
-}
-
-/**
- * The same calls written as bytes straight into a request buffer, so no body
- * string is built and flattened per request (bench/forward: 1.3 KB of heap
- * per serial request with strings, 0.4 KB this way, same CPU).
- * test/forward/wire.test.ts pins them to the string forms above.
- */
-export const CallKind = { EVM: 0, SOLANA: 1, BUNDLE: 2 } as const;
-export type CallKind = (typeof CallKind)[keyof typeof CallKind];
-
-const HEAD_B = Buffer.from(HEAD, 'latin1');
-const MID_B = [Buffer.from(EVM_MID, 'latin1'), Buffer.from(SOL_MID, 'latin1'), Buffer.from(BUNDLE_MID, 'latin1')];
-const TAIL_B = [Buffer.from(EVM_TAIL, 'latin1'), Buffer.from(SOL_TAIL, 'latin1'), Buffer.from(BUNDLE_TAIL, 'latin1')];
-const FIXED = [0, 1, 2].map((k) => HEAD_B.length + MID_B[k]!.length + TAIL_B[k]!.length);
-
-/** Bytes of one call; `item` is the hex/base64 string, or the bundle's base64 strings. */
-export function callLength(kind: CallKind, id: number, item: string | readonly string[]): number {
-  let n = FIXED[kind]! + decimalDigits(id);
-  if (kind !== CallKind.BUNDLE) return n + (item as string).length;
-  const txs = item as readonly string[];
-  for (let i = 0; i < txs.length; i++) n += txs[i]!.length;
-  return n + 3 * (txs.length - 1);
-}
-
-/** Writes one call at buf[off..] (room checked by the caller); returns the offset after it. */
-export function writeCall(buf: Buffer, off: number, kind: CallKind, id: number, item: string | readonly string[]): number {
-  buf.set(HEAD_B, off);
-  off = writeDecimal(buf, off + HEAD_B.length, id);
-  const mid = MID_B[kind]!;
-  buf.set(mid, off);
-  off += mid.length;
-  if (kind !== CallKind.BUNDLE) {
-    off += buf.write(item as string, off, 'latin1');
-  } else {
-    const txs = item as readonly string[];
-    off += buf.write(txs[0]!, off, 'latin1');
-    for (let i = 1; i < txs.length; i++) {
-      buf[off] = 0x22;
-      buf[off + 1] = 0x2c;
-      buf[off + 2] = 0x22;
-      off += buf.write(txs[i]!, off + 3, 'latin1') + 3;
-    }
-  }
-  const tail = TAIL_B[kind]!;
-  buf.set(tail, off);
-  return off + tail.length;
-}
-
-export function decimalDigits(n: number): number {
-  let d = 1;
-  while (n >= 10) {
-    n = Math.floor(n / 10);
-    d++;
-  }
-  return d;
-}
-
-/** A non-negative integer (below 2^53) in decimal at buf[off..]; returns the offset after it. */
-export function writeDecimal(buf: Buffer, off: number, n: number): number {
-  const end = off + decimalDigits(n);
-  let p = end;
-  do {
-    const q = Math.floor(n / 10);
-    buf[--p] = 48 + (n - q * 10);
-    n = q;
-  } while (n > 0);
-  return end;
-}
-
-/** What a request carries: its body, written by the sender straight into the connection's buffer. */
-export interface BodyWriter {
-  /** Bytes of the body holding calls firstId..firstId+count-1. ASCII only: that is also its length in characters. */
-  bodyLength(firstId: number, count: number): number;
-  /** Writes that body at buf[off..] (room for bodyLength bytes is there); returns the offset after it. */
-  writeBody(buf: Buffer, off: number, firstId: number, count: number): number;
-}
-
-/** A fixed ASCII body, whatever the ids (tests, tools). */
-export function fixedBody(text: string): BodyWriter {
-  return {
-    bodyLength: () => text.length,
-    writeBody: (buf, off) => off + buf.write(text, off, 'latin1'),
-  };
-}
-
 // ---- results -----------------------------------------------------------------
 
-export const Outcome = {
+export const PostStatus = {
   /** A JSON-RPC answer arrived; per-item verdicts are in `accepted`. */
   OK: 0,
   /** 5xx, 408 or 429: the upstream is failing or asks to come back later. */
@@ -195,11 +70,11 @@ export const Outcome = {
   /** Any other 4xx: the upstream is up and will not take this request as it is (bad key, too large, bad request). */
   REFUSED: 6,
 } as const;
-export type Outcome = (typeof Outcome)[keyof typeof Outcome];
+export type PostStatus = (typeof PostStatus)[keyof typeof PostStatus];
 
 /** A request's result. The object is reused per connection: read it inside the callback, do not keep it. */
 export interface PostResult {
-  outcome: Outcome;
+  outcome: PostStatus;
   /** Per item, 1 when the upstream answered it with a result; null when the request failed as a whole. */
   accepted: Uint8Array | null;
   okCount: number;
@@ -273,7 +148,7 @@ class Connection {
   writeBuf: Buffer | null = null;
   readonly parser = new ResponseParser({ maxBodyBytes: MAX_RESPONSE_BYTES });
   readonly scan: AnswerScan = { bad: '', accepted: new Uint8Array(64), okCount: 0, reason: '', batchRefused: false };
-  readonly result: PostResult = { outcome: Outcome.OK, accepted: null, okCount: 0, reason: '', batchRefused: false };
+  readonly result: PostResult = { outcome: PostStatus.OK, accepted: null, okCount: 0, reason: '', batchRefused: false };
 }
 
 export class UpstreamClient {
@@ -339,7 +214,7 @@ export class UpstreamClient {
     const c = this.closing ? null : this.pick();
     if (c === null) {
       // Only a caller bug (more in flight than connections) or a post after close gets here.
-      const r: PostResult = { outcome: this.closing ? Outcome.ABORTED : Outcome.CONN_ERROR, accepted: null, okCount: 0, reason: 'no free connection', batchRefused: false };
+      const r: PostResult = { outcome: this.closing ? PostStatus.ABORTED : PostStatus.CONN_ERROR, accepted: null, okCount: 0, reason: 'no free connection', batchRefused: false };
       if (this.closing) this.aborted += count;
       else this.connErrors += count;
       queueMicrotask(() => done(r));
@@ -403,7 +278,7 @@ export class UpstreamClient {
   destroy(): Promise<void> {
     this.closing = true;
     for (const c of this.conns) {
-      if (c.busy) this.fail(c, Outcome.ABORTED, 'aborted by shutdown');
+      if (c.busy) this.fail(c, PostStatus.ABORTED, 'aborted by shutdown');
       this.drop(c);
     }
     return this.whenClosed();
@@ -468,7 +343,7 @@ export class UpstreamClient {
     if (p === Parse.ERROR) {
       this.httpErrors += c.count;
       this.drop(c);
-      this.fail(c, Outcome.BAD_RESPONSE, c.parser.error);
+      this.fail(c, PostStatus.BAD_RESPONSE, c.parser.error);
       return;
     }
     // An answer that came before our request was fully written (an early error) leaves the write buffer in use: do not reuse.
@@ -485,7 +360,7 @@ export class UpstreamClient {
       }
       this.connErrors += c.count;
       this.drop(c);
-      this.fail(c, Outcome.CONN_ERROR, c.parser.started ? c.parser.error || 'closed mid-answer' : 'closed before answering');
+      this.fail(c, PostStatus.CONN_ERROR, c.parser.started ? c.parser.error || 'closed mid-answer' : 'closed before answering');
       return;
     }
     this.drop(c);
@@ -496,7 +371,7 @@ export class UpstreamClient {
     this.drop(c);
     if (c.busy) {
       this.connErrors += c.count;
-      this.fail(c, Outcome.CONN_ERROR, typeof err.code === 'string' ? err.code : 'socket error');
+      this.fail(c, PostStatus.CONN_ERROR, typeof err.code === 'string' ? err.code : 'socket error');
     }
   }
 
@@ -506,7 +381,7 @@ export class UpstreamClient {
       c.socket = null;
       if (c.busy) {
         this.connErrors += c.count;
-        this.fail(c, Outcome.CONN_ERROR, 'closed');
+        this.fail(c, PostStatus.CONN_ERROR, 'closed');
       }
     }
     if (this.live === 0 && this.closed !== null) {
@@ -540,7 +415,7 @@ export class UpstreamClient {
     const count = c.count;
     if (p.status < 200 || p.status >= 300) {
       this.httpErrors += count;
-      r.outcome = p.status >= 400 && p.status < 500 && p.status !== 408 && p.status !== 429 ? Outcome.REFUSED : Outcome.HTTP_ERROR;
+      r.outcome = p.status >= 400 && p.status < 500 && p.status !== 408 && p.status !== 429 ? PostStatus.REFUSED : PostStatus.HTTP_ERROR;
       r.accepted = null;
       r.okCount = 0;
       r.reason = 'http ' + p.status;
@@ -551,7 +426,7 @@ export class UpstreamClient {
       readAnswer(p.bodyBuffer(), p.bodyStart(), p.bodyEnd(), c.firstId, count, c.batch, scan);
       if (scan.bad !== '') {
         this.httpErrors += count;
-        r.outcome = Outcome.BAD_RESPONSE;
+        r.outcome = PostStatus.BAD_RESPONSE;
         r.accepted = null;
         r.okCount = 0;
         r.reason = scan.bad;
@@ -562,7 +437,7 @@ export class UpstreamClient {
           this.ok += scan.okCount;
           this.rpcErrors += count - scan.okCount;
         }
-        r.outcome = Outcome.OK;
+        r.outcome = PostStatus.OK;
         r.accepted = scan.accepted;
         r.okCount = scan.okCount;
         r.reason = scan.reason;
@@ -581,10 +456,10 @@ export class UpstreamClient {
     this.settle(c, r);
   }
 
-  private fail(c: Connection, outcome: Outcome, reason: string): void {
+  private fail(c: Connection, outcome: PostStatus, reason: string): void {
     if (!c.busy) return;
-    if (outcome === Outcome.TIMEOUT) this.timeouts += c.count;
-    else if (outcome === Outcome.ABORTED) this.aborted += c.count;
+    if (outcome === PostStatus.TIMEOUT) this.timeouts += c.count;
+    else if (outcome === PostStatus.ABORTED) this.aborted += c.count;
     const r = c.result;
     r.outcome = outcome;
     r.accepted = null;
@@ -621,7 +496,7 @@ export class UpstreamClient {
       if (c.busy) {
         if (now >= c.deadline) {
           this.drop(c);
-          this.fail(c, Outcome.TIMEOUT, 'timeout');
+          this.fail(c, PostStatus.TIMEOUT, 'timeout');
         } else any = true;
       } else if (c.socket !== null) {
         if (now - c.idleSince >= c.idleLimit) this.drop(c);

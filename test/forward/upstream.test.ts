@@ -13,7 +13,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { Outcome, UpstreamClient, fixedBody, type PostResult } from '../../src/forward/upstream.js';
+import { PostStatus, UpstreamClient, type PostResult } from '../../src/forward/upstream.js';
+import { fixedBody } from '../../src/forward/wire.js';
 import { HttpError } from '../../src/forward/http1.js';
 import { startUpstream } from '../helpers/upstream.js';
 
@@ -98,7 +99,7 @@ test('the request is one POST with Host, Content-Type, exact Content-Length, Bas
   const s = await server((sock) => sock.write(`HTTP/1.1 200 OK\r\nContent-Length: ${OK1.length}\r\n\r\n${OK1}`));
   const u = new URL(s.url);
   const c = client(`http://us%40er:p%3Ass@127.0.0.1:${u.port}/v1/KEY?api-key=Q`);
-  assert.deepEqual(await post(c, CALL), { outcome: Outcome.OK, accepted: [1], okCount: 1, reason: '' });
+  assert.deepEqual(await post(c, CALL), { outcome: PostStatus.OK, accepted: [1], okCount: 1, reason: '' });
   const auth = Buffer.from('us@er:p:ss').toString('base64');
   assert.equal(
     s.requests[0],
@@ -115,8 +116,8 @@ test('keep-alive: many requests in a row share one connection', async () => {
   const s = await server((sock) => sock.write(`HTTP/1.1 200 OK\r\nContent-Length: ${OK1.length}\r\n\r\n${OK1}`));
   const c2 = client(s.url, { connections: 4 });
   for (let i = 0; i < 30; i++) {
-    assert.equal((await post(c, `{"jsonrpc":"2.0","id":1,"method":"eth_sendRawTransaction","params":["0x${i}"]}`)).outcome, Outcome.OK);
-    assert.equal((await post(c2, CALL)).outcome, Outcome.OK);
+    assert.equal((await post(c, `{"jsonrpc":"2.0","id":1,"method":"eth_sendRawTransaction","params":["0x${i}"]}`)).outcome, PostStatus.OK);
+    assert.equal((await post(c2, CALL)).outcome, PostStatus.OK);
   }
   connections = s.connections;
   assert.equal(connections, 1);
@@ -135,8 +136,8 @@ test('Connection: close, HTTP/1.0 and a body that runs to the close: answered, a
       if (!a.includes('Content-Length')) sock.end();
     });
     const c = client(s.url);
-    assert.equal((await post(c, CALL)).outcome, Outcome.OK, a);
-    assert.equal((await post(c, CALL)).outcome, Outcome.OK, a);
+    assert.equal((await post(c, CALL)).outcome, PostStatus.OK, a);
+    assert.equal((await post(c, CALL)).outcome, PostStatus.OK, a);
     assert.equal(s.connections, 2, a);
   }
 });
@@ -156,19 +157,19 @@ test('a chunked answer with extensions and trailers, written one byte at a time,
   });
   const c = client(s.url);
   const r = await post(c, '[' + CALL + ',' + CALL + ']', 7, 2, true);
-  assert.deepEqual(r, { outcome: Outcome.OK, accepted: [1, 0], okCount: 1, reason: 'rpc -32002: blockhash not found' });
-  assert.equal((await post(c, CALL)).outcome, Outcome.OK, 'the connection is reusable after it');
+  assert.deepEqual(r, { outcome: PostStatus.OK, accepted: [1, 0], okCount: 1, reason: 'rpc -32002: blockhash not found' });
+  assert.equal((await post(c, CALL)).outcome, PostStatus.OK, 'the connection is reusable after it');
   assert.equal(s.connections, 1);
 });
 
 test('closed before answering or mid-answer: CONN_ERROR; an answer that is not JSON: BAD_RESPONSE; non-2xx: HTTP_ERROR, body read past', async () => {
   const cases: [string, (sock: Socket) => void, number, string][] = [
-    ['closed before answering', (sock) => sock.destroy(), Outcome.CONN_ERROR, ''],
-    ['closed mid-body', (sock) => sock.end(`HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"jsonrpc"`), Outcome.CONN_ERROR, HttpError.CLOSED],
-    ['closed mid-head', (sock) => sock.end(`HTTP/1.1 200 OK\r\nContent-Le`), Outcome.CONN_ERROR, HttpError.CLOSED],
-    ['not JSON', (sock) => sock.write(`HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n<html>oh<`), Outcome.BAD_RESPONSE, 'answer is not JSON'],
-    ['broken framing', (sock) => sock.write(`HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n`), Outcome.BAD_RESPONSE, HttpError.CONTENT_LENGTH],
-    ['http 503', (sock) => sock.write(`HTTP/1.1 503 Service Unavailable\r\nContent-Length: 5\r\n\r\nbusy!`), Outcome.HTTP_ERROR, 'http 503'],
+    ['closed before answering', (sock) => sock.destroy(), PostStatus.CONN_ERROR, ''],
+    ['closed mid-body', (sock) => sock.end(`HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"jsonrpc"`), PostStatus.CONN_ERROR, HttpError.CLOSED],
+    ['closed mid-head', (sock) => sock.end(`HTTP/1.1 200 OK\r\nContent-Le`), PostStatus.CONN_ERROR, HttpError.CLOSED],
+    ['not JSON', (sock) => sock.write(`HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n<html>oh<`), PostStatus.BAD_RESPONSE, 'answer is not JSON'],
+    ['broken framing', (sock) => sock.write(`HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n`), PostStatus.BAD_RESPONSE, HttpError.CONTENT_LENGTH],
+    ['http 503', (sock) => sock.write(`HTTP/1.1 503 Service Unavailable\r\nContent-Length: 5\r\n\r\nbusy!`), PostStatus.HTTP_ERROR, 'http 503'],
   ];
   for (const [what, answer, outcome, reason] of cases) {
     const s = await server(answer);
@@ -201,7 +202,7 @@ test('an over-long answer is refused (BAD_RESPONSE) as soon as its size shows, a
   const c = client(s.url, { timeoutMs: 5_000 });
   const t0 = Date.now();
   const r = await post(c, CALL);
-  assert.equal(r.outcome, Outcome.BAD_RESPONSE);
+  assert.equal(r.outcome, PostStatus.BAD_RESPONSE);
   assert.equal(r.reason, HttpError.BODY_TOO_LARGE);
   assert.ok(Date.now() - t0 < 2_000 && wrote < 50, 'refused at the head, not after reading the 2 MiB body');
   const s2 = await server((sock) => {
@@ -210,7 +211,7 @@ test('an over-long answer is refused (BAD_RESPONSE) as soon as its size shows, a
     for (let i = 0; i < 20; i++) sock.write(piece);
   });
   const r2 = await post(client(s2.url), CALL);
-  assert.equal(r2.outcome, Outcome.BAD_RESPONSE);
+  assert.equal(r2.outcome, PostStatus.BAD_RESPONSE);
   assert.equal(r2.reason, HttpError.BODY_TOO_LARGE);
 });
 
@@ -229,11 +230,11 @@ test('slow headers and a silent upstream time out (TIMEOUT), counted per item, a
     const t0 = Date.now();
     const r = await post(c, '[' + CALL + ',' + CALL + ']', 1, 2, true);
     const took = Date.now() - t0;
-    assert.equal(r.outcome, Outcome.TIMEOUT);
+    assert.equal(r.outcome, PostStatus.TIMEOUT);
     assert.ok(took >= 190 && took < 1_500, `timed out after ${took} ms`);
   }
   assert.equal(c.stats().timeouts, 4);
-  assert.equal((await post(c, CALL)).outcome, Outcome.OK);
+  assert.equal((await post(c, CALL)).outcome, PostStatus.OK);
   assert.equal(s.connections, 3);
 });
 
@@ -242,15 +243,15 @@ test('a refused connection is CONN_ERROR with the system code', async () => {
   const url = s.url;
   await s.close();
   const r = await post(client(url), CALL);
-  assert.equal(r.outcome, Outcome.CONN_ERROR);
+  assert.equal(r.outcome, PostStatus.CONN_ERROR);
   assert.equal(r.reason, 'ECONNREFUSED');
 });
 
 test('bytes after the answer, or a Keep-Alive timeout shorter than the margin: the connection is not reused', async () => {
   const extra = await server((sock) => sock.write(`HTTP/1.1 200 OK\r\nContent-Length: ${OK1.length}\r\n\r\n${OK1}HTTP/1.1 200 OK\r\n`));
   const c = client(extra.url);
-  assert.equal((await post(c, CALL)).outcome, Outcome.OK);
-  assert.equal((await post(c, CALL)).outcome, Outcome.OK);
+  assert.equal((await post(c, CALL)).outcome, PostStatus.OK);
+  assert.equal((await post(c, CALL)).outcome, PostStatus.OK);
   assert.equal(extra.connections, 2);
   const hinted = await server((sock) => sock.write(`HTTP/1.1 200 OK\r\nKeep-Alive: timeout=1\r\nContent-Length: ${OK1.length}\r\n\r\n${OK1}`));
   const c2 = client(hinted.url);
@@ -268,12 +269,12 @@ test('close() lets the request in flight finish; destroy() answers it ABORTED', 
   const p = post(c, CALL);
   await sleep(10);
   await c.close();
-  assert.equal((await p).outcome, Outcome.OK);
+  assert.equal((await p).outcome, PostStatus.OK);
   const d = new UpstreamClient(new URL(s.url));
   const q = post(d, CALL);
   await sleep(10);
   await d.destroy();
-  assert.equal((await q).outcome, Outcome.ABORTED);
+  assert.equal((await q).outcome, PostStatus.ABORTED);
   assert.equal(d.stats().aborted, 1);
 });
 
@@ -302,11 +303,11 @@ test('https: an upstream with a certificate the client is told to trust works; w
     const c = client(`https://${host}:${port}/`, { ca: cert });
     for (let i = 0; i < 5; i++) {
       const r = await post(c, `{"jsonrpc":"2.0","id":${40 + i},"method":"sendBundle","params":[["AQID"],{"encoding":"base64"}]}`, 40 + i);
-      assert.deepEqual(r, { outcome: Outcome.OK, accepted: [1], okCount: 1, reason: '' }, host);
+      assert.deepEqual(r, { outcome: PostStatus.OK, accepted: [1], okCount: 1, reason: '' }, host);
     }
   }
   assert.equal(connections, 2, 'one TLS connection per client, kept alive');
   const untrusted = await post(client(`https://localhost:${port}/`), CALL);
-  assert.equal(untrusted.outcome, Outcome.CONN_ERROR);
+  assert.equal(untrusted.outcome, PostStatus.CONN_ERROR);
   assert.match(untrusted.reason, /CERT|SELF_SIGNED/);
 });

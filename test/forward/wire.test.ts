@@ -6,7 +6,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { CallKind, bundleCall, callLength, decimalDigits, evmCall, solanaCall, writeCall, writeDecimal } from '../../src/forward/upstream.js';
+import { CallKind, bundleCall, callLength, decimalDigits, evmCall, solanaCall, writeCall, writeDecimal } from '../../src/forward/wire.js';
 import { Lane } from '../../src/forward/lane.js';
 import { startUpstream } from '../helpers/upstream.js';
 
