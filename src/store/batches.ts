@@ -142,9 +142,8 @@ export class BatchStore {
   }
 
   /**
-   * Marks these versions uploaded. A record whose outcome changed since (its
-   * version moved on) stays queued. Resolves when durable; on failure the
-   * records simply stay queued and are uploaded again (the upload is idempotent).
+   * Marks these versions uploaded; a record whose version moved on stays queued.
+   * Resolves when durable; on failure the records stay queued (re-upload is idempotent).
    */
   markUploaded(recs: readonly UploadedVersion[]): Promise<void> {
     return this.store.write(() => {
@@ -163,10 +162,8 @@ export class BatchStore {
   }
 
   /**
-   * Removes records received before `now - retentionMs` that are uploaded, or
-   * all of them with `includeNotUploaded` (for a node with no database, where
-   * the local store is the only copy and would otherwise grow without end).
-   * Returns how many were removed.
+   * Removes uploaded records received before `now - retentionMs` (all of them
+   * with `includeNotUploaded`: a node without a database would grow forever). Returns the count.
    */
   async prune(opts: { now?: number; retentionMs?: number; includeNotUploaded?: boolean } = {}): Promise<number> {
     const end = batchIdFloor((opts.now ?? Date.now()) - (opts.retentionMs ?? RETENTION_MS));

@@ -151,20 +151,13 @@ export class DedupFilter {
     return Atomics.load(this.a, H_EVICTIONS) >>> 0;
   }
 
-  /**
-   * Atomically: false if `key` was claimed within the window (a duplicate);
-   * otherwise records it and returns true.
-   */
+  /** Atomically: false if `key` was claimed within the window (a duplicate), else records it and returns true. */
   claim(key: Uint8Array, nowMs: number): boolean {
     this.hashKey(key);
     return this.claimAt(nowMs);
   }
 
-  /**
-   * `contains`, remembering the key's hash for `claimPeeked`: the transaction
-   * check peeks before its signature work and claims after it, and one hash
-   * (four xxh32 passes over the key) serves both.
-   */
+  /** `contains`, keeping the hash for `claimPeeked`: the check peeks before signature work and claims after, hashing once. */
   peek(key: Uint8Array, nowMs: number): boolean {
     this.hashKey(key);
     this.peeked.set(at);

@@ -148,11 +148,7 @@ export class IpLimiter {
     Atomics.store(this.a, H_BURST, burst);
   }
 
-  /**
-   * Takes n tokens from `ip`'s bucket. Returns 0 when taken; otherwise takes
-   * nothing and returns the milliseconds until n tokens will be there
-   * (rounded up), or NEVER when n exceeds the burst or the rate is 0.
-   */
+  /** As TokenBucketTable.tryTake, for `ip`: 0 when taken, else ms to wait, or NEVER (n > burst, rate 0). */
   tryTake(ip: string, n: number, nowMs: number): number {
     if (!(n >= 1)) throw new RangeError(`n must be >= 1, got ${n}`);
     const a = this.a;

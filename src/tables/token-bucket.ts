@@ -98,7 +98,6 @@ interface TokenBucketOptions {
   readonly nowMs: number;
 }
 
-/** Bytes per slot. */
 const SLOT_BYTES = SLOT_WORDS * 4;
 /** Indexes stay exact small integers and a full table stays addressable (2^26 slots = 2 GiB). */
 const MAX_SLOTS = 2 ** 26;
@@ -169,11 +168,7 @@ export class TokenBucketTable {
     return g.growable ? Math.floor(g.maxByteLength / SLOT_BYTES) : this.slots;
   }
 
-  /**
-   * Grows the table to at least `slots` (new slots are unconfigured). Any
-   * thread may call it; the others see the slots on first use. Throws
-   * RangeError beyond maxSlots.
-   */
+  /** Grows to at least `slots` (unconfigured) from any thread; others see them on first use. RangeError beyond maxSlots. */
   grow(slots: number): void {
     checkInt('slots', slots, 1, this.maxSlots);
     if (slots * SLOT_BYTES > this.sab.byteLength) (this.sab as GrowableSab).grow(slots * SLOT_BYTES);
@@ -195,11 +190,7 @@ export class TokenBucketTable {
     this.slots = slots;
   }
 
-  /**
-   * Sets a slot's limits. A slot never configured (or cleared) starts full;
-   * otherwise tokens earned so far at the old rate are kept, clamped to the
-   * new burst.
-   */
+  /** Sets a slot's limits: a new (or cleared) slot starts full, else tokens earned at the old rate are kept, clamped to the new burst. */
   configure(slot: number, rate: number, burst: number, nowMs: number): void {
     this.checkSlot(slot);
     checkInt('rate', rate, 0, MAX_RATE);
@@ -238,9 +229,8 @@ export class TokenBucketTable {
   }
 
   /**
-   * Takes n tokens. Returns 0 when they were taken; otherwise takes nothing
-   * and returns the milliseconds until n tokens will be there (rounded up, so
-   * waiting that long succeeds if nobody else takes meanwhile), or NEVER.
+   * Takes n tokens and returns 0, or takes nothing and returns the ms until n
+   * tokens will be there (rounded up: waiting that long succeeds unless others take), or NEVER.
    */
   tryTake(slot: number, n: number, nowMs: number): number {
     if (!((slot >>> 0) === slot && slot < this.slots && n >= 1)) this.checkTake(slot, n);

@@ -173,11 +173,7 @@ export class EvmTx {
 /** One reader per thread: decoding is synchronous, so it is never shared by two calls at once. */
 const reader = new RlpReader();
 
-/**
- * Decodes one signed transaction; throws DecodeError naming the offending
- * field. `into` (reset first) saves the allocation where the caller is done
- * with the previous result, as the checking loop is.
- */
+/** Decodes one signed transaction; DecodeError names the field. `into` is reused (reset) to save an allocation. */
 export function decodeEvmTransaction(raw: Uint8Array, into?: EvmTx): EvmTx {
   const n = raw.length;
   if (n === 0) throw new DecodeError('empty transaction');

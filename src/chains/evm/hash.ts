@@ -132,10 +132,7 @@ export function txHashAt(raw: Uint8Array, tx: EvmTx, out: Uint8Array, outOff: nu
   keccakFramedAt(out, outOff, typeByte, 1, raw, tx.bodyStart, tx.bodyEnd, tail, 0);
 }
 
-/**
- * Keccak-256 of the raw bytes as received: the reconciliation handle for
- * input that did not decode (for a decoded transaction use `txHash`).
- */
+/** Keccak-256 of the raw bytes: the reconciliation handle for input that did not decode (else use `txHash`). */
 export function txHashOfRaw(raw: Uint8Array): Uint8Array {
   return keccak256(raw);
 }

@@ -54,10 +54,8 @@ const sig64 = new Uint8Array(64);
 const pub65 = new Uint8Array(65);
 
 /**
- * Recovers the 20-byte sender address from a decoded transaction and its
- * signing hash (`signingHash` in decode.ts). Expects the signature values to
- * have passed `validateEvmTransaction` (r, s in range, yParity 0 or 1); any
- * recovery failure is a DecodeError.
+ * The 20-byte sender address, from a transaction that passed
+ * `validateEvmTransaction` and its `signingHash`; failures are DecodeErrors.
  */
 export function recoverSender(tx: EvmTx, hash: Uint8Array): Uint8Array {
   return keccak256(recoverPublicKey(tx, hash).subarray(1)).slice(12);
@@ -78,9 +76,8 @@ export function recovers(tx: EvmTx, hash: Uint8Array): boolean {
 }
 
 /**
- * `recovers` for a transaction decoded elsewhere (an EVM batch item, decoded
- * on the main thread): its signature as offsets into `raw` and its recovery
- * id, and its signing hash at msg[msgAt, msgAt + 32).
+ * `recovers` for a transaction decoded elsewhere (a batch item decoded on the
+ * main thread): r and s as offsets into `raw`, the signing hash at msg[msgAt..+32).
  */
 export function recoversAt(raw: Uint8Array, rAt: number, rLen: number, sAt: number, sLen: number, recid: number, msg: Uint8Array, msgAt: number): boolean {
   for (let i = 0; i < 32; i++) hash32[i] = msg[msgAt + i]!;

@@ -10,11 +10,7 @@ import { DecodeError } from '../../errors.js';
 
 const EMPTY = new Uint8Array(0);
 
-/**
- * A cursor over one byte string. Fields start as numbers (and one fixed
- * array) so V8 keeps a single hidden class; decoders reuse one instance per
- * thread via `reset()` instead of allocating one per transaction.
- */
+/** A cursor over one byte string; fields start as numbers so V8 keeps one hidden class, and decoders `reset()` one per thread. */
 export class ByteReader {
   bytes: Uint8Array = EMPTY;
   pos = 0;
@@ -98,8 +94,7 @@ export class ByteReader {
     return (b0 & 0x7f) | ((b1 & 0x7f) << 7) | (b2 << 14);
   }
 
-  // Random access inside a region already passed by `skip` (fixed-size
-  // tables such as v1 instruction headers); still bounds-checked.
+  // Bounds-checked random access into a region already `skip`ped (e.g. v1 instruction headers).
   u8At(offset: number): number {
     this.ops++;
     if (offset < 0 || offset >= this.end) throw truncated();

@@ -148,11 +148,7 @@ export class SolanaTxView {
   }
 }
 
-/**
- * The size limit for one transaction (docs/protocol.md#limits): 4096 for a v1
- * transaction arriving over HTTP, 1232 for everything else (legacy and v0
- * anywhere; any transaction inside a UDP datagram).
- */
+/** Size limit for one transaction (docs/protocol.md#limits): 4096 for v1 over HTTP, 1232 otherwise. */
 export function maxSizeFor(bytes: Uint8Array, overUdp: boolean): number {
   return !overUdp && bytes.length > 0 && bytes[0] === V1_VERSION_BYTE ? MAX_V1_TX_SIZE : PACKET_DATA_SIZE;
 }
@@ -161,12 +157,9 @@ export function maxSizeFor(bytes: Uint8Array, overUdp: boolean): number {
 const reader = new ByteReader();
 
 /**
- * Decodes and sanitizes one serialized transaction. Throws `DecodeError`
- * (short, submitter-safe message) on any violation; never throws anything
- * else for any input bytes.
- *
- * `maxSize` is the transport's limit (use `maxSizeFor`). Independently of it,
- * legacy/v0 never exceed 1232 bytes and v1 never exceeds 4096, as on chain.
+ * Decodes and sanitizes one serialized transaction; throws only `DecodeError`
+ * (submitter-safe message), whatever the bytes. `maxSize` is the transport's
+ * limit (`maxSizeFor`); the on-chain 1232 / 4096 limits apply regardless.
  */
 export function decodeSolanaTransaction(bytes: Uint8Array, maxSize: number, into?: SolanaTxView): SolanaTxView {
   const len = bytes.length;
@@ -192,8 +185,7 @@ export function decodeSolanaTransaction(bytes: Uint8Array, maxSize: number, into
       if (len > PACKET_DATA_SIZE) {
         throw new DecodeError(`legacy/v0 transaction is ${len} bytes, over the ${PACKET_DATA_SIZE}-byte limit`);
       }
-      // In the signatures-first envelope the first byte is a signature count
-      // (at most 12), so a set high bit can only be a message-first envelope.
+      // A signature count is at most 12, so a set high bit means a message-first envelope.
       if (first === 0x80) throw new DecodeError('v0 transaction must start with its signatures');
       if (first > 0x80) throw new DecodeError(`unsupported transaction version ${first & 0x7f}`);
       decodeSignaturesFirst(r, view);
@@ -297,8 +289,7 @@ function decodeSignaturesFirst(r: ByteReader, view: SolanaTxView): void {
 
   const total = numStatic + view.numLookupKeys;
   if (total > MAX_ACCOUNTS) throw new DecodeError(`${total} accounts, at most ${MAX_ACCOUNTS} allowed`);
-  // Instruction accounts may reach into lookup-loaded addresses (v0), so
-  // they can only be range-checked once the lookups are read.
+  // Instruction accounts may index lookup-loaded addresses, so they are range-checked only now.
   if (maxAccountIndex >= total) throw new DecodeError(`account index ${maxAccountIndex} out of range (${total} accounts)`);
   view.messageLength = view.size - view.messageOffset;
 }
@@ -358,8 +349,7 @@ function decodeV1(r: ByteReader, view: SolanaTxView): void {
   view.numInstructions = numIx;
   view.instructions = table;
 
-  // v1 carries no signature count: there are exactly num_required_signatures,
-  // and they are the last bytes of the transaction.
+  // v1 has no signature count: exactly num_required_signatures, as the last bytes.
   view.messageLength = r.pos - view.messageOffset;
   view.numSignatures = numRequired;
   view.signaturesOffset = r.skip(numRequired * SIGNATURE_BYTES);
