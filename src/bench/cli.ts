@@ -1,7 +1,4 @@
-/**
- * `txrelay bench <door>` and `txrelay bench sink`. The lead wires
- * `registerBenchCommands(program)` into src/cli/main.ts.
- */
+/** `txrelay bench <door>` and `txrelay bench sink`. */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DOORS, isDoor, type Door } from './targets.js';
 import { DEFAULT_TIP_LAMPORTS, runBench } from './generator.js';

@@ -1,13 +1,9 @@
 /**
- * `runBench`: prepares the transactions (cache or fresh signatures), builds
- * every request body up front, drives one door in an open or closed loop,
- * and returns what happened (report.ts prints it).
- *
- * What counts: requests whose intended start (open loop) or actual start
- * (closed loop) falls after the warm-up. `ok` is a 2xx answer; a duplicate
- * (`x-svc-duplicate: true`, or `"duplicate":true` items in an EVM batch) is
- * ok for the relay but means the request exercised the dedup fast path, so it
- * is counted and called out.
+ * `runBench`: takes transactions from the cache or signs them, builds every
+ * request body up front, drives one door in an open or closed loop and returns
+ * the result (report.ts prints it). Requests count when their intended (open)
+ * or actual (closed) start falls after the warm-up. A duplicate answer is a
+ * 2xx but exercised the dedup fast path, so it is counted and called out.
  */
 import { lookup } from 'node:dns/promises';
 import dgram from 'node:dgram';

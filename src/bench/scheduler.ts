@@ -1,19 +1,16 @@
 /**
- * The two load loops, independent of what a request is (so they are
- * testable with an injected clock and a fake `send`).
+ * The two load loops, independent of what a request is (tests inject a clock
+ * and a fake `send`).
  *
- * Open loop (no coordinated omission): request i has the intended start time
- * t0 + i/rate whatever happened before it. At most `connections` requests are
- * in flight; a request that cannot start on time (connections all busy, or
- * the generator's event loop behind) waits in a FIFO backlog and its latency
- * is still measured from its intended start, so a server stall shows up in
- * the percentiles instead of silently slowing the generator down. Requests
- * that start more than LATE_MS behind schedule are counted: many of them mean
- * the generator or the connection bound, not the server, set the pace (or
- * the server is stalling every connection: latency shows which).
+ * Open loop (no coordinated omission): request i is intended at t0 + i/rate
+ * whatever came before. At most `connections` are in flight; a request that
+ * cannot start on time waits in a FIFO backlog and its latency still counts
+ * from its intended start, so a server stall shows in the percentiles instead
+ * of slowing the generator. Starts more than LATE_MS behind are counted: many
+ * mean the generator or the connection bound set the pace.
  *
- * Closed loop: `connections` workers, each sending back to back; latency is
- * measured from each request's actual start (there is no schedule).
+ * Closed loop: `connections` workers sending back to back; latency counts from
+ * each request's actual start.
  */
 
 export interface Clock {
@@ -33,14 +30,11 @@ export const realClock: Clock = {
 };
 
 /**
- * Node timers fire on a 1 ms grid, up to ~1 ms late. A request that leaves at
- * most SLACK_MS after its intended time counts its latency from when it left
- * (pacing jitter of the generator's timer, independent of the server: still
- * an open loop, with the same mean rate). One that leaves later than that
- * (all connections busy, or the generator's event loop too busy to wake on
- * time) counts from its intended time and is "late". Spinning on
- * setImmediate instead would give µs pacing but burn a core, on a 2-core
- * machine shared with the relay.
+ * Node timers fire on a 1 ms grid, up to ~1 ms late: a request leaving within
+ * SLACK_MS of its intended time counts latency from when it left (timer
+ * jitter, not the server; the mean rate is unchanged). A later one counts from
+ * its intended time and is "late". Spinning on setImmediate would pace to the
+ * µs but burn a core the relay needs.
  */
 export const SLACK_MS = 2;
 /** Late means more than SLACK_MS behind schedule. */

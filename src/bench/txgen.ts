@@ -1,16 +1,14 @@
 /**
- * Pre-signed, valid, distinct transactions for the bench, built by hand so the
- * generator needs neither @solana/web3.js nor viem at run time:
+ * Pre-signed, valid, distinct bench transactions, built by hand so the
+ * generator needs neither @solana/web3.js nor viem:
  *
- *   Solana: legacy System Program transfer, one signer (215 bytes). Every
- *           transaction gets a random recent blockhash, so messages and
- *           therefore first signatures (the dedup key) never repeat.
- *   EVM:    EIP-1559 transfer of 1 wei, gas 21000, one fresh random key per
+ *   Solana: legacy one-signer System transfer (215 bytes) with a random recent
+ *           blockhash, so first signatures (the dedup key) never repeat.
+ *   EVM:    EIP-1559 transfer of 1 wei, gas 21000, from a fresh key per
  *           generation with nonces 0..n-1, so hashes never repeat.
  *
- * Signing: sodium-native `crypto_sign_detached` (node:crypto when the addon
- * cannot load) and libsecp256k1 `ecdsaSign` through the `secp256k1` package
- * (whose main entry falls back to its JavaScript `elliptic` build by itself).
+ * Signing: sodium-native (else node:crypto) and the `secp256k1` package, whose
+ * main entry falls back to its JavaScript `elliptic` build by itself.
  */
 import { createRequire } from 'node:module';
 import { createPrivateKey, createPublicKey, randomBytes, randomFillSync, sign as cryptoSign, type KeyObject } from 'node:crypto';
@@ -78,10 +76,8 @@ const BLOCKHASH_OFFSET = KEYS_OFFSET + 96;
 const LAMPORTS_OFFSET = SOLANA_TRANSFER_BYTES - 8;
 
 /**
- * A template with everything but the blockhash and signature: header
- * (1 signer, 0 read-only signed, 1 read-only unsigned: the System Program),
- * keys [payer, destination, System Program (32 zero bytes)], one Transfer
- * instruction (program index 2, accounts [0, 1], data u32 2 + u64 lamports).
+ * Everything but blockhash and signature: header 1/0/1 (the System Program is
+ * read-only), keys [payer, to, System Program], one Transfer (program 2, accounts [0, 1]).
  */
 function transferTemplate(payer: Uint8Array, to: Uint8Array, lamports: bigint): Uint8Array {
   const t = new Uint8Array(SOLANA_TRANSFER_BYTES);

@@ -233,11 +233,7 @@ function classifyItem(it: any, local: string | undefined, after: number | undefi
   return { kind: 'uncertain', hash, reason: `unrecognised item status ${String(status)}` };
 }
 
-/**
- * keccak-256 of the raw bytes, which is the hash for every transaction form
- * except the EIP-4844 network form (hash is over the inner body; left
- * undefined rather than guessed).
- */
+/** Keccak-256 of the raw bytes, the hash of every form but the blob network form (undefined: its hash covers the inner body). */
 export function localTxHash(hex: string): string | undefined {
   const s = hex.trim();
   if (!/^0x([0-9a-fA-F]{2})+$/.test(s)) return undefined;

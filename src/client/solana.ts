@@ -75,11 +75,7 @@ export class SolanaClient {
   }
 }
 
-/**
- * Plain-text or JSON-RPC errors are final rejections; a 5xx other
- * than the relay's explicit "not sent" 503, or a 200 we cannot read, may have
- * been forwarded and is uncertain.
- */
+/** 4xx and the relay's "not sent" 503 are final rejections; any other 5xx, or an unreadable 200, may have been forwarded. */
 function failure(res: HttpResponse): { kind: 'rejected'; status: number; message: string } | { kind: 'uncertain'; reason: string } {
   const j = safeJson(res.text);
   const message = typeof j?.error?.message === 'string' ? j.error.message : res.text.trim().slice(0, 300);

@@ -76,10 +76,9 @@ export const nativeAddon: NativeAddon | null = loaded.addon;
 export const nativeUnavailableReason: string | null = loaded.reason;
 
 /**
- * A plain ArrayBuffer over the same memory as `sab` (for libraries that
- * refuse shared memory), or null without the addon (the caller copies). The
- * caller keeps `sab` alive for as long as it uses the result; it is checked
- * once to alias rather than copy.
+ * A plain ArrayBuffer over the same memory as `sab`, for libraries that refuse
+ * shared memory; null without the addon or when the alias fails its check (the
+ * caller copies). The caller keeps `sab` alive while it uses the result.
  */
 export function sharedAlias(sab: SharedArrayBuffer): ArrayBuffer | null {
   const f = loaded.addon?.sharedAlias;

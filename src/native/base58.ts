@@ -1,11 +1,8 @@
 /**
- * base58 with the Bitcoin/Solana alphabet: the encoding of every Solana
- * signature we return and of `encoding: "base58"` transactions we accept.
- *
- * Uses the native addon (native/base58.c, built at install time by
- * scripts/build-native.mjs) when it loads, and the `bs58` package otherwise.
- * Both backends give byte-identical results; test/native/base58.test.ts pins
- * that. `TXRELAY_NO_NATIVE=1` forces the JavaScript backend.
+ * base58 (Bitcoin/Solana alphabet) for the Solana signatures we return and the
+ * `encoding: "base58"` transactions we accept: the native addon
+ * (native/base58.c) when it loads, else `bs58` (`TXRELAY_NO_NATIVE=1` forces
+ * it); test/native/base58.test.ts pins identical results.
  */
 import bs58 from 'bs58';
 import { nativeAddon, nativeAddonPath, nativeUnavailableReason, type NativeAddon } from './addon.js';

@@ -1,8 +1,8 @@
 /**
- * The admin token: generated once into data_dir/admin.token (mode 0600),
- * then reused. Created 0600 minus the umask (never readable by others, even
- * briefly), then made exactly 0600; an existing file of ours left looser is
- * tightened (another user's is covered by Store.open's warning on the directory).
+ * The admin token, generated once into data_dir/admin.token, then reused.
+ * Created 0600 minus the umask (never readable by others, even briefly), then
+ * made exactly 0600; a looser file of ours is tightened (another user's is
+ * left to Store.open's warning on the directory).
  */
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';

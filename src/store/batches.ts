@@ -1,15 +1,10 @@
 /**
- * Family A batch receive records (docs/protocol.md#batch-records).
- *
- * The door persists the record before any rate check (`persist`, durable when
- * it resolves; a rejection is RelayError BATCH_RECORD: 503 -32011, nothing
- * sent), then writes per-item outcomes (`updateOutcome`, durable when it
- * resolves, so a door that awaits it before answering never acknowledges a
- * batch whose outcome a crash could lose).
- * Every write also queues the record for upload in its new version; the
- * uploader takes work in batch_id order and marks a version uploaded only
- * after PostgreSQL committed it, so an outcome written meanwhile is uploaded
- * again rather than lost.
+ * Family A batch receive records (docs/protocol.md#batch-records). The door
+ * `persist`s the record before any rate check, then `updateOutcome`s the
+ * per-item outcomes; both resolve once durable, so a door that awaits them
+ * never acknowledges what a crash could lose. Each write queues the new
+ * version for upload, and a version is marked uploaded only after PostgreSQL
+ * committed it, so an outcome written meanwhile is uploaded again, not lost.
  */
 import { E, RelayError, TxrelayError } from '../errors.js';
 import type { Store } from './db.js';
@@ -107,12 +102,10 @@ export class BatchStore {
   }
 
   /**
-   * Records per-item outcomes. Resolves once durable (fsync'd; the outcomes
-   * of one event-loop turn share one commit with each other and with that
-   * turn's persists). Rejects with StoreFailedError (TXR_STORE_FAILED) when
-   * the write fails, also counted in `outcomeWriteFailures`, or with
-   * BatchNotFoundError for an unknown batch. A caller that does not await it
-   * cannot cause an unhandled rejection: the failure is already observed here.
+   * Records per-item outcomes; resolves once durable. Rejects with
+   * StoreFailedError (also counted in `outcomeWriteFailures`) or
+   * BatchNotFoundError, already observed here, so a caller that does not await
+   * it cannot cause an unhandled rejection.
    */
   updateOutcome(batchId: string, items: StoredItem[]): Promise<void> {
     const cur = this.read(batchId);
@@ -149,9 +142,8 @@ export class BatchStore {
   }
 
   /**
-   * Marks these versions uploaded. A record whose outcome changed since (its
-   * version moved on) stays queued. Resolves when durable; on failure the
-   * records simply stay queued and are uploaded again (the upload is idempotent).
+   * Marks these versions uploaded; a record whose version moved on stays queued.
+   * Resolves when durable; on failure the records stay queued (re-upload is idempotent).
    */
   markUploaded(recs: readonly UploadedVersion[]): Promise<void> {
     return this.store.write(() => {
@@ -170,10 +162,8 @@ export class BatchStore {
   }
 
   /**
-   * Removes records received before `now - retentionMs` that are uploaded, or
-   * all of them with `includeNotUploaded` (for a node with no database, where
-   * the local store is the only copy and would otherwise grow without end).
-   * Returns how many were removed.
+   * Removes uploaded records received before `now - retentionMs` (all of them
+   * with `includeNotUploaded`: a node without a database would grow forever). Returns the count.
    */
   async prune(opts: { now?: number; retentionMs?: number; includeNotUploaded?: boolean } = {}): Promise<number> {
     const end = batchIdFloor((opts.now ?? Date.now()) - (opts.retentionMs ?? RETENTION_MS));

@@ -1,49 +1,33 @@
 /**
- * The one lmdb environment under `storage.data_dir` and its named databases:
+ * The one lmdb environment under `storage.data_dir`:
  *
  *   accounts      uuid (lowercase text)  -> account record
  *   batches       batch_id               -> batch receive record
  *   upload_queue  batch_id               -> null, lmdb version = record version
  *
- * `upload_queue` holds exactly the records PostgreSQL has not seen in their
- * current version, so the uploader reads its work in key order without
- * scanning every record, and "mark uploaded" is a remove conditional on the
- * version it uploaded (a newer outcome keeps the entry queued).
+ * `upload_queue` holds exactly the records PostgreSQL lacks in their current
+ * version; "mark uploaded" removes an entry only at the version uploaded, so a
+ * newer outcome stays queued.
  *
- * Durability. An awaited write must be fsync'd before its promise resolves,
- * and writes issued in one event-loop turn must share one commit. Measured
- * with lmdb 3.5.6 on Linux (strace, 6,400 puts from 64 concurrent writers:
- * 1 fdatasync per transaction either way, ~45k durable puts/s, 0.35 ms for a
- * lone put):
- * - `overlappingSync` (lmdb-js's default on Linux) resolves a put at commit and
- *   fsyncs later; durability then needs `flushed`, whose promise has no
- *   rejection path, so a failing fsync would hang the request instead of
- *   failing it. Off: the commit itself fdatasyncs (data pages, then the meta
- *   page through an O_DSYNC descriptor) before the put resolves, and a failure
- *   rejects that put.
- * - `eventTurnBatching` (default on) queues an internal promise per batch that
- *   nobody awaits; a failed commit (disk full) then surfaces as an unhandled
- *   rejection, which ends the Node process. Off, with `txnStartThreshold` set
- *   beyond reach and `commitDelay` 0, the commit starts from setImmediate: the
- *   same one-commit-per-turn grouping (1,000 batched puts in one turn: 1
- *   transaction), and writes arriving during an fsync join the next commit.
- * - `noSync` is never set: a crash of the machine could lose acknowledged
- *   records.
+ * Durability: an awaited write is fsync'd before it resolves, and one
+ * event-loop turn's writes share one commit (lmdb 3.5.6, strace: one
+ * fdatasync per commit, ~45k durable puts/s).
+ * - `overlappingSync` off: with it, durability needs `flushed`, which never
+ *   rejects, so a failing fsync would hang the request instead of failing it.
+ * - `eventTurnBatching` off: a failed commit would reject a promise nobody
+ *   awaits and end the process. `txnStartThreshold` out of reach plus
+ *   `commitDelay` 0 gives the same per-turn commit, started from setImmediate.
+ * - `noSync` never: a machine crash could lose acknowledged records.
  *
- * Permissions. The accounts database holds UUIDs, which are credentials,
- * so the data directory is 0700 and lmdb's files 0600. lmdb
- * creates its files with the mode we pass (`permissionsMode`, minus the
- * umask, which only removes bits), so a new file is never readable by others,
- * not even for a moment; a chmod afterwards makes it exactly 0600 under any
- * umask. A directory or file left looser by an older version or by hand is
- * tightened if this process owns it, and otherwise named in a warning (chmod
- * would fail, and refusing to start would take a working node down).
+ * Permissions: account UUIDs are credentials, so the directory is 0700 and
+ * lmdb's files 0600, created with that mode minus the umask (never readable by
+ * others, even briefly) then chmod'ed exactly. Looser ones are tightened if
+ * ours, else named in a warning: refusing to start would take a working node down.
  *
- * Failure. After a failed commit LMDB's environment is not safe to keep
- * writing to (observed: EIO on every later commit, then a glibc heap
- * assertion). The store therefore fails closed: every later write rejects at
- * once without touching lmdb, reads keep working, and a restart (after the
- * disk is fixed) reopens the last committed state intact.
+ * Failure: after a failed commit lmdb is unsafe to write (observed: EIO on
+ * every later commit, then a glibc heap assertion), so the store fails closed:
+ * later writes reject at once, reads keep working, and a restart reopens the
+ * last committed state.
  */
 import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,15 +1,9 @@
 /**
- * Identifiers of the embedded store.
- *
- * Batch ids follow the ULID layout: 48 bits of Unix milliseconds
- * then 80 random bits, written as 26 Crockford base32 characters. The alphabet
- * is in ASCII order, so string order is time order, and lmdb's key order is
- * upload order. Within one millisecond (or when the clock steps back) the
- * random part is incremented instead of redrawn, so ids from one process are
- * strictly increasing.
- *
- * Account UUIDs are handled as four 32-bit words so the hot
- * lookups parse text or packet bytes without allocating a string.
+ * Store identifiers. Batch ids are ULIDs (48-bit Unix ms, 80 random bits, 26
+ * Crockford base32 characters in ASCII order): string order is time order, so
+ * lmdb key order is upload order. Within a millisecond, or when the clock
+ * steps back, the random part is incremented, so one process's ids strictly
+ * increase. Account UUIDs are four 32-bit words, so hot lookups build no string.
  */
 import { randomFillSync } from 'node:crypto';
 

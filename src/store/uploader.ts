@@ -1,11 +1,9 @@
 /**
  * Copies batch receive records to PostgreSQL when `database.url` is set
- * (docs/protocol.md#batch-records). One loop, one connection: take the oldest queued records,
- * upsert them in one statement, and only after PostgreSQL has committed it
- * mark those versions uploaded in lmdb. A crash between the two re-uploads
- * them, which the upsert makes harmless. Database errors are retried with
- * exponential back-off for as long as it takes; nothing is dropped and
- * nothing is thrown out of the loop.
+ * (docs/protocol.md#batch-records). One loop, one connection: upsert the
+ * oldest queued records in one statement, and only after PostgreSQL commits
+ * mark those versions uploaded (a crash in between re-uploads: harmless).
+ * Errors are retried with back-off indefinitely; nothing is dropped or thrown.
  */
 import net from 'node:net';
 import pg from 'pg';

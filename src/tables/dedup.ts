@@ -1,46 +1,30 @@
 /**
  * The dedup filter: "a hash seen on this node within the window is a
- * duplicate" (`dedup.window_s`; docs/protocol.md#duplicates), shared by every thread.
+ * duplicate" (`dedup.window_s`; docs/protocol.md#duplicates), shared by every
+ * thread. A bucketed table of fingerprints, a lock per bucket, two bucket
+ * choices per key (insert into the less loaded). Keys (transaction hashes,
+ * signatures) hash with secret seeds (keyed-hash.ts) into four words: word 0
+ * picks bucket 1, word 1 bucket 2, words 2-3 plus word 0's low 4 bits form a
+ * 68-bit fingerprint.
  *
- * A bucketed hash table of fingerprints with a per-bucket lock and two
- * bucket choices per key (insert into the less loaded one). Keys are
- * transaction hashes or signatures, hashed with secret seeds (keyed-hash.ts)
- * into four words: word 0 picks bucket 1, word 1 picks bucket 2, words 2 and
- * 3 plus the low 4 bits of word 0 form a 68-bit fingerprint.
- *
- * Layout: one Int32Array. A 64-byte header, then `buckets` buckets of 128
- * bytes (two cache lines), each a lock word and SLOTS slots of 3 words:
+ * Layout: one Int32Array; a 64-byte header, then 128-byte buckets (two lines):
  *
  *   header (16 words): | fresh evictions (u32) | spare x15 |
- *
- *   bucket (32 words):
- *   +------+-----------------------+-----+-----------------------+-------+
- *   | lock | slot 0                | ... | slot 9                | spare |
- *   |      | fpA | fpB | stamp     |     | fpA | fpB | stamp     |       |
- *   +------+-----------------------+-----+-----------------------+-------+
+ *   bucket (32 words): | lock | 10 slots of (fpA, fpB, stamp) | spare |
  *   stamp = fingerprint nibble << 28 | seconds field (1 .. 2^28-1; 0 = empty)
  *
- * Time is whole seconds (the window is configured in seconds) modulo 2^28-1,
- * about 8.5 years. A key is a duplicate for at least the window and at most
- * one second longer. An entry untouched for a multiple of 8.5 years would look
- * fresh again; only the very same key could then be refused.
+ * Time is whole seconds modulo 2^28-1 (~8.5 years): a key is a duplicate for
+ * the window plus at most one second. An entry untouched for a multiple of
+ * 8.5 years would look fresh again, which could only refuse that same key.
  *
- * Memory: 64 + 128 * buckets bytes, buckets = ceil(capacity * 3 / 20), i.e.
- * slots at a 2/3 load factor when `capacity` entries are live. Default capacity
- * 10,000,000: 1,500,000 buckets, 192,000,064 bytes (183.1 MiB).
+ * Memory: 64 + 128 * ceil(capacity * 3 / 20) bytes (2/3 load with `capacity`
+ * live entries), 183.1 MiB at the default.
  *
- * False duplicate (a new key refused): a key is compared with the fresh slots
- * of its two buckets, at most 20, and another key matches only if all 68
- * fingerprint bits agree, probability 2^-68 = 3.4e-21 per comparison. So per
- * lookup <= 20 * 2^-68 = 6.8e-20 at any load; over the 10 million lookups that
- * fill a 10-million-entry window, <= 1e7 * 6.8e-20 = 6.8e-13 (expected ~4.5e-13
- * at the average 13.3 fresh slots per pair of buckets), below 1e-12 both ways.
- *
- * Overflow: when both buckets hold 10 fresh entries, the oldest of the 20 is
- * overwritten. That can only forget a key (a later resend is forwarded again),
- * never invent one, and it is counted in `freshEvictions`. With two choices
- * it is rare: a sliding window over this filter (capacity 1M, 4M claims) lost
- * 6 fresh entries per million claims with `capacity` keys live, none with 80%.
+ * A new key is refused only if all 68 fingerprint bits match one of at most 20
+ * fresh slots: <= 6.8e-20 per lookup, < 1e-12 over a full default window.
+ * With both buckets full the oldest of the 20 is overwritten, which can only
+ * forget a key (a resend is forwarded again), counted in `freshEvictions`:
+ * 6 per million claims with `capacity` keys live, none at 80%.
  */
 import { checkSeeds, keyedHash128, randomSeeds, type HashSeeds } from './keyed-hash.js';
 import { lockWord, unlockWord } from './lock.js';
@@ -62,13 +46,9 @@ const TIME_MASK = 0x0fffffff;
 /** Seconds wrap modulo 2^28 - 1 so a live field is never 0 (0 marks an empty slot). */
 const TIME_MOD = TIME_MASK;
 const TIME_UNIT_MS = 1000;
-/**
- * Stamps up to this far ahead of a reader's clock are fresh: threads read the
- * clock before taking the lock, so a later reading can be stored first. 60 s is
- * far beyond such a race.
- */
+/** Stamps up to this far ahead are fresh: a thread reads the clock before the lock, so a later reading can land first. */
 const SKEW_UNITS = 60;
-/** Buckets per live entry: 10 slots at a 2/3 load factor (measured ~6e-6 fresh evictions per claim when full). */
+/** Buckets per live entry: 10 slots at a 2/3 load factor. */
 const BUCKETS_PER_ENTRY = 3 / 20;
 
 /** 10 million live entries: 83k transactions/s sustained over the default 120 s window. */
@@ -171,20 +151,13 @@ export class DedupFilter {
     return Atomics.load(this.a, H_EVICTIONS) >>> 0;
   }
 
-  /**
-   * Atomically: false if `key` was claimed within the window (a duplicate);
-   * otherwise records it and returns true.
-   */
+  /** Atomically: false if `key` was claimed within the window (a duplicate), else records it and returns true. */
   claim(key: Uint8Array, nowMs: number): boolean {
     this.hashKey(key);
     return this.claimAt(nowMs);
   }
 
-  /**
-   * `contains`, remembering the key's hash for `claimPeeked`: the transaction
-   * check peeks before its signature work and claims after it, and one hash
-   * (four xxh32 passes over the key) serves both.
-   */
+  /** `contains`, keeping the hash for `claimPeeked`: the check peeks before signature work and claims after, hashing once. */
   peek(key: Uint8Array, nowMs: number): boolean {
     this.hashKey(key);
     this.peeked.set(at);

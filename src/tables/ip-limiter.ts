@@ -1,45 +1,22 @@
 /**
  * Per-source-IP token buckets (`limits.ip_rps`, `limits.ip_burst`;
- * docs/protocol.md#rate-limits) in a bounded, bucketed hash table shared by every thread.
+ * docs/protocol.md#rate-limits) in a fixed-size bucketed hash table shared by
+ * every thread. IPs are placed by a keyed hash (keyed-hash.ts), so nobody can
+ * aim many addresses at one bucket. A full bucket evicts the entry that would
+ * hold the most tokens now: a full entry equals a fresh one, while a non-full
+ * one hands its IP up to a burst again (counted in `evictions`). Keys are exact
+ * strings: callers normalise ("::ffff:" prefixes, IPv6 /128 or /64).
  *
- * An IP is located by a keyed hash of its text (keyed-hash.ts), so nobody can
- * aim many addresses at one bucket. The table never grows: when an IP's
- * bucket has no free entry, the entry that would hold the most tokens now is
- * evicted. A full entry is indistinguishable from a fresh one, so evicting an
- * idle IP loses nothing; evicting a non-full one hands that IP up to a burst
- * again when it returns, which the `evictions` counter exposes.
+ * Layout: a 64-byte header (16 i32: rate, burst, evictions, spare), then
+ * buckets of 128 bytes (two cache lines): lock word, spare word, 5 entries:
  *
- * The limiter keys on the exact string: callers normalise first (e.g. strip
- * "::ffff:" from IPv4-mapped addresses) and decide whether an IPv6 client is
- * one /128 or one /64.
+ *   entry (24 bytes): | tagA i32 | tagB i32 | milli-tokens f64 | last f64 |
  *
- * Layout: an Int32Array and a Float64Array over one SAB. A 64-byte header,
- * then `buckets` buckets of 128 bytes (two cache lines), each a lock word and
- * 5 entries of 24 bytes (as many as fit the two lines):
- *
- *   header (16 i32): | rate | burst | evictions | spare x13 |
- *
- *   bucket (128 bytes):
- *   byte 0      4       8         32         56   ...   104        128
- *       +------+-------+---------+---------+-- ... --+----------+
- *       | lock | spare | entry 0 | entry 1 |         | entry 4  |
- *       +------+-------+---------+---------+-- ... --+----------+
- *
- *   entry (24 bytes):
- *       +------+------+--------------+--------------+
- *       | tagA | tagB | milli-tokens | last         |
- *       +------+------+--------------+--------------+
- *         i32    i32    f64            f64
- *
- *   tagA = hash word 1 | 1 (never 0, so 0 marks an empty entry), tagB = hash
- *   word 2; hash word 0 picks the bucket. The bucket state is exactly the
- *   token-bucket.ts one (float64, see there why), last in ms since epochMs.
- *
- * Memory: 64 + 128 * ceil(capacity / 5) bytes; 1,677,888 bytes (1.6 MiB) for
- * the default 65,536 entries.
- *
- * Two different IPs share an entry only if they agree on bucket and 63 tag
- * bits: about 5 * 2^-63 per new IP, and then they share one limit (stricter).
+ * tagA = hash word 1 | 1 (0 marks an empty entry), tagB = word 2; word 0 picks
+ * the bucket. The state is token-bucket.ts's (float64, see there), last in ms
+ * since epochMs. Memory: 64 + 128 * ceil(capacity / 5) bytes, 1.6 MiB at the
+ * default. Two IPs share an entry only if bucket and 63 tag bits agree (about
+ * 5 * 2^-63 per new IP), and then share one, stricter, limit.
  */
 import { prefault } from './prefault.js';
 import { keyedHashString96, randomSeeds, checkSeeds, type HashSeeds } from './keyed-hash.js';
@@ -51,7 +28,6 @@ const H_RATE = 0;
 const H_BURST = 1;
 const H_EVICTIONS = 2;
 
-/** Two cache lines per bucket: lock + spare word, then 5 entries of 24 bytes. */
 const BUCKET_BYTES = 128;
 const ENTRIES = 5;
 const ENTRY_BYTES = 24;
@@ -80,7 +56,7 @@ interface IpLimiterOptions {
   readonly rate?: number;
   /** Bucket size per IP (`limits.ip_burst`). */
   readonly burst?: number;
-  /** Entries (distinct IPs) the table holds; rounded up to a multiple of 7. */
+  /** Entries (distinct IPs) the table holds; rounded up to a multiple of 5. */
   readonly capacity?: number;
   /** Hash seeds; random unless a test needs them fixed. */
   readonly seeds?: HashSeeds;
@@ -172,11 +148,7 @@ export class IpLimiter {
     Atomics.store(this.a, H_BURST, burst);
   }
 
-  /**
-   * Takes n tokens from `ip`'s bucket. Returns 0 when taken; otherwise takes
-   * nothing and returns the milliseconds until n tokens will be there
-   * (rounded up), or NEVER when n exceeds the burst or the rate is 0.
-   */
+  /** As TokenBucketTable.tryTake, for `ip`: 0 when taken, else ms to wait, or NEVER (n > burst, rate 0). */
   tryTake(ip: string, n: number, nowMs: number): number {
     if (!(n >= 1)) throw new RangeError(`n must be >= 1, got ${n}`);
     const a = this.a;

@@ -1,23 +1,13 @@
 /**
- * Keyed 32-bit hashes for the shared tables: XXH32 (xxHash specification,
- * 32-bit variant) run with secret per-process seeds, several independent
- * words per key.
- *
- * Why seeded: bucket positions must not be predictable, or a client could
- * pick inputs that all land in one bucket of the IP limiter or the dedup
- * filter and evict other clients' entries. Seeds come from
- * `crypto.getRandomValues` in the thread that creates a table and travel to
- * workers inside the table's handle, so every thread hashes alike.
- *
- * XXH32 is not a cryptographic PRF. That is enough here: dedup keys are
- * transaction hashes and signatures, which nobody can shape bit by bit, and
- * an IP limiter collision only merges two IPs' limits (stricter, not looser).
- *
- * Plain-JS XXH32: for the 16..64-byte inputs hashed here it beats
- * xxhash-wasm's h32Raw, because each wasm call copies the input into wasm
- * memory and crosses the JS/wasm boundary (bench/shared.bench.ts, Node 20,
- * EPYC: 0.082 µs vs 0.186 µs for the four words of a 32-byte key). xxhash-wasm
- * is the reference the tests check every word against (a devDependency).
+ * Keyed 32-bit hashes for the shared tables: XXH32 with secret per-process
+ * seeds, several independent words per key. Seeded so a client cannot aim
+ * inputs at one bucket of the IP limiter or dedup filter and evict others'
+ * entries; seeds come from `crypto.getRandomValues` in the creating thread and
+ * travel in the table's handle, so every thread hashes alike. Not a
+ * cryptographic PRF, which is enough: dedup keys are hashes and signatures
+ * nobody shapes bit by bit, and an IP collision only merges two limits.
+ * Plain JS beats xxhash-wasm on these 16-64-byte keys (bench/shared.bench.ts:
+ * 0.082 µs vs 0.186 µs for four words); xxhash-wasm is the tests' oracle.
  */
 
 /** Seeds are plain u32 words; a Uint32Array survives structured cloning into handles. */

@@ -1,15 +1,9 @@
 /**
- * The lock word every shared table takes around its multi-field updates: a
- * futex-style mutex over one Int32 of a SharedArrayBuffer, usable from the
- * main thread and from workers alike.
- */
-
-/*
- * A relay with no verify workers (the pinned layout: one core, `workers.threads`
- * auto = 0) touches its tables from the main thread only, and calls
- * `soleThread()` on each: their lock sites then skip these calls, an Atomics
- * compareExchange and an exchange per lock, six locks per transaction. A table
- * attached in another thread is a new object and still locks.
+ * The lock word every shared table takes around multi-field updates: a
+ * futex-style mutex over one Int32 of a SharedArrayBuffer, for main thread and
+ * workers alike. With no verify workers the relay calls `soleThread()` on each
+ * table, whose lock sites then skip these calls (six locks per transaction); a
+ * table attached in another thread is a new object and still locks.
  */
 
 /** Spins this many CAS attempts before sleeping: a holder normally leaves within ~100 ns. */
@@ -17,11 +11,9 @@ const SPIN_LIMIT = 200;
 /** Sleep slice while waiting, so a dead holder is noticed. */
 const WAIT_SLICE_MS = 10;
 /**
- * A worker terminated inside a critical section would wedge its slot for
- * every thread, main included. A live holder needs well under a microsecond
- * for a dozen straight-line operations; only a stop-the-world pause of a full
- * second could make taking over the lock wrong, and then one bucket's state
- * may be off once, which beats a wedged slot.
+ * A worker terminated inside a critical section would wedge the slot for every
+ * thread. A live holder needs well under 1 µs, so only a 1 s stop-the-world
+ * pause makes a takeover wrong, leaving one bucket off once: better than a wedge.
  */
 const STEAL_AFTER_MS = 1000;
 

@@ -1,10 +1,8 @@
 /**
- * Commits a freshly allocated SharedArrayBuffer's memory at start-up instead
- * of on the hot path. V8 takes large buffers from the kernel as untouched
- * zero pages, so the first write to each 4 KiB page is a minor fault: measured
- * here at ~1.5 µs per first-touched dedup bucket, which the 183 MiB dedup
- * table paid on most lookups for the relay's first ~10^5 transactions. One
- * write per page at creation costs ~50-100 ms once and makes RSS honest.
+ * Writes each 4 KiB page of a new SharedArrayBuffer at start-up: V8 gets large
+ * buffers as untouched zero pages, so otherwise the hot path pays the first
+ * fault (~1.5 µs per first-touched dedup bucket over the first ~10^5
+ * transactions). Costs ~50-100 ms once and makes RSS honest.
  */
 const PAGE_WORDS = 1024;
 

@@ -1,23 +1,18 @@
 /**
- * The transaction slab: a SharedArrayBuffer into which the main thread copies
- * each incoming transaction once, so workers verify it in place instead of
- * receiving a copy per task.
+ * The transaction slab: a SharedArrayBuffer the main thread copies each
+ * incoming transaction into once, so workers verify it in place.
  *
- * Ownership: only the thread that called `create()` (the main thread) calls
- * alloc / shrink / free; the allocator state lives in that object, not in the
- * SAB. Workers `attach()` a read-only view and read the bytes of offsets they
- * are handed in a task message. Posting that message after the copy is what
- * makes the bytes visible to the worker: Node's message queue is guarded by a
- * mutex, which orders the copy before the worker's reads. The main thread
- * frees a block only after the worker's answer came back, so a block is never
- * rewritten while a worker reads it.
+ * Only the creating (main) thread allocates, shrinks and frees; the allocator
+ * state lives in that object, not the SAB. Workers `attach()` read-only and
+ * read offsets handed to them in a task message, posted after the copy: Node's
+ * mutex-guarded message queue orders the copy before their reads. A block is
+ * freed only after the worker's answer, so it is never rewritten under a reader.
  *
  * Allocation is a ring: a bump pointer that wraps to 0 when a block does not
- * fit before the end (blocks never straddle it). Frees may come in any order;
- * the tail advances over freed blocks as soon as the oldest one is freed, so a
- * long-running block holds back reuse of the space behind it, and alloc()
- * returns -1 once the ring is full: the caller answers 503 at once, which
- * bounds the bytes in flight.
+ * fit before the end (blocks never straddle it). Frees come in any order; the
+ * tail advances over freed blocks from the oldest, so one long-held block holds
+ * back reuse behind it. alloc() returns -1 when full and the caller answers
+ * 503, which bounds the bytes in flight.
  *
  *   not wrapped:   0          tail                  head             capacity
  *                  |  free     | blocks...           |  free          |
@@ -27,10 +22,8 @@
  *   block:  | len | state | size | 0 | data (len bytes, padded to 8) |
  *           ^ offset - 16             ^ offset returned by alloc()
  *
- * Header words are u32: len is what the caller asked for (or shrank to),
- * size the bytes the block occupies, header included; state is LIVE or FREED,
- * magic numbers rather than a bit, so free() of an offset that is not a live
- * block start is caught.
+ * Header words are u32: len as asked (or shrunk to), size including the
+ * header, and state a magic LIVE or FREED so freeing a non-block offset is caught.
  */
 
 import { prefault } from './prefault.js';

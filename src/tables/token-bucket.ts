@@ -1,49 +1,34 @@
 /**
  * Per-account token buckets in a SharedArrayBuffer, one slot per account per
- * family, read and written from every thread (docs/protocol.md#rate-limits:
- * over any interval t, admitted <= burst + TPS * t). The caller maps accounts to slot numbers.
+ * family, used from every thread (docs/protocol.md#rate-limits: over any
+ * interval t, admitted <= burst + TPS * t). Callers map accounts to slots.
  *
- * Growth. A table made with `maxSlots` sits on a growable SharedArrayBuffer:
- * address space for `maxSlots` is reserved, memory is committed as `grow()`
- * adds slots, and every thread that attached sees the growth (a growable SAB
- * is shared, not copied, by postMessage). Views stay fixed-length, because V8
- * gives length-tracking views their own, slower element kinds; a thread whose
- * views predate a growth rebuilds them the first time it meets a slot beyond
- * them. Slots never move and a SAB never shrinks, so an old view is always
- * valid for the slots it covers.
+ * Growth: with `maxSlots` the SAB is growable (reserved up front, committed by
+ * `grow()`, shared rather than copied by postMessage). Views stay fixed-length
+ * because V8's length-tracking views have slower element kinds; a thread
+ * rebuilds its views on meeting a slot beyond them. Slots never move and a SAB
+ * never shrinks, so an old view stays valid for the slots it covers.
  *
- * Layout: 32 bytes per slot, so a slot never straddles a 64-byte cache line;
- * an Int32Array and a Float64Array view the same SAB:
+ * Layout: 32 bytes per slot, so a slot never straddles a 64-byte cache line:
  *
  *   byte:   0      4      8       12      16             24             32
  *         +------+------+-------+-------+--------------+--------------+
  *   slot: | lock | rate | burst | spare | milli-tokens | last         |
  *         +------+------+-------+-------+--------------+--------------+
  *           i32    i32    i32             f64            f64
- *   lock:   0 free, 1 held, 2 held with sleepers (lockWord)
- *   rate:   tokens per second, integer >= 0 (= milli-tokens per ms)
- *   burst:  tokens; 0 marks a slot never configured (or cleared)
- *   milli-tokens, last: the bucket state, last = ms since epochMs of the last refill
+ *   burst 0 marks a slot never configured (or cleared); last is ms since epochMs.
  *
- * Why a lock and not a lock-free update: the state that must change together
- * is two words (tokens, last). A 32-bit CAS cannot cover both; a 64-bit CAS
- * through BigInt64Array allocates a BigInt per attempt; GCRA packs the state
- * into one "theoretical arrival time" word but then needs sub-millisecond
- * resolution, and 32 bits of microseconds wrap in 71 minutes, shorter than a
- * refill of 2000 tokens at 1 TPS. The critical section is a dozen arithmetic
- * operations on one cache line; uncontended the lock costs one CAS and one
- * exchange.
+ * A lock, because tokens and last change together: a 32-bit CAS cannot cover
+ * both, a BigInt64 CAS allocates per attempt, and GCRA's single word needs
+ * sub-ms resolution that wraps 32 bits in 71 minutes, less than a 2000-token
+ * refill at 1 TPS. Uncontended it costs one CAS and one exchange.
  *
- * Why the state is float64 and not u32 milliseconds with integer milli-tokens:
- * flooring instants to whole milliseconds makes the bucket lag real time by up
- * to 1 ms, and then that bound can be exceeded by rate * 1 ms
- * (500 TPS, burst 1: takes at 0.999 ms and 2.000 ms both pass, though
- * burst + rate * 1.001 ms = 1.5005 tokens). The fields
- * are only touched under the lock, whose Atomics operations order the plain
- * reads and writes, so float64 costs nothing here. The bucket is then the
- * exact continuous one, and float64 milliseconds do not wrap: a wall-clock
- * reading has a 2^-12 ms grid, differences of such readings are exact, and
- * rate * elapsed stays exact below 2^53, so there is no wrap bound to explain.
+ * Float64, not integer ms: flooring instants to whole ms lets the bound be
+ * exceeded by rate * 1 ms (500 TPS, burst 1: takes at 0.999 and 2.000 ms both
+ * pass). The fields are only touched under the lock, whose Atomics order the
+ * plain accesses, and wall-clock readings sit on a 2^-12 ms grid, so
+ * differences and rate * elapsed are exact below 2^53: the exact continuous
+ * bucket, with no wrap.
  */
 
 import { lockWord, unlockWord } from './lock.js';
@@ -113,7 +98,6 @@ interface TokenBucketOptions {
   readonly nowMs: number;
 }
 
-/** Bytes per slot. */
 const SLOT_BYTES = SLOT_WORDS * 4;
 /** Indexes stay exact small integers and a full table stays addressable (2^26 slots = 2 GiB). */
 const MAX_SLOTS = 2 ** 26;
@@ -184,11 +168,7 @@ export class TokenBucketTable {
     return g.growable ? Math.floor(g.maxByteLength / SLOT_BYTES) : this.slots;
   }
 
-  /**
-   * Grows the table to at least `slots` (new slots are unconfigured). Any
-   * thread may call it; the others see the slots on first use. Throws
-   * RangeError beyond maxSlots.
-   */
+  /** Grows to at least `slots` (unconfigured) from any thread; others see them on first use. RangeError beyond maxSlots. */
   grow(slots: number): void {
     checkInt('slots', slots, 1, this.maxSlots);
     if (slots * SLOT_BYTES > this.sab.byteLength) (this.sab as GrowableSab).grow(slots * SLOT_BYTES);
@@ -210,11 +190,7 @@ export class TokenBucketTable {
     this.slots = slots;
   }
 
-  /**
-   * Sets a slot's limits. A slot never configured (or cleared) starts full;
-   * otherwise tokens earned so far at the old rate are kept, clamped to the
-   * new burst.
-   */
+  /** Sets a slot's limits: a new (or cleared) slot starts full, else tokens earned at the old rate are kept, clamped to the new burst. */
   configure(slot: number, rate: number, burst: number, nowMs: number): void {
     this.checkSlot(slot);
     checkInt('rate', rate, 0, MAX_RATE);
@@ -253,9 +229,8 @@ export class TokenBucketTable {
   }
 
   /**
-   * Takes n tokens. Returns 0 when they were taken; otherwise takes nothing
-   * and returns the milliseconds until n tokens will be there (rounded up, so
-   * waiting that long succeeds if nobody else takes meanwhile), or NEVER.
+   * Takes n tokens and returns 0, or takes nothing and returns the ms until n
+   * tokens will be there (rounded up: waiting that long succeeds unless others take), or NEVER.
    */
   tryTake(slot: number, n: number, nowMs: number): number {
     if (!((slot >>> 0) === slot && slot < this.slots && n >= 1)) this.checkTake(slot, n);

@@ -1,6 +1,5 @@
 /**
- * Decoder for signed Ethereum transactions as accepted by
- * `eth_sendRawTransaction`:
+ * Decoder for signed transactions as `eth_sendRawTransaction` takes them:
  *
  *   type 0  legacy            rlp([nonce, gasPrice, gas, to, value, data, v, r, s]), EIP-155 v
  *   type 1  EIP-2930          0x01 || rlp([chainId, nonce, gasPrice, gas, to, value, data, accessList, yParity, r, s])
@@ -13,25 +12,18 @@
  *   type 4  EIP-7702          0x04 || rlp([chainId, nonce, maxPriorityFeePerGas, maxFeePerGas, gas, destination, value,
  *                                          data, accessList, authorizationList, yParity, r, s])
  *
- * Field widths follow go-ethereum's types (uint64 nonce and gas, uint256
- * amounts, 20-byte addresses, 32-byte hashes, fixed-size blobs, commitments
- * and proofs), so what decodes here decodes there. Integers wider than 256
- * bits are refused even in legacy transactions, where go-ethereum decodes them
- * and refuses them one step later (ErrFeeCapVeryHigh). Conversely an empty
- * `to` in types 3 and 4, a decode error in go-ethereum, decodes to null here
- * so that validate.ts can name the rule.
- *
- * The result keeps offsets into the input instead of copies: `data`, `to`,
- * r and s are offsets (with views made on request), blob hashes and
- * commitments are subarrays, and the byte ranges that the transaction hash
- * and the signing hash cover are recorded so `txHash` and `signingHash`
- * (hash.ts, re-exported here) need no re-encoding.
+ * Field widths follow go-ethereum's types, so what decodes here decodes there,
+ * with two deliberate differences: integers over 256 bits are refused even in
+ * legacy transactions (go-ethereum refuses them a step later,
+ * ErrFeeCapVeryHigh), and an empty `to` in types 3 and 4 decodes to null so
+ * validate.ts can name the rule. The result holds offsets into the input, not
+ * copies, including the ranges that `txHash` and `signingHash` (hash.ts,
+ * re-exported here) hash without re-encoding.
  */
 
 import { DecodeError } from '../../errors.js';
 import { bytesToBigInt, RlpReader } from './rlp.js';
 
-// The two hashes over a decoded transaction live with the other hashing code.
 export { signingHash, txHash } from './hash.js';
 
 export const TX_LEGACY = 0;
@@ -113,12 +105,7 @@ export class EvmTx {
   unsignedStart = 0;
   unsignedEnd = 0;
 
-  /*
-   * Byte fields are offsets into `raw`, and the views and integers below are
-   * made when asked for: the checks (validate.ts, hash.ts, recover.ts) read
-   * the offsets, so the hot path builds neither a view nor a BigInt for them
-   * (each view is ~100 B of garbage per transaction).
-   */
+  // Made on request: the checks read the offsets, so the hot path builds no view (~100 B each) or BigInt.
 
   /** 20-byte view, or null for contract creation. */
   get to(): Uint8Array | null {
@@ -186,11 +173,7 @@ export class EvmTx {
 /** One reader per thread: decoding is synchronous, so it is never shared by two calls at once. */
 const reader = new RlpReader();
 
-/**
- * Decodes one signed transaction; throws DecodeError naming the offending
- * field. `into` (reset first) saves the allocation where the caller is done
- * with the previous result, as the checking loop is.
- */
+/** Decodes one signed transaction; DecodeError names the field. `into` is reused (reset) to save an allocation. */
 export function decodeEvmTransaction(raw: Uint8Array, into?: EvmTx): EvmTx {
   const n = raw.length;
   if (n === 0) throw new DecodeError('empty transaction');
@@ -367,11 +350,7 @@ function countFixedList(r: RlpReader, end: number, size: number, what: string): 
   return count;
 }
 
-/**
- * The network wrapper after tx_payload_body: go-ethereum tells the two forms
- * apart by the kind of the second element, a list of blobs (version 0) or the
- * version byte (EIP-7594).
- */
+/** The network wrapper: a list as second element means version 0 (blobs), a byte means EIP-7594 (as go-ethereum tells them apart). */
 function readSidecar(r: RlpReader, end: number, raw: Uint8Array, tx: EvmTx): void {
   if (r.nextIsList(end, 'blob sidecar')) {
     tx.sidecarVersion = 0;

@@ -1,21 +1,12 @@
 /**
- * Keccak-256 as Ethereum uses it (the original Keccak padding byte 0x01, not
- * FIPS 202 SHA3-256's 0x06) for transaction hashes, signing hashes and
- * addresses.
+ * Keccak-256 as Ethereum uses it (padding byte 0x01, not SHA3-256's 0x06), and
+ * the transaction and signing hashes over the byte ranges decode.ts records.
  *
- * Three backends, best first. The project's addon (native/keccak.c) writes
- * the digest where the caller says, so the hot path allocates nothing: a
- * 200 B input takes 0.76 µs against 1.04 µs for hash-wasm, whose digest is a
- * fresh array each time (both from JS, 2-vCPU AMD EPYC, Node 20.20).
- * hash-wasm's WebAssembly comes next: 0.93 µs against 7.6 µs for
- * @noble/hashes (bench/evm.bench.ts).
- * It needs one asynchronous compile per thread, so `initKeccak()` is awaited
- * at start-up (and in each worker); until it has run, or if WebAssembly is
- * unavailable, @noble/hashes answers. The API is the same whichever answers,
- * so callers never branch.
- *
- * Also here: the two hashes over a decoded transaction (the transaction hash
- * and the signing hash), computed from the byte ranges decode.ts records.
+ * Backends, best first, behind one API: the native addon (native/keccak.c)
+ * writes the digest in place and allocates nothing, then hash-wasm, then
+ * @noble/hashes (bench/evm.bench.ts, 200 B: 0.76 µs, 0.93-1.04 µs, 7.6 µs).
+ * hash-wasm compiles asynchronously, so every thread awaits `initKeccak()` at
+ * start-up; until then, or without WebAssembly, noble answers.
  */
 
 import { createKeccak, type IHasher } from 'hash-wasm';
@@ -82,18 +73,14 @@ export function keccak256At(input: Uint8Array, off: number, len: number, out: Ui
 }
 
 /**
- * Up to this many bytes, keccak256Parts copies its parts into one scratch
- * buffer and hashes once: 1.0 µs against 1.2-1.4 µs for three hash-wasm
- * update() calls on a 156-byte signing payload. 16 KiB is hash-wasm's own
- * chunk size, so larger inputs gain nothing from the copy.
+ * Up to this size the parts are copied into one scratch and hashed once (1.0 µs
+ * vs 1.2-1.4 µs for three hash-wasm updates of a 156-byte signing payload);
+ * 16 KiB is hash-wasm's chunk size, so larger inputs gain nothing from the copy.
  */
 const CONCAT_LIMIT = 16384;
 const concatScratch = new Uint8Array(CONCAT_LIMIT);
 
-/**
- * Keccak-256 of `a || b || c`: signing hashes are a small re-encoded header,
- * a slice of the raw transaction and a short suffix.
- */
+/** Keccak-256 of `a || b || c` (a signing hash: re-encoded header, raw slice, short suffix). */
 export function keccak256Parts(a: Uint8Array, b: Uint8Array, c?: Uint8Array): Uint8Array {
   const out = new Uint8Array(32);
   keccak256PartsAt(out, 0, a, b, c);
@@ -131,10 +118,7 @@ const head = new Uint8Array(8);
 /** rlp(chainId) of up to 32 bytes, then rlp(0), rlp(0). */
 const tail = new Uint8Array(36);
 
-/**
- * Transaction hash: keccak-256 of the canonical encoding. For the blob
- * network forms that is `0x03 || tx_payload_body`, without the sidecar.
- */
+/** Keccak-256 of the canonical encoding; for blob network forms `0x03 || tx_payload_body`, no sidecar. */
 export function txHash(raw: Uint8Array, tx: EvmTx): Uint8Array {
   const out = new Uint8Array(32);
   txHashAt(raw, tx, out, 0);
@@ -148,10 +132,7 @@ export function txHashAt(raw: Uint8Array, tx: EvmTx, out: Uint8Array, outOff: nu
   keccakFramedAt(out, outOff, typeByte, 1, raw, tx.bodyStart, tx.bodyEnd, tail, 0);
 }
 
-/**
- * Keccak-256 of the raw bytes as received: the reconciliation handle for
- * input that did not decode (for a decoded transaction use `txHash`).
- */
+/** Keccak-256 of the raw bytes: the reconciliation handle for input that did not decode (else use `txHash`). */
 export function txHashOfRaw(raw: Uint8Array): Uint8Array {
   return keccak256(raw);
 }
@@ -189,10 +170,8 @@ export function signingHashAt(raw: Uint8Array, tx: EvmTx, out: Uint8Array, outOf
 const COPY_LOOP_LIMIT = 512;
 
 /**
- * keccak-256 of pre[0, preLen) || src[start, end) || post[0, postLen) into
- * out[outOff, outOff + 32), parts given as ranges: every transaction's two
- * hashes take it without a view of any part (keccak256PartsAt is its
- * whole-array form).
+ * Keccak-256 of pre[0, preLen) || src[start, end) || post[0, postLen) into
+ * out[outOff, outOff + 32): ranges, not views, so a transaction's hashes allocate none.
  */
 function keccakFramedAt(
   out: Uint8Array,

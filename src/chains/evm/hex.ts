@@ -1,10 +1,8 @@
 /**
- * `0x`-hex text <-> bytes for family A (only one `0x` prefix is allowed:
- * docs/protocol.md#evm-single-transactions). Both directions sit on the hot path of every EVM submission.
- * Parsing goes through a 256-entry nibble table rather than a regular
- * expression or parseInt per pair (0.8 µs for a 150-byte transaction; a
- * 64 Ki-entry pair table and Buffer#write measured the same, and Buffer#write
- * silently stops at the first bad digit).
+ * `0x`-hex text <-> bytes for family A (one `0x` prefix only:
+ * docs/protocol.md#evm-single-transactions), on the hot path of every EVM
+ * submission. `parseHexTransaction` uses a nibble table, not a regex or
+ * parseInt per pair, and can name the position of a bad digit.
  */
 
 import { DecodeError } from '../../errors.js';
@@ -18,9 +16,8 @@ for (let i = 0; i < 6; i++) {
 }
 
 /**
- * Parses a signed transaction written as `0x` followed by an even, non-zero
- * number of hex digits in either case. The caller trims surrounding whitespace
- * (allowed around the plain-text body); anything else is rejected.
+ * Parses `0x` plus an even, non-zero number of hex digits in either case. The
+ * caller trims whitespace (allowed around the plain-text body).
  */
 export function parseHexTransaction(text: string): Uint8Array {
   const n = text.length;
@@ -38,9 +35,8 @@ export function parseHexTransaction(text: string): Uint8Array {
 }
 
 /**
- * The byte length of a `0x`-hex transaction, after the checks of its shape
- * that `parseHexTransaction` makes (one prefix, digits present, an even
- * count); throws the same DecodeError. The digits themselves are not looked at.
+ * Byte length of a `0x`-hex transaction after `parseHexTransaction`'s shape
+ * checks (same DecodeErrors); the digits themselves are not read.
  */
 export function hexTransactionLength(text: string): number {
   const n = text.length;
@@ -56,14 +52,12 @@ export function hexTransactionLength(text: string): number {
 }
 
 /**
- * Decodes the digits of `text`, whose shape `hexTransactionLength` accepted
- * with length `len`, into buf[offset, offset + len): the door's single copy,
- * straight into the slab. True when every digit was hex. Node's decoder
- * (either case, like the table above) stops at the first pair that is not
- * hex, so a short count is the whole check; for the error's position the
- * caller runs `parseHexTransaction`. `npm run bench:micro -- HexInto
- * parseHex`: 0.42 µs per transaction of its mix against 2.2 µs for the table
- * plus the copy into the slab (Node 20, AMD EPYC VM).
+ * Decodes `text` (shape accepted by `hexTransactionLength`, `len` bytes) into
+ * buf[offset, offset + len): the door's single copy, straight into the slab.
+ * True when every digit was hex: Node's decoder stops at the first non-hex
+ * pair, so a short count is the whole check (`parseHexTransaction` then names
+ * the position). `npm run bench:micro -- HexInto parseHex`: 0.42 µs vs 2.2 µs
+ * for the table plus a copy into the slab.
  */
 export function decodeHexInto(text: string, buf: Buffer, offset: number, len: number): boolean {
   // Node reads a UTF-16 code unit by its low byte (U+0161 decodes as `a`): ASCII only, checked natively.
@@ -72,9 +66,8 @@ export function decodeHexInto(text: string, buf: Buffer, offset: number, len: nu
 }
 
 /**
- * Lowercase `0x`-prefixed hex of `bytes`. Buffer's native encoder, even for a
- * 32-byte hash: 0.35 µs against 0.52 µs for a two-char table, whose rope
- * string V8 must flatten on first use (e.g. as a Map key).
+ * Lowercase `0x` hex. Buffer's encoder even for 32 bytes: 0.35 µs vs 0.52 µs
+ * for a two-char table, whose rope string V8 must flatten on first use.
  */
 export function toHex(bytes: Uint8Array): string {
   return '0x' + Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('hex');

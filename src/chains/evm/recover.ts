@@ -1,18 +1,12 @@
 /**
- * Sender recovery: ECDSA public-key recovery on secp256k1 (SEC 1 v2 §4.1.6)
- * followed by the Ethereum address rule, the last 20 bytes of
- * keccak-256(uncompressed public key without its 0x04 prefix).
+ * Sender recovery: secp256k1 public-key recovery (SEC 1 v2 §4.1.6); the
+ * address is the last 20 bytes of keccak-256 of the key without its 0x04.
  *
- * The hot path is libsecp256k1 through the `secp256k1` package's native
- * binding (48 µs per recovery, keccak included; @noble/curves takes 1.1-1.7 ms
- * on the same 2-vCPU machine, bench/evm.bench.ts); @noble/curves is the
- * fallback when the binding cannot load (no prebuild for the platform, a
- * sandbox refusing addons). We require the
- * package's `bindings` entry directly: its main entry silently falls back to
- * the slow `elliptic` JavaScript code, which we would rather not run unknowingly.
- *
- * Inputs may be views on a SharedArrayBuffer (worker threads): r and s are
- * copied into a thread-local scratch before they reach native code.
+ * libsecp256k1 through the `secp256k1` package's native binding (48 µs vs
+ * 1.1-1.7 ms for @noble/curves, bench/evm.bench.ts); noble where the binding
+ * cannot load. `secp256k1/bindings` is required directly because the main
+ * entry silently falls back to the slow `elliptic` JavaScript. r and s are
+ * copied into thread-local scratch first: inputs may be SharedArrayBuffer views.
  */
 
 import { createRequire } from 'node:module';
@@ -60,20 +54,16 @@ const sig64 = new Uint8Array(64);
 const pub65 = new Uint8Array(65);
 
 /**
- * Recovers the 20-byte sender address from a decoded transaction and its
- * signing hash (`signingHash` in decode.ts). Expects the signature values to
- * have passed `validateEvmTransaction` (r, s in range, yParity 0 or 1); any
- * recovery failure is a DecodeError.
+ * The 20-byte sender address, from a transaction that passed
+ * `validateEvmTransaction` and its `signingHash`; failures are DecodeErrors.
  */
 export function recoverSender(tx: EvmTx, hash: Uint8Array): Uint8Array {
   return keccak256(recoverPublicKey(tx, hash).subarray(1)).slice(12);
 }
 
 /**
- * Whether the signature recovers a public key: the check the relay makes.
- * The sender's address is derived from that key by a keccak that cannot
- * fail, and nothing in the relay reads the address, so it is not computed.
- * False where `recoverSender` would throw.
+ * Whether the signature recovers a public key (false where `recoverSender`
+ * throws). The address, a keccak that cannot fail, is unused, so not computed.
  */
 export function recovers(tx: EvmTx, hash: Uint8Array): boolean {
   try {
@@ -86,9 +76,8 @@ export function recovers(tx: EvmTx, hash: Uint8Array): boolean {
 }
 
 /**
- * `recovers` for a transaction decoded elsewhere (an EVM batch item, decoded
- * on the main thread): its signature as offsets into `raw` and its recovery
- * id, and its signing hash at msg[msgAt, msgAt + 32).
+ * `recovers` for a transaction decoded elsewhere (a batch item decoded on the
+ * main thread): r and s as offsets into `raw`, the signing hash at msg[msgAt..+32).
  */
 export function recoversAt(raw: Uint8Array, rAt: number, rLen: number, sAt: number, sLen: number, recid: number, msg: Uint8Array, msgAt: number): boolean {
   for (let i = 0; i < 32; i++) hash32[i] = msg[msgAt + i]!;

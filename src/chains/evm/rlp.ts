@@ -1,19 +1,11 @@
 /**
- * Strict Recursive Length Prefix reader (Ethereum Yellow Paper, appendix B).
- *
- * Every decoder of family A goes through this one bounds-checked cursor, so
- * non-canonical encodings are rejected in one place, the way go-ethereum's
- * `rlp` package rejects them:
- *
- *   - a single byte below 0x80 must be encoded as itself, not as 0x81 xx;
- *   - a length uses the short form when it fits (< 56), and a long-form length
- *     has no leading zero byte;
- *   - an integer has no leading zero byte, and zero is the empty string;
- *   - an item never extends past the list that contains it, and a list is
- *     consumed exactly (no trailing bytes).
- *
- * The reader never copies: items are reported as offsets into the caller's
- * buffer (which may be a view on a SharedArrayBuffer).
+ * Strict RLP reader (Yellow Paper appendix B). Every family A decoder goes
+ * through this one bounds-checked cursor, so non-canonical encodings are
+ * refused in one place, as go-ethereum's `rlp` package refuses them: a byte
+ * below 0x80 not encoded as itself, a long-form length that fits the short
+ * form (< 56) or has a leading zero, an integer with a leading zero (zero is
+ * the empty string), an item past its list, a list with trailing bytes.
+ * Items are offsets into the caller's buffer (maybe a SharedArrayBuffer view).
  *
  *   byte      item                      payload
  *   00..7f    the byte itself           [pos, pos+1)
@@ -31,13 +23,9 @@ const MAX_LENGTH_OF_LENGTH = 4;
 /** Lengths below this must use the one-byte short form. */
 const SHORT_FORM_LIMIT = 56;
 
-/**
- * Item headers read since start-up. The DoS tests assert that decoding work
- * grows at most linearly with input size by counting these, not by timing.
- */
 let headersRead = 0;
 
-/** Number of RLP headers decoded so far in this thread (for structural complexity tests). */
+/** RLP headers decoded so far in this thread: the DoS tests count these, not time, to assert linear work. */
 export function rlpHeadersRead(): number {
   return headersRead;
 }

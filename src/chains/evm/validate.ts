@@ -1,27 +1,16 @@
 /**
- * Stateless validity checks for a decoded transaction, mirroring
- * go-ethereum's `txpool.ValidateTransaction` (core/txpool/validation.go) and
- * the signature rules of `types.Sender`, at the Osaka fork:
+ * Stateless checks mirroring go-ethereum's `txpool.ValidateTransaction`
+ * (core/txpool/validation.go) and `types.Sender`'s signature rules at Osaka:
+ * pool size limits, signature ranges and low s, chain id, fee sanity, nonce,
+ * init code and gas caps, intrinsic gas and the EIP-7623 floor (stateless in
+ * go-ethereum's pool since Prague), blob and set-code shape.
  *
- *   - size limits of the legacy pool (128 KiB) and the blob pool (1 MiB);
- *   - EIP-2 low-s, EIP-155 / typed chain id, r and s in [1, n-1];
- *   - EIP-1559 fee sanity (256-bit fields, tip not above fee cap);
- *   - EIP-2681 nonce limit, EIP-3860 init code limit, EIP-7825 gas cap;
- *   - intrinsic gas (core.IntrinsicGas: EIP-2028 calldata, EIP-2930 access
- *     list, EIP-3860 init code words, EIP-7702 authorizations) and the EIP-7623
- *     calldata floor, which go-ethereum's pool enforces statelessly since Prague;
- *   - EIP-4844 / EIP-7594 blob shape: recipient, 1..6 versioned hashes with
- *     version 0x01, a sidecar whose counts match, commitments that hash to the
- *     versioned hashes;
- *   - EIP-7702: recipient and a non-empty authorization list.
- *
- * Not done here: KZG proof verification. It needs the KZG trusted setup and
- * costs milliseconds per blob; the block producer's pool verifies proofs
- * anyway, so the relay only checks the cheap bindings (counts, versioned
- * hashes). Stateful rules (balance, nonce order, base fee, block gas limit,
- * minimum tip, a sidecar version chosen by the head's fork) are the
- * upstream's. Both sidecar versions are accepted: go-ethereum's RPC converts
- * version 0 into cell proofs after Osaka.
+ * KZG proofs are not verified: that needs the trusted setup and costs
+ * milliseconds per blob, and the block producer's pool verifies them anyway;
+ * only the cheap bindings (counts, versioned hashes) are checked here.
+ * Stateful rules (balance, nonce order, base fee, block gas limit, minimum
+ * tip, the head fork's sidecar version) are upstream's. Both sidecar versions
+ * pass: go-ethereum's RPC converts version 0 to cell proofs after Osaka.
  */
 
 import { sha256 } from '@noble/hashes/sha2.js';
@@ -56,10 +45,8 @@ const N_BYTES = Buffer.from(SECP256K1_N.toString(16).padStart(64, '0'), 'hex');
 const HALF_N_BYTES = Buffer.from(SECP256K1_HALF_N.toString(16).padStart(64, '0'), 'hex');
 
 /**
- * Compares a canonical big-endian integer (no leading zero byte, at most 32
- * bytes, as decode.ts enforces) with a 32-byte one whose first byte is not
- * zero, given as `len` bytes of `buf` at `at`: -1, 0 or 1. Signature ranges
- * are checked on the bytes, without a BigInt or a view.
+ * -1, 0 or 1: buf[at, at + len), canonical big-endian as decode.ts enforces,
+ * against a 32-byte `word` whose first byte is non-zero. No BigInt, no view.
  */
 function compareWord(buf: Uint8Array, at: number, len: number, word: Uint8Array): number {
   if (len !== 32) return -1;

@@ -1,22 +1,14 @@
 /**
- * Strict base64 for `sendTransaction` (standard alphabet, padded, canonical:
- * zero trailing bits), as agave's RPC decodes it, written straight into the
- * slab by Node's native decoder.
- *
- * Node's decoder is lenient in four ways, each closed here without encoding
- * the bytes again (`npm run bench:micro -- base64 Base64`: 0.40 µs per
- * transaction against 0.57 µs with a re-encode and a string compare, which
- * also allocated a string as long as the text):
- * - it skips characters outside the alphabet (whitespace, `.`, a `=` inside
- *   the text): any skipped character shortens the output below what the
- *   length promises, so the count written is compared with it;
- * - it reads a UTF-16 code unit by its low byte, so `Ł` (U+0141) decodes as
- *   `A`: the text must be ASCII;
- * - it takes the URL-safe alphabet's `-` and `_` too: refused by name;
- * - it ignores the bits below the last byte: the last character before the
- *   padding must have them zero.
- * test/chains/solana/base64.test.ts checks the result against the re-encode rule
- * on random text, on every Node version CI runs.
+ * Strict base64 for `sendTransaction` as agave's RPC decodes it (standard
+ * alphabet, padded, zero trailing bits), written into the slab by Node's
+ * native decoder. Its four leniencies are closed without re-encoding
+ * (`npm run bench:micro -- base64 Base64`: 0.40 µs vs 0.57 µs):
+ * - it skips characters outside the alphabet: the written count falls short;
+ * - it reads a UTF-16 unit by its low byte (`Ł` decodes as `A`): ASCII only;
+ * - it takes URL-safe `-` and `_`: refused by name;
+ * - it ignores the bits below the last byte: they must be zero.
+ * test/chains/solana/base64.test.ts checks this against the re-encode rule on
+ * every Node version CI runs.
  */
 
 /** Bytes that `text` decodes to if it is strict base64, else -1 (0 for the empty text). */

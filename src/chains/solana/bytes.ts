@@ -1,33 +1,21 @@
 /**
- * Bounds-checked byte reader for the Solana wire format: the one place where
- * transaction bytes are read, lengths are trusted or refused, and
- * compact-u16 ("shortvec", solana-short-vec) is decoded. Modelled on Agave's
- * transaction-view `bytes.rs`: every decoder goes through it, so a
- * non-canonical encoding or an out-of-bounds length is rejected here and
- * nowhere else.
- *
- * Every failure is a `DecodeError` with a short message that is safe to show
- * to the submitter (`Transaction Decode Error: <message>`).
+ * Bounds-checked byte reader for the Solana wire format, modelled on Agave's
+ * transaction-view `bytes.rs`: the one place lengths are trusted or refused
+ * and compact-u16 ("shortvec") is decoded, so non-canonical or out-of-bounds
+ * input is refused here and nowhere else. Failures are `DecodeError`s whose
+ * short message is safe to show the submitter.
  */
 
 import { DecodeError } from '../../errors.js';
 
 const EMPTY = new Uint8Array(0);
 
-/**
- * A cursor over one byte string. Fields start as numbers (and one fixed
- * array) so V8 keeps a single hidden class; decoders reuse one instance per
- * thread via `reset()` instead of allocating one per transaction.
- */
+/** A cursor over one byte string; fields start as numbers so V8 keeps one hidden class, and decoders `reset()` one per thread. */
 export class ByteReader {
   bytes: Uint8Array = EMPTY;
   pos = 0;
   end = 0;
-  /**
-   * Primitive steps taken since `reset()`: one per byte inspected or one per
-   * bounded operation. The DoS tests assert it grows at most linearly with
-   * input length (the noble-hashes approach, minus wall-clock flakiness).
-   */
+  /** Steps since `reset()`, one per byte inspected or bounded operation: the DoS tests assert linear growth, not timing. */
   ops = 0;
 
   reset(bytes: Uint8Array): this {
@@ -76,11 +64,9 @@ export class ByteReader {
   }
 
   /**
-   * Compact-u16: 7 bits per byte, little-endian, high bit = "more". Only the
-   * shortest encoding is accepted (a continuation byte of 0 would add
-   * nothing), and the third byte may carry only 2 bits (u16 range). Two
-   * encodings of one transaction would hash to one signature but differ in
-   * bytes; the chain refuses them, so do we.
+   * Compact-u16: 7 bits per byte, little-endian, high bit = "more". Shortest
+   * form only (no zero continuation byte), third byte at most 2 bits: the chain
+   * refuses other encodings, which would share a signature but differ in bytes.
    */
   shortU16(): number {
     this.ops++;
@@ -108,8 +94,7 @@ export class ByteReader {
     return (b0 & 0x7f) | ((b1 & 0x7f) << 7) | (b2 << 14);
   }
 
-  // Random access inside a region already passed by `skip` (fixed-size
-  // tables such as v1 instruction headers); still bounds-checked.
+  // Bounds-checked random access into a region already `skip`ped (e.g. v1 instruction headers).
   u8At(offset: number): number {
     this.ops++;
     if (offset < 0 || offset >= this.end) throw truncated();

@@ -1,13 +1,9 @@
 /**
- * Strict decoder for serialized Solana transactions: legacy, v0 (address
- * table lookups) and v1 (SIMD-0385, version byte 0x81). It frames the bytes
- * and applies the sanitize rules Agave applies before a transaction can land
- * (transaction-view `sanitize.rs`; SIMD-0385 "Transaction Constraints"), so
- * the relay refuses locally what the chain would refuse anyway.
- *
- * The result is a view of offsets into the caller's bytes, never copies: the
- * bytes may live in a SharedArrayBuffer slab and must not be mutated while a
- * view of them is in use. All reads go through `ByteReader` (bytes.ts).
+ * Strict decoder for serialized Solana transactions (legacy, v0, v1 =
+ * SIMD-0385) applying Agave's sanitize rules (transaction-view `sanitize.rs`;
+ * SIMD-0385 "Transaction Constraints"), so the relay refuses locally what the
+ * chain would refuse. The result is offsets into the caller's bytes, which may
+ * sit in the shared slab and must not change while a view of them is in use.
  *
  * Wire layouts (all integers little-endian, "cu16" = canonical compact-u16):
  *
@@ -61,10 +57,7 @@ const MIN_LOOKUP_BYTES = 34;
 
 type SolanaTxVersion = 'legacy' | 'v0' | 'v1';
 
-/**
- * Per-instruction table layout in `SolanaTxView.instructions`: IX_STRIDE
- * numbers per instruction, at these positions.
- */
+/** Layout of `SolanaTxView.instructions`: IX_STRIDE numbers per instruction, at these positions. */
 export const IX_STRIDE = 5;
 export const IX_PROGRAM = 0;
 export const IX_ACCOUNTS_OFFSET = 1;
@@ -74,11 +67,7 @@ export const IX_DATA_LENGTH = 4;
 
 const NO_INSTRUCTIONS = new Uint32Array(0);
 
-/**
- * Where everything sits in one decoded transaction. Offsets are into the
- * bytes that were decoded; every field starts as a number so all views share
- * one hidden class.
- */
+/** Offsets into the decoded bytes; every field starts as a number so all views share one hidden class. */
 export class SolanaTxView {
   version: SolanaTxVersion = 'legacy';
   /** Total transaction length in bytes. */
@@ -104,11 +93,7 @@ export class SolanaTxView {
   configMask = 0;
   configValuesOffset = 0;
   numInstructions = 0;
-  /**
-   * IX_STRIDE entries per instruction: program index, accounts offset/length,
-   * data offset/length. Read `numInstructions` entries: a reused view (see
-   * `decodeSolanaTransaction`'s `into`) keeps a larger table whose tail is stale.
-   */
+  /** Read only `numInstructions` entries: a reused view keeps a larger table with a stale tail. */
   instructions: Uint32Array = NO_INSTRUCTIONS;
   /** Whether this view is decoded into again and again (its table is kept and grown, never shrunk). */
   reused = false;
@@ -163,31 +148,22 @@ export class SolanaTxView {
   }
 }
 
-/**
- * The size limit for one transaction (docs/protocol.md#limits): 4096 for a v1
- * transaction arriving over HTTP, 1232 for everything else (legacy and v0
- * anywhere; any transaction inside a UDP datagram).
- */
+/** Size limit for one transaction (docs/protocol.md#limits): 4096 for v1 over HTTP, 1232 otherwise. */
 export function maxSizeFor(bytes: Uint8Array, overUdp: boolean): number {
   return !overUdp && bytes.length > 0 && bytes[0] === V1_VERSION_BYTE ? MAX_V1_TX_SIZE : PACKET_DATA_SIZE;
 }
 
-// Decoding is synchronous, so one reader per thread (module instance) is
-// enough and saves an allocation per transaction. A whole decode costs about
-// 0.1 µs (bench/solana.bench.ts), so per-call garbage would dominate it.
+// One reader per thread (decoding is synchronous): a decode is ~0.1 µs (bench/solana.bench.ts), so per-call garbage would dominate.
 const reader = new ByteReader();
 
 /**
- * Decodes and sanitizes one serialized transaction. Throws `DecodeError`
- * (short, submitter-safe message) on any violation; never throws anything
- * else for any input bytes.
- *
- * `maxSize` is the transport's limit (use `maxSizeFor`). Independently of it,
- * legacy/v0 never exceed 1232 bytes and v1 never exceeds 4096, as on chain.
+ * Decodes and sanitizes one serialized transaction; throws only `DecodeError`
+ * (submitter-safe message), whatever the bytes. `maxSize` is the transport's
+ * limit (`maxSizeFor`); the on-chain 1232 / 4096 limits apply regardless.
  */
 export function decodeSolanaTransaction(bytes: Uint8Array, maxSize: number, into?: SolanaTxView): SolanaTxView {
   const len = bytes.length;
-  // Size first, before reading a byte of structure (the ws receiver approach).
+  // Size first, before reading any structure.
   if (len > maxSize) throw new DecodeError(`transaction is ${len} bytes, over the ${maxSize}-byte limit`);
   if (len === 0) throw new DecodeError('empty transaction');
   const first = bytes[0]!;
@@ -209,8 +185,7 @@ export function decodeSolanaTransaction(bytes: Uint8Array, maxSize: number, into
       if (len > PACKET_DATA_SIZE) {
         throw new DecodeError(`legacy/v0 transaction is ${len} bytes, over the ${PACKET_DATA_SIZE}-byte limit`);
       }
-      // In the signatures-first envelope the first byte is a signature count
-      // (at most 12), so a set high bit can only be a message-first envelope.
+      // A signature count is at most 12, so a set high bit means a message-first envelope.
       if (first === 0x80) throw new DecodeError('v0 transaction must start with its signatures');
       if (first > 0x80) throw new DecodeError(`unsupported transaction version ${first & 0x7f}`);
       decodeSignaturesFirst(r, view);
@@ -314,8 +289,7 @@ function decodeSignaturesFirst(r: ByteReader, view: SolanaTxView): void {
 
   const total = numStatic + view.numLookupKeys;
   if (total > MAX_ACCOUNTS) throw new DecodeError(`${total} accounts, at most ${MAX_ACCOUNTS} allowed`);
-  // Instruction accounts may reach into lookup-loaded addresses (v0), so
-  // they can only be range-checked once the lookups are read.
+  // Instruction accounts may index lookup-loaded addresses, so they are range-checked only now.
   if (maxAccountIndex >= total) throw new DecodeError(`account index ${maxAccountIndex} out of range (${total} accounts)`);
   view.messageLength = view.size - view.messageOffset;
 }
@@ -375,8 +349,7 @@ function decodeV1(r: ByteReader, view: SolanaTxView): void {
   view.numInstructions = numIx;
   view.instructions = table;
 
-  // v1 carries no signature count: there are exactly num_required_signatures,
-  // and they are the last bytes of the transaction.
+  // v1 has no signature count: exactly num_required_signatures, as the last bytes.
   view.messageLength = r.pos - view.messageOffset;
   view.numSignatures = numRequired;
   view.signaturesOffset = r.skip(numRequired * SIGNATURE_BYTES);

@@ -1,16 +1,11 @@
 /**
- * The bundle tip rule (docs/protocol.md#solana-bundles): sum the lamports that
- * System Program `Transfer` and `TransferWithSeed` instructions send to one of
- * the service's tip accounts. Only a destination written as a static account
- * key counts; an address loaded through a lookup table is invisible to the
- * relay, which never reads chain state. A 0-lamport transfer is still a tip
- * instruction (found, sums to 0).
- *
- * Instruction data follows the System Program's bincode encoding
- * (solana-system-interface `SystemInstruction`): u32 LE variant, then fields.
- * The program deserializes with trailing bytes allowed
- * (`limited_deserialize`), so trailing bytes do not make a transfer invalid
- * here either; anything it would fail to deserialize is not counted.
+ * The bundle tip rule (docs/protocol.md#solana-bundles): the lamports System
+ * Program `Transfer` and `TransferWithSeed` instructions send to a tip account.
+ * Only a static-key destination counts: lookup-table addresses are invisible
+ * to a relay that reads no chain state. A 0-lamport transfer is still found.
+ * Data is bincode (solana-system-interface `SystemInstruction`, u32 LE variant
+ * first); the program allows trailing bytes (`limited_deserialize`), so this
+ * does too, and what it would fail to deserialize is not counted.
  */
 
 import bs58 from 'bs58';
@@ -24,11 +19,7 @@ const TRANSFER_WITH_SEED = 11;
 const MAX_SEED_LEN = 32;
 const KEY_BYTES = 32;
 
-/**
- * The configured tip accounts as raw 32-byte keys. Lookup compares the
- * first four bytes through a Map, then the whole key: constant time per
- * candidate however many accounts are configured (Jito publishes 8).
- */
+/** The tip accounts as raw keys; a 4-byte prefix Map keeps lookup cost flat in the number of accounts. */
 export class TipAccounts {
   readonly addresses: readonly string[];
   private readonly keys: Uint8Array;

@@ -1,12 +1,9 @@
 /**
- * Ed25519 (RFC 8032) verification of every signature of a decoded Solana
- * transaction: signature i by static account key i over the message bytes
- * (legacy/v0: the message after the signatures; v1: everything before them).
- *
- * Hot path: libsodium through sodium-native (42-55 µs per signature here).
- * Where its addon cannot load, node:crypto (OpenSSL, ~74 µs): a relay that
- * silently ran a pure-JS verifier ~300x slower would be worse than either.
- * The start-up log names the backend.
+ * Ed25519 (RFC 8032) check of every signature of a decoded Solana transaction:
+ * signature i by static key i over the message (legacy/v0: after the
+ * signatures; v1: before them). libsodium via sodium-native (42-55 µs per
+ * signature), else node:crypto (~74 µs); never a pure-JS verifier, ~300x
+ * slower. The start-up log names the backend.
  */
 
 import { createPublicKey, verify as cryptoVerify, type KeyObject } from 'node:crypto';
@@ -39,13 +36,10 @@ const SIGNATURE_BYTES = 64;
 const KEY_BYTES = 32;
 
 /**
- * sodium-native 5.1 hands `typedArray.buffer` to its binding, and for a
- * SharedArrayBuffer the binding returns undefined (no throw, no boolean).
- * Bytes in the shared slab are read through a plain ArrayBuffer over the
- * same memory instead (`sharedAlias`, from the native addon): no copy. Where
- * the addon is not built, they are copied into this thread's scratch first
- * (~1 µs of a ~41 µs check). Module-level, so one per thread, and safe
- * because verification is synchronous.
+ * sodium-native 5.1 returns undefined (no throw) for SharedArrayBuffer-backed
+ * input, so slab bytes go through a plain ArrayBuffer alias of the same memory
+ * (`sharedAlias`, native addon) or, without the addon, a copy into this
+ * thread's scratch (~1 µs of ~41 µs). Safe per thread: verification is synchronous.
  */
 let scratch = new Uint8Array(MAX_V1_TX_SIZE);
 let aliasOf: SharedArrayBuffer | null = null;
@@ -66,11 +60,9 @@ function unshared(bytes: Uint8Array): Uint8Array {
 }
 
 /**
- * The last view handed out over a buffer, reused when the next one asks for
- * the same window of the same buffer. Transactions of one shape put their
- * first signature, first key and (same size) message at the same offsets,
- * so most checks need no new view: three fewer objects (~290 B of JS heap)
- * per transaction. A view is only a window; what it shows is the bytes there now.
+ * The last view over a buffer, reused for the same window: transactions of one
+ * shape put signature, key and message at the same offsets, saving three views
+ * (~290 B) per transaction. A view shows whatever bytes are there now.
  */
 class ViewCache {
   private buf: Uint8Array | null = null;
