@@ -52,7 +52,7 @@ interface BenchCliOptions {
 }
 
 export function registerBenchCommands(program: Command): void {
-  const bench = program
+  program
     .command('bench')
     .description('load generator: drive one door with pre-signed, never-seen transactions and report throughput and latency')
     .argument('<door>', `one of ${DOORS.join(', ')}, or "sink" (a stand-in upstream)`)
@@ -100,7 +100,6 @@ exhausted, transactions, udp, warnings, generator, startedAt, finishedAt.`,
       }
       await runBenchCli(door, o);
     });
-  void bench;
 }
 
 async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {

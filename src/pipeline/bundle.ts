@@ -9,7 +9,7 @@
 import { DecodeError, E, RelayError } from '../errors.js';
 import { base58EncodeAt } from '../native/base58.js';
 import { decodeSolanaTransaction, MAX_V1_TX_SIZE, maxSizeFor, SolanaTxView } from '../chains/solana/decode.js';
-import { sumTips, type TipAccounts } from '../chains/solana/tip.js';
+import { sumBundleTips, type TipAccounts } from '../chains/solana/tip.js';
 import { JobResult } from '../exec/jobs.js';
 import { KEY_SOLANA_BUNDLE } from '../exec/check.js';
 import { SLAB_FULL, type Placer } from './place.js';
@@ -80,13 +80,10 @@ export function prepareBundle(p: Placer, sub: Submission, tips: TipAccounts | nu
     }
   }
   if (tips !== null) {
-    let found = false;
-    let lamports = 0n;
-    for (let i = 0; i < n; i++) {
-      const s = sumTips(p.view(offsets[i]!, lengths[i]!), memberViews[i]!, tips);
-      if (s.found) found = true;
-      lamports += s.lamports;
-    }
+    const { found, lamports } = sumBundleTips(
+      offsets.map((o, i) => ({ bytes: p.view(o, lengths[i]!), view: memberViews[i]! })),
+      tips,
+    );
     if (!found) return new RelayError(E.TIP_NOT_FOUND);
     const minTip = sub.account!.solana.min_tip_lamports;
     if (lamports < BigInt(minTip)) return new RelayError(E.TIP_TOO_LOW, String(minTip));

@@ -130,9 +130,6 @@ export function sumBundleTips(txs: readonly { bytes: Uint8Array; view: SolanaTxV
   return { found, lamports };
 }
 
-/** Alias of `sumBundleTips`. */
-export const bundleTips = sumBundleTips;
-
 function isSystemProgram(b: Uint8Array, o: number): boolean {
   for (let k = 0; k < KEY_BYTES; k++) if (b[o + k] !== 0) return false;
   return true;
