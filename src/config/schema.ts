@@ -99,6 +99,15 @@ export const configSchema = {
           default: true,
           description: 'Write a request\'s answer before the forwarding of its transaction starts. `false`: write to the upstream first.',
         },
+        // More than one: the main thread hands each connection to an acceptor thread in turn (uWS only).
+        acceptors: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 256,
+          default: 1,
+          description:
+            'Threads that serve HTTP, each checking, forwarding and answering its own connections over the node\'s shared tables; the main thread then takes connections and hands them out in turn. 1: the main thread serves HTTP itself, with `workers.threads` verification threads. 0: one per core. More than one needs a uWebSockets.js build that can hand connections to other threads; otherwise start-up says so and uses 1.',
+        },
       },
       'The one HTTP listener: every door of both families.',
     ),
@@ -326,6 +335,7 @@ export interface Config {
     max_connections_per_ip: number;
     coalesce_answers: boolean;
     ack_first: boolean;
+    acceptors: number;
   };
   udp: { enabled: boolean; host: string; port: number; sockets: number; ip_rps: number; ip_burst: number };
   admin: { host: string; port: number; token: string };

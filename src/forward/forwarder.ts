@@ -29,6 +29,8 @@ interface ForwarderOptions {
   maxAgeMs?: number;
   /** How the lanes schedule a send (LaneOptions.schedule). */
   schedule?: (fn: () => void) => void;
+  /** Warn at start-up about each lane with no upstream (default true; an acceptor thread leaves it to the main thread). */
+  warnDry?: boolean;
 }
 
 interface DrainResult {
@@ -80,7 +82,7 @@ export class Forwarder {
     this.lanes = { 'evm-paid': evmPaid, 'evm-free': evmFree, 'solana-single': solanaSingle, 'solana-bundle': solanaBundle };
     this.all = built;
     for (const l of built) {
-      if (l.dry && opts.log) {
+      if (l.dry && opts.log && opts.warnDry !== false) {
         try {
           opts.log('warn', `lane ${l.name} has no upstream configured: admitted transactions are counted and dropped`, { lane: l.name });
         } catch {

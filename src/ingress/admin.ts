@@ -24,6 +24,8 @@ interface AdminDeps {
   plans: Plans;
   token: string;
   accounts: AccountStore;
+  /** Resolves once an account change has reached every thread that admits (so it is in effect when the API answers). */
+  settled: () => Promise<void>;
   batches: { get(id: string): unknown } | null;
   metrics: Metrics;
   health: () => { ok: boolean; [k: string]: unknown };
@@ -91,11 +93,17 @@ export function createAdminApp(d: AdminDeps): TemplatedApp {
     };
   };
 
-  app.post('/admin/accounts', route(true, async (_p, body) => [201, await d.accounts.create(body as AccountInput, d.plans)]));
+  /** An account write answers once the change is in effect everywhere. */
+  const applied = async <T>(rec: Promise<T>): Promise<T> => {
+    const r = await rec;
+    await d.settled();
+    return r;
+  };
+  app.post('/admin/accounts', route(true, async (_p, body) => [201, await applied(d.accounts.create(body as AccountInput, d.plans))]));
   app.get('/admin/accounts', route(false, async () => [200, d.accounts.list()]));
   app.get('/admin/accounts/:id', route(false, async ([id]) => [200, d.accounts.require(id!)]));
-  app.patch('/admin/accounts/:id', route(true, async ([id], body) => [200, await d.accounts.update(id!, body as AccountInput)]));
-  app.del('/admin/accounts/:id', route(false, async ([id]) => [200, await d.accounts.revoke(id!)]));
+  app.patch('/admin/accounts/:id', route(true, async ([id], body) => [200, await applied(d.accounts.update(id!, body as AccountInput))]));
+  app.del('/admin/accounts/:id', route(false, async ([id]) => [200, await applied(d.accounts.revoke(id!))]));
   app.get(
     '/admin/batches/:id',
     route(false, async ([id]) => {

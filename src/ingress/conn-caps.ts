@@ -329,10 +329,15 @@ interface HttpCapsConfig {
 /**
  * Builds the HTTP listener's caps for the acceptor that runs and logs what
  * they are; null (with a warning) when the acceptor cannot enforce any.
+ * With `share` acceptor threads, each enforces its share of both caps: the
+ * listener hands connections to the threads in turn, so a client's
+ * connections spread evenly over them, and the kernel's per-address counts
+ * are shared out the same way.
  */
-export function connectionCaps(http: HttpCapsConfig, acceptor: Acceptor, log: Logger): ConnectionCaps | null {
+export function connectionCaps(http: HttpCapsConfig, acceptor: Acceptor, log: Logger, share = 1): ConnectionCaps | null {
   const nofile = openFilesLimit();
-  const limits = capLimits(http, nofile?.soft ?? null);
+  const node = capLimits(http, nofile?.soft ?? null);
+  const limits = share === 1 ? node : { ...node, maxConnections: Math.ceil(node.maxConnections / share), maxPerIp: Math.ceil(node.maxPerIp / share) };
   for (const w of limits.warnings) log.warn({ component: 'http' }, w);
   if (!acceptor.filter) {
     log.warn(
@@ -347,7 +352,7 @@ export function connectionCaps(http: HttpCapsConfig, acceptor: Acceptor, log: Lo
     if (!kernelCensusReadable()) {
       log.warn({ component: 'http' }, 'per-IP connection cap unavailable: uWS needs /proc/net/tcp to count connections per address');
       perIp = 0;
-    } else census = kernelCensus;
+    } else census = share === 1 ? kernelCensus : async (port, local) => shareOf(await kernelCensus(port, local), share);
   }
   log.info(
     { component: 'http', max_connections: limits.maxConnections, max_connections_per_ip: perIp, open_files: nofile?.soft ?? null },
@@ -356,6 +361,13 @@ export function connectionCaps(http: HttpCapsConfig, acceptor: Acceptor, log: Lo
   const caps = new ConnectionCaps({ maxConnections: limits.maxConnections, maxPerIp: perIp, ...(census ? { census } : {}) });
   caps.onRefused = refusalLogger(caps, log);
   return caps;
+}
+
+/** One thread's share of the kernel's per-address counts (rounded up: never below the truth for a thread holding its share). */
+function shareOf(counts: Map<string, number> | null, share: number): Map<string, number> | null {
+  if (counts === null) return null;
+  for (const [k, n] of counts) counts.set(k, Math.ceil(n / share));
+  return counts;
 }
 
 /**

@@ -98,6 +98,14 @@ export interface TemplatedApp {
   filter?(cb: (conn: FilterSocket, count: number) => void): TemplatedApp;
   /** Closes the listen sockets and every connection. */
   close(): TemplatedApp;
+  /**
+   * This app as a handle another thread's listening app can hand connections
+   * to (uWS only; absent in trufflesuite's uWS 20.30 and on node:http).
+   */
+  getDescriptor?(): number;
+  /** Hands accepted connections to the apps of these descriptors, in turn, instead of serving them here. */
+  addChildAppDescriptor?(descriptor: number): TemplatedApp;
+  removeChildAppDescriptor?(descriptor: number): TemplatedApp;
 }
 
 export interface Uws {

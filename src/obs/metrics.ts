@@ -53,22 +53,35 @@ export class Metrics {
   }
 
   /**
-   * A hot-path histogram: a scan of a dozen bounds and an increment, rendered
-   * at scrape time; prom-client's label hashing cost ~2 µs per request.
+   * A histogram with one label, rendered at scrape time from `read()`: the
+   * series of every thread that observes it (LabelledHistogram.snapshot),
+   * summed per label value.
    */
-  histogram(name: string, help: string, labelName: string, buckets: number[]): FastHistogram {
-    const h = new FastHistogram(name, help, labelName, buckets);
-    this.registry.registerMetric(h as unknown as client.Metric);
-    return h;
+  histogram(name: string, help: string, labelName: string, bounds: readonly number[], read: () => Iterable<readonly [string, SeriesData]>): void {
+    this.registry.registerMetric(new MergedHistogram(name, help, labelName, bounds, read) as unknown as client.Metric);
   }
 
+  /** Runs before each scrape renders (gathering what other threads counted). */
+  beforeRender: (() => Promise<void>) | null = null;
+
   async render(): Promise<{ contentType: string; body: string }> {
+    await this.beforeRender?.();
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
 }
 
-/** One labelled series of a FastHistogram: per-bucket counts (not cumulative), sum and count. */
-class HistogramSeries {
+/** One series of a histogram as plain data: per-bucket counts (not cumulative, the last is +Inf), sum and count. */
+export interface SeriesData {
+  counts: number[];
+  sum: number;
+  count: number;
+}
+
+/**
+ * One labelled series observed on the hot path: a scan of a dozen bounds and
+ * an increment (prom-client's label hashing cost ~2 µs per request).
+ */
+export class HistogramSeries {
   readonly counts: Float64Array;
   sum = 0;
   count = 0;
@@ -85,18 +98,11 @@ class HistogramSeries {
   }
 }
 
-/** A histogram with one label, children created up front; implements the part of prom-client's metric interface its registry reads. */
-class FastHistogram {
-  readonly type = 'histogram';
-  readonly aggregator = 'sum';
+/** A thread's series of one histogram, by label value, created on first use. */
+export class LabelledHistogram {
   private readonly series = new Map<string, HistogramSeries>();
 
-  constructor(
-    readonly name: string,
-    readonly help: string,
-    private readonly labelName: string,
-    private readonly bounds: readonly number[],
-  ) {}
+  constructor(private readonly bounds: readonly number[]) {}
 
   labels(value: string): HistogramSeries {
     let s = this.series.get(value);
@@ -104,12 +110,45 @@ class FastHistogram {
     return s;
   }
 
+  snapshot(): [string, SeriesData][] {
+    return [...this.series].map(([k, s]) => [k, { counts: [...s.counts], sum: s.sum, count: s.count }]);
+  }
+}
+
+/** Sums series by label value. */
+export function mergeSeries(all: Iterable<readonly [string, SeriesData]>): Map<string, SeriesData> {
+  const out = new Map<string, SeriesData>();
+  for (const [k, s] of all) {
+    const m = out.get(k);
+    if (m === undefined) out.set(k, { counts: [...s.counts], sum: s.sum, count: s.count });
+    else {
+      for (let i = 0; i < s.counts.length; i++) m.counts[i] = (m.counts[i] ?? 0) + s.counts[i]!;
+      m.sum += s.sum;
+      m.count += s.count;
+    }
+  }
+  return out;
+}
+
+/** The part of prom-client's metric interface its registry reads, for a histogram merged at scrape time. */
+class MergedHistogram {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly labelName: string,
+    private readonly bounds: readonly number[],
+    private readonly read: () => Iterable<readonly [string, SeriesData]>,
+  ) {}
+
   get(): { name: string; help: string; type: string; aggregator: string; values: { metricName: string; labels: Record<string, string | number>; value: number }[] } {
     const values: { metricName: string; labels: Record<string, string | number>; value: number }[] = [];
-    for (const [label, s] of this.series) {
+    for (const [label, s] of mergeSeries(this.read())) {
       let acc = 0;
       for (let i = 0; i <= this.bounds.length; i++) {
-        acc += s.counts[i]!;
+        acc += s.counts[i] ?? 0;
         const le = i < this.bounds.length ? this.bounds[i]! : '+Inf';
         values.push({ metricName: `${this.name}_bucket`, labels: { [this.labelName]: label, le }, value: acc });
       }
@@ -119,9 +158,7 @@ class FastHistogram {
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }
 
-  reset(): void {
-    this.series.clear();
-  }
+  reset(): void {}
 }
 
 /** Maps a CounterSet to prom-client label tuples. */

@@ -6,32 +6,28 @@
  */
 import type { Metrics } from './metrics.js';
 import { labelled } from './metrics.js';
-import type { Pipeline } from '../pipeline/admit.js';
-import type { AccountRegistry } from '../pipeline/accounts.js';
-import type { Verifier } from '../exec/verifier.js';
-import type { Forwarder } from '../forward/forwarder.js';
+import type { ServiceStats } from './service-stats.js';
 import type { DedupFilter } from '../tables/dedup.js';
-import type { Slab } from '../tables/slab.js';
 import type { UdpIngress } from '../ingress/udp.js';
 import type { BatchStore } from '../store/batches.js';
 
 interface RelayParts {
-  pipeline: Pipeline;
-  verifier: Verifier;
-  forwarder: Forwarder;
+  /** Every HTTP service's figures, added up (the main thread's and the acceptor threads'). */
+  stats: () => ServiceStats;
+  /** The same, one per service. */
+  services: () => ServiceStats[];
   dedup: DedupFilter;
-  slab: Slab;
   udp: UdpIngress | null;
   batches: BatchStore;
-  registry: AccountRegistry;
 }
 
 type Sample = [Record<string, string>, number];
 
 export function registerRelayMetrics(m: Metrics, p: RelayParts): void {
-  m.counter('txrelay_admitted_total', 'Transactions admitted and queued for forwarding, by lane.', ['lane'], () => labelled(p.pipeline.admitted, 'lane'));
-  m.counter('txrelay_duplicates_total', 'Submissions recognised as duplicates on this node, by lane.', ['lane'], () => labelled(p.pipeline.duplicates, 'lane'));
-  m.counter('txrelay_rejected_total', 'Submissions rejected, by error code.', ['code'], () => labelled(p.pipeline.rejected, 'code'));
+  const by = (r: Record<string, number>, label: string): Sample[] => Object.entries(r).map(([k, n]): Sample => [{ [label]: k }, n]);
+  m.counter('txrelay_admitted_total', 'Transactions admitted and queued for forwarding, by lane.', ['lane'], () => by(p.stats().admitted, 'lane'));
+  m.counter('txrelay_duplicates_total', 'Submissions recognised as duplicates on this node, by lane.', ['lane'], () => by(p.stats().duplicates, 'lane'));
+  m.counter('txrelay_rejected_total', 'Submissions rejected, by error code.', ['code'], () => by(p.stats().rejected, 'code'));
   m.counter('txrelay_udp_datagrams_total', 'UDP datagrams by outcome (everything but admitted/duplicate was dropped).', ['outcome'], () =>
     p.udp ? labelled(p.udp.outcomes, 'outcome') : [],
   );
@@ -39,29 +35,35 @@ export function registerRelayMetrics(m: Metrics, p: RelayParts): void {
   m.counter('txrelay_udp_socket_datagrams_total', 'UDP datagrams received by each socket of the SO_REUSEPORT pool.', ['socket'], () =>
     p.udp ? p.udp.received.map((n, i): Sample => [{ socket: String(i) }, n]) : [],
   );
-  const v = p.verifier;
-  m.counter('txrelay_verify_jobs_total', 'Transaction checks by the thread that ran them: the acceptor (inline, or at the end of its event-loop turn) or a verification worker.', ['where'], () => [
-    [{ where: 'acceptor' }, v.stats.acceptor],
-    [{ where: 'worker' }, v.stats.workers],
+  m.counter('txrelay_acceptor_requests_total', 'Requests answered by each HTTP service: `main`, or an acceptor thread by index (http.acceptors).', ['acceptor'], () =>
+    p.services().map((s): Sample => [{ acceptor: s.name }, s.accept.reduce((n, [, series]) => n + series.count, 0)]),
+  );
+  const v = () => p.stats().verify;
+  m.counter('txrelay_verify_jobs_total', 'Transaction checks by the thread that ran them: an acceptor (inline, or at the end of its event-loop turn) or a verification worker.', ['where'], () => [
+    [{ where: 'acceptor' }, v().acceptor],
+    [{ where: 'worker' }, v().workers],
   ]);
-  m.counter('txrelay_verify_failed_total', 'Checks that failed on this node rather than on the transaction (answered 503 retry-safe).', [], () => [[{}, v.stats.internal]]);
-  m.counter('txrelay_verify_worker_restarts_total', 'Verification workers restarted after dying.', [], () => [[{}, v.workerRestarts]]);
-  m.counter('txrelay_shed_total', 'Arrivals shed by the queue controller, by reason (standing queue: CoDel control law; over_max: estimated wait over limits.queue_max_ms; expired: admitted, then waited past it before its check).', ['reason'], () => [
-    [{ reason: 'standing' }, v.controller.shedStanding],
-    [{ reason: 'over_max' }, v.controller.shedOverMax],
-    [{ reason: 'expired' }, v.stats.expired],
-  ]);
-  m.gauge('txrelay_verify_queue_ms', 'Estimated time a check submitted now would wait for a verifier, in milliseconds.', [], () => [[{}, v.queueMs()]]);
-  m.gauge('txrelay_slab_bytes_used', 'Bytes of in-flight transactions in the shared slab.', [], () => [[{}, p.slab.used]]);
+  m.counter('txrelay_verify_failed_total', 'Checks that failed on this node rather than on the transaction (answered 503 retry-safe).', [], () => [[{}, v().internal]]);
+  m.counter('txrelay_verify_worker_restarts_total', 'Verification workers restarted after dying.', [], () => [[{}, v().restarts]]);
+  m.counter('txrelay_shed_total', 'Arrivals shed by the queue controller, by reason (standing queue: CoDel control law; over_max: estimated wait over limits.queue_max_ms; expired: admitted, then waited past it before its check).', ['reason'], () => {
+    const s = p.stats();
+    return [
+      [{ reason: 'standing' }, s.shed.standing],
+      [{ reason: 'over_max' }, s.shed.overMax],
+      [{ reason: 'expired' }, s.verify.expired],
+    ];
+  });
+  m.gauge('txrelay_verify_queue_ms', 'Estimated time a check submitted now would wait for a verifier, in milliseconds (the longest among the acceptors).', [], () => [[{}, p.stats().queueMs]]);
+  m.gauge('txrelay_slab_bytes_used', 'Bytes of in-flight transactions in the slabs.', [], () => [[{}, p.stats().slabUsed]]);
   m.counter('txrelay_batch_records_refused_total', "EVM batches refused with 429 before a receive record was written: the account's record budget was spent.", [], () => [
-    [{}, p.registry.refusedRecords],
+    [{}, p.stats().refusedRecords],
   ]);
   m.counter('txrelay_batch_outcome_failures_total', 'Batch outcomes that could not be made durable (the record keeps its hashes; the answer was sent).', [], () => [
     [{}, p.batches.outcomeWriteFailures],
   ]);
   m.gauge('txrelay_batch_upload_backlog', 'Batch records not yet uploaded to PostgreSQL.', [], () => [[{}, p.batches.backlog()]]);
   m.counter('txrelay_dedup_fresh_evictions_total', 'Dedup entries evicted while still inside the window (table overflow).', [], () => [[{}, p.dedup.freshEvictions]]);
-  const lanes = () => Object.values(p.forwarder.stats().lanes);
+  const lanes = () => p.stats().lanes;
   m.gauge('txrelay_lane_depth', 'Transactions waiting in each forwarding lane.', ['lane'], () => lanes().map((s): Sample => [{ lane: s.lane }, s.depth]));
   m.counter('txrelay_lane_forwarded_total', 'Transactions forwarded, by lane.', ['lane'], () => lanes().map((s): Sample => [{ lane: s.lane }, s.forwarded]));
   m.counter(

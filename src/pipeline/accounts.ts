@@ -1,7 +1,8 @@
 /**
  * Live accounts: the store's in-memory records joined to their token buckets
- * (DECISIONS 5). A change made through the admin API is configured into the
- * shared table before the API answers.
+ * (docs/protocol.md#rate-limits). A change made through the admin API is
+ * configured into the shared table, and reaches every acceptor thread,
+ * before the API answers.
  *
  * Seats. Every live account holds one seat in the shared table: three
  * adjacent slots, its family A and family B buckets and its batch-record
@@ -16,8 +17,9 @@
  * Seat 0 is never configured, so a record without a seat (revoked while its
  * request was in flight) reads as "never admits" instead of an index error.
  */
-import type { AccountRecord, AccountStore } from '../store/accounts.js';
-import { NEVER, TokenBucketTable } from '../tables/token-bucket.js';
+import { UuidIndex, type AccountRecord, type AccountStore } from '../store/accounts.js';
+import { uuidByteWords, uuidTextWords, type UuidWords } from '../store/ids.js';
+import { NEVER, TokenBucketTable, type TokenBucketHandle } from '../tables/token-bucket.js';
 import type { Clock } from '../clock.js';
 
 export type Family = 'evm' | 'solana';
@@ -44,11 +46,73 @@ interface RegistryOptions {
   initialSeats?: number;
 }
 
-export class AccountRegistry {
+/** What the gate asks of the accounts, in whichever thread it runs. */
+export interface Accounts {
+  /** The live account for a canonical UUID text, if it exists and is not revoked. */
+  byText(uuid: string): AccountRecord | undefined;
+  /** The live account for 16 raw UUID bytes at `offset` (UDP). */
+  byBytes(buf: Uint8Array, offset: number): AccountRecord | undefined;
+  /** Takes `n` credits of the account's `family` bucket: 0 when taken, else the milliseconds to wait (finite). */
+  take(rec: AccountRecord, family: Family, n: number): number;
+  /** Takes one credit of the account's batch-record budget (family A's limits), as `take`. */
+  takeRecordCredit(rec: AccountRecord): number;
+}
+
+/** An account change as it travels to acceptor threads: the record and the seat its buckets sit in. */
+export interface SeatedRecord {
+  rec: AccountRecord;
+  seat: number;
+}
+
+/** Seats and the shared bucket table: what taking a credit needs, in any thread. */
+abstract class SeatedBuckets {
   /** Refused batch-record credits since start (takeRecordCredit), a metric. */
   refusedRecords = 0;
   /** Seat of each account id (0: none); ids are dense from 1, so a typed array indexed by id. */
-  private seatOfId = new Int32Array(1024);
+  protected seatOfId = new Int32Array(1024);
+
+  constructor(
+    readonly buckets: TokenBucketTable,
+    protected readonly clock: Clock,
+  ) {}
+
+  /** The table slot of one of the account's buckets; seat 0's (never configured) when it holds no seat. */
+  slotOf(rec: AccountRecord, bucket: Bucket): number {
+    const id = rec.id;
+    const seat = id < this.seatOfId.length ? this.seatOfId[id]! : 0;
+    return seat * SLOTS_PER_SEAT + OFFSET[bucket];
+  }
+
+  take(rec: AccountRecord, family: Family, n: number): number {
+    const wait = this.buckets.tryTake(this.slotOf(rec, family), n, this.clock());
+    return wait === NEVER ? RETRY_NEVER_MS : wait;
+  }
+
+  takeRecordCredit(rec: AccountRecord): number {
+    const wait = this.buckets.tryTake(this.slotOf(rec, 'records'), 1, this.clock());
+    if (wait === 0) return 0;
+    this.refusedRecords++;
+    return wait === NEVER ? RETRY_NEVER_MS : wait;
+  }
+
+  protected setSeat(id: number, seat: number): void {
+    if (id >= this.seatOfId.length) {
+      const wider = new Int32Array(Math.max(id + 1, this.seatOfId.length * 2));
+      wider.set(this.seatOfId);
+      this.seatOfId = wider;
+    }
+    this.seatOfId[id] = seat;
+  }
+
+  /** The seat account `id` holds (0: none). */
+  seatOf(id: number): number {
+    return id < this.seatOfId.length ? this.seatOfId[id]! : 0;
+  }
+}
+
+/** The main thread's accounts: the store's records, and the seats it hands out and configures. */
+export class AccountRegistry extends SeatedBuckets implements Accounts {
+  private readonly listeners: ((r: SeatedRecord) => void)[] = [];
   /** Seats freed by revocation, reused last-freed first (still warm in cache). */
   private readonly freeSeats: number[] = [];
   /** Seats ever handed out, + 1 for seat 0: the next fresh seat. */
@@ -64,16 +128,21 @@ export class AccountRegistry {
    */
   constructor(
     readonly store: AccountStore,
-    readonly buckets: TokenBucketTable,
-    private readonly clock: Clock,
+    buckets: TokenBucketTable,
+    clock: Clock,
   ) {
+    super(buckets, clock);
     this.maxSeats = Math.floor(buckets.maxSlots / SLOTS_PER_SEAT);
     const need = Math.max(store.maxLive, store.live);
     if (need > this.maxSeats - 1) {
       throw new RangeError(`token bucket table seats ${this.maxSeats - 1} accounts but the store may hold ${need} live accounts`);
     }
     for (const rec of store.list()) this.configure(rec);
-    store.onChange((rec) => this.configure(rec));
+    store.onChange((rec) => {
+      this.configure(rec);
+      const seated = { rec, seat: this.seatOf(rec.id) };
+      for (const cb of this.listeners) cb(seated);
+    });
   }
 
   /**
@@ -100,35 +169,17 @@ export class AccountRegistry {
     return rec && !rec.revoked ? rec : undefined;
   }
 
-  /** The table slot of one of the account's buckets; seat 0's (never configured) when it holds no seat. */
-  slotOf(rec: AccountRecord, bucket: Bucket): number {
-    const id = rec.id;
-    const seat = id < this.seatOfId.length ? this.seatOfId[id]! : 0;
-    return seat * SLOTS_PER_SEAT + OFFSET[bucket];
+  /** Called after every change is configured here, with the record and its seat (for acceptor threads). */
+  onSeated(cb: (r: SeatedRecord) => void): void {
+    this.listeners.push(cb);
   }
 
-  /**
-   * Takes `n` credits from the account's `family` bucket. Returns 0 when
-   * taken, else the milliseconds to wait: always finite, RETRY_NEVER_MS when
-   * waiting cannot help. Never throws for a live or revoked record.
-   */
-  take(rec: AccountRecord, family: Family, n: number): number {
-    const wait = this.buckets.tryTake(this.slotOf(rec, family), n, this.clock());
-    return wait === NEVER ? RETRY_NEVER_MS : wait;
-  }
-
-  /**
-   * Takes one credit of the account's batch-record budget: the family A
-   * batch door calls it before persisting a receive record, and answers 429
-   * without writing when it returns a wait (0 when taken; finite, as `take`).
-   * The budget has the account's family A TPS and burst, so records written
-   * per account are bounded by burst + TPS * t, like its admissions.
-   */
-  takeRecordCredit(rec: AccountRecord): number {
-    const wait = this.buckets.tryTake(this.slotOf(rec, 'records'), 1, this.clock());
-    if (wait === 0) return 0;
-    this.refusedRecords++;
-    return wait === NEVER ? RETRY_NEVER_MS : wait;
+  /** Every live account and its seat: what an acceptor thread starts from. */
+  snapshot(): SeatedRecord[] {
+    return this.store
+      .list()
+      .filter((rec) => !rec.revoked)
+      .map((rec) => ({ rec, seat: this.seatOf(rec.id) }));
   }
 
   /** Live accounts holding a seat. */
@@ -159,19 +210,51 @@ export class AccountRegistry {
       // Doubling keeps growth (a syscall and a view rebuild per thread) rare.
       this.buckets.grow(Math.min(this.maxSeats * SLOTS_PER_SEAT, Math.max(slots, this.buckets.slots * 2)));
     }
-    if (id >= this.seatOfId.length) {
-      const wider = new Int32Array(Math.max(id + 1, this.seatOfId.length * 2));
-      wider.set(this.seatOfId);
-      this.seatOfId = wider;
-    }
-    this.seatOfId[id] = seat;
+    this.setSeat(id, seat);
     return seat;
   }
 
   /** Revocation: the buckets are cleared (the next holder starts full) and the seat is free. */
   private release(id: number, seat: number): void {
-    this.seatOfId[id] = 0;
+    this.setSeat(id, 0);
     for (let k = 0; k < SLOTS_PER_SEAT; k++) this.buckets.clear(seat * SLOTS_PER_SEAT + k);
     this.freeSeats.push(seat);
+  }
+}
+
+/**
+ * An acceptor thread's accounts: a copy of the live records and their seats,
+ * kept current by the main thread's changes (`apply`), over the same shared
+ * bucket table, so an account's limits hold node-wide whichever thread a
+ * request reaches. It never hands out a seat nor configures a bucket.
+ */
+export class AccountMirror extends SeatedBuckets implements Accounts {
+  private readonly active = new UuidIndex();
+  private readonly words: UuidWords = new Int32Array(4);
+
+  constructor(buckets: TokenBucketHandle, clock: Clock, records: readonly SeatedRecord[]) {
+    super(TokenBucketTable.attach(buckets), clock);
+    for (const r of records) this.apply(r);
+  }
+
+  byText(uuid: string): AccountRecord | undefined {
+    return uuidTextWords(uuid, this.words) ? this.active.find(this.words) : undefined;
+  }
+
+  byBytes(buf: Uint8Array, offset: number): AccountRecord | undefined {
+    return uuidByteWords(buf, offset, this.words) ? this.active.find(this.words) : undefined;
+  }
+
+  /** A change made on the main thread: the record (revoked or not) and its seat there. */
+  apply({ rec, seat }: SeatedRecord): void {
+    const w = new Int32Array(4);
+    uuidTextWords(rec.uuid, w);
+    if (rec.revoked) {
+      this.active.delete(w);
+      this.setSeat(rec.id, 0);
+    } else {
+      this.active.set(w, rec);
+      this.setSeat(rec.id, seat);
+    }
   }
 }

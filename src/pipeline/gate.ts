@@ -25,12 +25,12 @@ import type { LaneName } from '../forward/lane.js';
 import type { AccountRecord } from '../store/accounts.js';
 import type { Verifier } from '../exec/verifier.js';
 import { Shed } from '../exec/controller.js';
-import type { AccountRegistry, Family } from './accounts.js';
+import type { Accounts, Family } from './accounts.js';
 import { Kind, type Submission } from './submission.js';
 
 export interface GateDeps {
   clock: Clock;
-  accounts: AccountRegistry;
+  accounts: Accounts;
   /** Per-IP buckets of the HTTP doors. */
   ipLimiter: IpLimiter;
   ipRps: number;

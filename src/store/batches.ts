@@ -14,7 +14,7 @@ import { BATCH_ID_PATTERN, batchIdFloor, batchIdTime, nextBatchId } from './ids.
 /** Statuses this node produces for a batch item (docs/protocol.md#statuses). */
 type ItemStatus = 'queued' | 'duplicate' | 'not-sent';
 
-interface StoredItem {
+export interface StoredItem {
   status: ItemStatus;
   duplicate?: boolean;
   /** JSON-RPC error code of a `not-sent` item (docs/protocol.md#evm-batches). */

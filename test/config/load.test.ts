@@ -29,6 +29,7 @@ test('no file and no environment: the embedded defaults', () => {
     max_connections_per_ip: 4096,
     coalesce_answers: true,
     ack_first: true,
+    acceptors: 1,
   });
   assert.deepEqual(c.udp, { enabled: true, host: '127.0.0.1', port: 16888, sockets: 0, ip_rps: 1000, ip_burst: 2000 });
   assert.deepEqual(c.limits, { ip_rps: 1000, ip_burst: 2000, queue_capacity: 10000, queue_target_ms: 5, queue_max_ms: 100, shed_hold_ms: 100 });

@@ -108,7 +108,7 @@ test('at the live-account cap the admin API answers 507 TXR_ACCOUNT_LIMIT and st
   // Whichever acceptor this Node gets by default (node:http where no uWS build loads).
   const { uws } = loadAcceptor('auto');
   const reply = new Replier({ coalesce: true, ack: new AckFirst() });
-  const app = createAdminApp({ uws, reply, plans: config.plans, token, accounts, batches: null, metrics: new Metrics(), health: () => ({ ok: true }) });
+  const app = createAdminApp({ uws, reply, plans: config.plans, token, accounts, settled: () => Promise.resolve(), batches: null, metrics: new Metrics(), health: () => ({ ok: true }) });
   const port = await new Promise<number>((resolve, reject) =>
     app.listen('127.0.0.1', 0, (s) => {
       if (!s) return reject(new Error('admin listen failed'));

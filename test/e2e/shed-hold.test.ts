@@ -31,7 +31,7 @@ before(async () => {
     limits: { queue_target_ms: 400, queue_max_ms: 500, shed_hold_ms: HOLD_MS },
   });
   uuid = (await relay.createAccount({ plan: 'paid', evm: { tps: 1000, burst: 1000 }, solana: { tps: 1000, burst: 1000, min_tip_lamports: 0 } })).uuid;
-  await (relay.relay as unknown as { parts: { verifier: { close(): Promise<void> } } }).parts.verifier.close();
+  await (relay.relay as unknown as { parts: { service: { verifier: { close(): Promise<void> } } } }).parts.service.verifier.close();
 });
 
 after(async () => {

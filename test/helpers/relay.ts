@@ -28,7 +28,12 @@ export async function startTestRelay(overrides: Record<string, any> = {}, dataDi
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'txrelay-test-'));
   const base = {
     // TXRELAY_TEST_ACCEPTOR=node runs the suite on the node:http fallback (CI's Node 24 pass does it without asking).
-    http: { port: 0, ...(process.env.TXRELAY_TEST_ACCEPTOR ? { acceptor: process.env.TXRELAY_TEST_ACCEPTOR } : {}) },
+    // TXRELAY_TEST_ACCEPTORS=2 runs every relay with two acceptor threads.
+    http: {
+      port: 0,
+      ...(process.env.TXRELAY_TEST_ACCEPTOR ? { acceptor: process.env.TXRELAY_TEST_ACCEPTOR } : {}),
+      ...(process.env.TXRELAY_TEST_ACCEPTORS ? { acceptors: Number(process.env.TXRELAY_TEST_ACCEPTORS) } : {}),
+    },
     udp: { port: 0 },
     admin: { port: 0, token: ADMIN_TOKEN },
     storage: { data_dir: dir },

@@ -1,0 +1,128 @@
+/**
+ * An acceptor thread (`http.acceptors` > 1): one HTTP service (service.ts)
+ * whose uWS app takes the connections the main thread's listener hands it.
+ * Its accounts are a mirror of the main thread's, kept current by message;
+ * its tables are the node's shared ones; its batch receive records are
+ * written by the main thread, which owns the store. Messages: acceptors.ts.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { Writable } from 'node:stream';
+import { unpack } from 'msgpackr';
+import type { Config } from '../config/schema.js';
+import { systemClock } from '../clock.js';
+import { createLogger } from '../obs/log.js';
+import { DedupFilter, type DedupHandle } from '../tables/dedup.js';
+import { IpLimiter, type IpLimiterHandle } from '../tables/ip-limiter.js';
+import type { TokenBucketHandle } from '../tables/token-bucket.js';
+import { initKeccak } from '../chains/evm/hash.js';
+import { TipAccounts } from '../chains/solana/tip.js';
+import { AccountMirror, type SeatedRecord } from '../pipeline/accounts.js';
+import type { BatchRecorder } from '../pipeline/evm-batch.js';
+import { nextBatchId } from '../store/ids.js';
+import { storedItems } from '../store/batches.js';
+import { RelayError, E } from '../errors.js';
+import { loadAcceptor } from './uws.js';
+import { attachConnectionCaps, connectionCaps } from './conn-caps.js';
+import { HttpService } from './service.js';
+import type { ToAcceptor, FromAcceptor } from './acceptors.js';
+
+export interface AcceptorData {
+  index: number;
+  /** Acceptor threads in all: each takes its share of the connection caps. */
+  of: number;
+  cfg: Config;
+  dedup: DedupHandle;
+  ipLimiter: IpLimiterHandle;
+  udpIpLimiter: IpLimiterHandle;
+  buckets: TokenBucketHandle;
+  /** The live accounts and their seats at start, msgpack-encoded (SeatedRecord[]). */
+  accounts: Uint8Array;
+}
+
+const port = parentPort!;
+const d = workerData as AcceptorData;
+const post = (m: FromAcceptor): void => port.postMessage(m);
+
+// Log lines go to the main thread's logger, which knows where the relay logs.
+const log = createLogger(
+  d.cfg.log.level,
+  new Writable({
+    write(line: Buffer | string, _enc, done) {
+      post({ t: 'log', line: String(line) });
+      done();
+    },
+  }),
+);
+
+await initKeccak();
+const cfg = d.cfg;
+const accounts = new AccountMirror(d.buckets, systemClock, unpack(d.accounts) as SeatedRecord[]);
+
+/** Batch records are the main thread's to write: each call waits for its answer. */
+let nextCall = 0;
+const calls = new Map<number, { resolve(): void; reject(e: unknown): void }>();
+const call = (m: (id: number) => FromAcceptor): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const id = nextCall++;
+    calls.set(id, { resolve, reject });
+    post(m(id));
+  });
+const batches: BatchRecorder = {
+  newId: nextBatchId,
+  persist: (rec) => call((id) => ({ t: 'persist', id, rec })),
+  updateOutcome: (batchId, outcomes) => call((id) => ({ t: 'outcome', id, batchId, items: storedItems(outcomes) })),
+};
+
+const acceptor = loadAcceptor(cfg.http.acceptor);
+const service = await HttpService.start({
+  cfg,
+  uws: acceptor.uws,
+  clock: systemClock,
+  log,
+  accounts,
+  dedup: DedupFilter.attach(d.dedup),
+  ipLimiter: IpLimiter.attach(d.ipLimiter),
+  udpIpLimiter: IpLimiter.attach(d.udpIpLimiter),
+  tips: cfg.solana.tip_accounts.length > 0 ? new TipAccounts(cfg.solana.tip_accounts) : null,
+  batches,
+  // The acceptor threads are the node's cores: each checks its own transactions.
+  threads: 0,
+  name: String(d.index),
+});
+// Connections are handed out to the threads in turn, so each keeps its share of the caps.
+const caps = connectionCaps(cfg.http, acceptor, log, d.of);
+if (caps) attachConnectionCaps(service.app, caps);
+
+// Keeps the thread alive: the app has no listen socket of its own.
+const alive = setInterval(() => {}, 1 << 30);
+
+port.on('message', (m: ToAcceptor) => {
+  switch (m.t) {
+    case 'listening':
+      caps?.listening(m.host, m.port);
+      return;
+    case 'account':
+      accounts.apply(m.r);
+      return post({ t: 'ack', seq: m.seq });
+    case 'stats':
+      return post({ t: 'stats', id: m.id, stats: service.stats() });
+    case 'record': {
+      const c = calls.get(m.id);
+      calls.delete(m.id);
+      if (m.ok) c?.resolve();
+      else c?.reject(new RelayError(E.BATCH_RECORD));
+      return;
+    }
+    case 'drain':
+      void service.drain(m.deadline).then((abandoned) => post({ t: 'drained', abandoned }));
+      return;
+    case 'close':
+      void service.close().then(() => {
+        clearInterval(alive);
+        port.close();
+      });
+      return;
+  }
+});
+
+post({ t: 'ready', descriptor: service.app.getDescriptor!() });

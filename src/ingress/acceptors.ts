@@ -1,0 +1,300 @@
+/**
+ * Acceptor threads (`http.acceptors` > 1): the main thread's listener takes
+ * each connection and hands it to the threads' uWS apps in turn (uWS child
+ * app descriptors), and each thread runs a whole HTTP service over the
+ * node's shared tables (acceptor-thread.ts). The main thread keeps what is
+ * one per node: the store, the account registry, the admin API, UDP.
+ *
+ * What crosses threads, by message:
+ *   accounts  every change, in order, acknowledged by each thread; an admin
+ *             call answers only once every thread has it (`settled`), as on
+ *             one thread. A thread starts from a snapshot, msgpack-encoded:
+ *             up to 2^20 accounts, where structured cloning the objects
+ *             would cost the start-up far more;
+ *   records   an EVM batch's receive record and its outcome, written by the
+ *             main thread's store, the answer awaited by the thread;
+ *   stats     gathered at each scrape and added up (src/obs/service-stats.ts);
+ *   logs      each thread's lines, through the main thread's logger.
+ * A thread that dies stops getting connections and is started again, a few
+ * times a minute at most.
+ */
+import { Worker } from 'node:worker_threads';
+import { pack } from 'msgpackr';
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../obs/log.js';
+import { scrub } from '../obs/log.js';
+import type { ServiceStats } from '../obs/service-stats.js';
+import type { AccountRegistry, SeatedRecord } from '../pipeline/accounts.js';
+import type { BatchStore, NewBatch, StoredItem } from '../store/batches.js';
+import type { DedupFilter } from '../tables/dedup.js';
+import type { IpLimiter } from '../tables/ip-limiter.js';
+import type { TemplatedApp } from './uws.js';
+import type { AcceptorData } from './acceptor-thread.js';
+
+export type ToAcceptor =
+  | { t: 'account'; seq: number; r: SeatedRecord }
+  | { t: 'listening'; host: string; port: number }
+  | { t: 'stats'; id: number }
+  | { t: 'record'; id: number; ok: boolean }
+  | { t: 'drain'; deadline: number }
+  | { t: 'close' };
+
+export type FromAcceptor =
+  | { t: 'ready'; descriptor: number }
+  | { t: 'ack'; seq: number }
+  | { t: 'stats'; id: number; stats: ServiceStats }
+  | { t: 'persist'; id: number; rec: NewBatch }
+  | { t: 'outcome'; id: number; batchId: string; items: StoredItem[] }
+  | { t: 'drained'; abandoned: number }
+  | { t: 'log'; line: string };
+
+/** How long a scrape waits for a thread's figures before rendering without them. */
+const STATS_TIMEOUT_MS = 2000;
+/** Thread restarts tolerated per minute before a dead thread stays dead (a crash loop must not spin). */
+const MAX_RESTARTS_PER_MINUTE = 5;
+const PINO_LEVELS: Record<number, 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
+
+export interface AcceptorOptions {
+  /** Threads to start. */
+  n: number;
+  cfg: Config;
+  /** The main thread's listening app: it hands connections to the threads. */
+  listener: TemplatedApp;
+  registry: AccountRegistry;
+  batches: BatchStore;
+  dedup: DedupFilter;
+  ipLimiter: IpLimiter;
+  udpIpLimiter: IpLimiter;
+  log: Logger;
+}
+
+class Thread {
+  acked: number;
+  descriptor = -1;
+  alive = true;
+  readonly waiting = new Map<number, (s: ServiceStats | null) => void>();
+  drained: ((abandoned: number) => void) | null = null;
+
+  constructor(
+    readonly index: number,
+    readonly worker: Worker,
+    seq: number,
+  ) {
+    this.acked = seq;
+  }
+
+  post(m: ToAcceptor): void {
+    if (this.alive) this.worker.postMessage(m);
+  }
+}
+
+export class AcceptorThreads {
+  private readonly threads: Thread[] = [];
+  private seq = 0;
+  private nextStats = 0;
+  private closing = false;
+  private listening: { host: string; port: number } | null = null;
+  private restarts: number[] = [];
+  /** Admin calls waiting for every thread to have the latest account change. */
+  private settledWaiters: { seq: number; resolve(): void }[] = [];
+
+  private constructor(private readonly o: AcceptorOptions) {
+    o.registry.onSeated((r) => {
+      const seq = ++this.seq;
+      for (const t of this.threads) t.post({ t: 'account', seq, r });
+    });
+  }
+
+  /** Starts `n` threads; resolves once each has its app ready and handed to the listener. */
+  static async start(o: AcceptorOptions): Promise<AcceptorThreads> {
+    const a = new AcceptorThreads(o);
+    try {
+      await Promise.all(Array.from({ length: o.n }, (_, i) => a.spawn(i)));
+    } catch (e) {
+      await a.close();
+      throw e;
+    }
+    return a;
+  }
+
+  get size(): number {
+    return this.threads.filter((t) => t.alive).length;
+  }
+
+  /** Resolves once every live thread has applied every account change made so far. */
+  settled(): Promise<void> {
+    const seq = this.seq;
+    if (this.threads.every((t) => !t.alive || t.acked >= seq)) return Promise.resolve();
+    return new Promise((resolve) => this.settledWaiters.push({ seq, resolve }));
+  }
+
+  /** Where the listener is bound (the threads' connection caps recount by port). */
+  listen(host: string, port: number): void {
+    this.listening = { host, port };
+    for (const t of this.threads) t.post({ t: 'listening', host, port });
+  }
+
+  /** Every live thread's figures; a thread that does not answer in time is left out. */
+  async stats(): Promise<ServiceStats[]> {
+    const all = await Promise.all(
+      this.threads
+        .filter((t) => t.alive)
+        .map(
+          (t) =>
+            new Promise<ServiceStats | null>((resolve) => {
+              const id = this.nextStats++;
+              const timer = setTimeout(() => {
+                t.waiting.delete(id);
+                resolve(null);
+              }, STATS_TIMEOUT_MS);
+              t.waiting.set(id, (s) => {
+                clearTimeout(timer);
+                resolve(s);
+              });
+              t.post({ t: 'stats', id });
+            }),
+        ),
+    );
+    return all.filter((s): s is ServiceStats => s !== null);
+  }
+
+  /** Every thread drains as the main thread's service does (service.ts `drain`); resolves to what was abandoned. */
+  async drain(deadline: number): Promise<number> {
+    this.closing = true;
+    const each = await Promise.all(
+      this.threads
+        .filter((t) => t.alive)
+        .map(
+          (t) =>
+            new Promise<number>((resolve) => {
+              t.drained = resolve;
+              t.post({ t: 'drain', deadline });
+              t.worker.once('exit', () => resolve(0));
+            }),
+        ),
+    );
+    return each.reduce((a, b) => a + b, 0);
+  }
+
+  /** Ends every thread: its connections close, then it exits. */
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(
+      this.threads.map(
+        (t) =>
+          new Promise<void>((resolve) => {
+            if (!t.alive) return resolve();
+            t.worker.once('exit', () => resolve());
+            t.post({ t: 'close' });
+          }),
+      ),
+    );
+  }
+
+  private spawn(index: number): Promise<void> {
+    const o = this.o;
+    const data: AcceptorData = {
+      index,
+      of: o.n,
+      cfg: o.cfg,
+      dedup: o.dedup.handle(),
+      ipLimiter: o.ipLimiter.handle(),
+      udpIpLimiter: o.udpIpLimiter.handle(),
+      buckets: o.registry.buckets.handle(),
+      accounts: pack(o.registry.snapshot()),
+    };
+    const worker = new Worker(new URL('./acceptor-thread.js', import.meta.url), { workerData: data });
+    const t = new Thread(index, worker, this.seq);
+    this.threads[index] = t;
+    return new Promise((resolve, reject) => {
+      let ready = false;
+      worker.on('message', (m: FromAcceptor) => {
+        if (m.t === 'ready') {
+          ready = true;
+          t.descriptor = m.descriptor;
+          o.listener.addChildAppDescriptor!(m.descriptor);
+          if (this.listening) t.post({ t: 'listening', ...this.listening });
+          return resolve();
+        }
+        this.receive(t, m);
+      });
+      worker.on('error', (e) => {
+        if (!ready) return reject(e);
+        o.log.error({ acceptor: index, error: scrub(e instanceof Error ? e.message : String(e)) }, 'acceptor thread failed');
+      });
+      worker.on('exit', (code) => {
+        t.alive = false;
+        for (const w of t.waiting.values()) w(null);
+        t.waiting.clear();
+        this.checkSettled();
+        if (!ready) return reject(new Error(`acceptor thread ${index} exited (code ${code}) before it was ready`));
+        if (t.descriptor >= 0) o.listener.removeChildAppDescriptor?.(t.descriptor);
+        if (this.closing) return;
+        const now = Date.now();
+        this.restarts = this.restarts.filter((x) => now - x < 60_000);
+        if (this.restarts.length >= MAX_RESTARTS_PER_MINUTE) {
+          o.log.error({ acceptor: index }, 'acceptor thread stopped and is not restarted: too many restarts in a minute');
+          return;
+        }
+        this.restarts.push(now);
+        o.log.warn({ acceptor: index, code }, 'acceptor thread stopped; starting it again');
+        this.spawn(index).catch((e: unknown) => o.log.error({ acceptor: index, error: scrub(String(e)) }, 'acceptor thread could not be started again'));
+      });
+    });
+  }
+
+  private receive(t: Thread, m: FromAcceptor): void {
+    switch (m.t) {
+      case 'ack':
+        t.acked = m.seq;
+        return this.checkSettled();
+      case 'stats': {
+        const w = t.waiting.get(m.id);
+        t.waiting.delete(m.id);
+        return w?.(m.stats);
+      }
+      case 'persist':
+        this.o.batches.persist(m.rec).then(
+          () => t.post({ t: 'record', id: m.id, ok: true }),
+          () => t.post({ t: 'record', id: m.id, ok: false }),
+        );
+        return;
+      case 'outcome':
+        this.o.batches.updateOutcome(m.batchId, m.items).then(
+          () => t.post({ t: 'record', id: m.id, ok: true }),
+          (e: unknown) => {
+            this.o.log.error({ component: 'store', error: scrub(e instanceof Error ? e.message : String(e)) }, 'batch outcome could not be made durable; the record keeps its hashes');
+            t.post({ t: 'record', id: m.id, ok: false });
+          },
+        );
+        return;
+      case 'drained':
+        t.drained?.(m.abandoned);
+        t.drained = null;
+        return;
+      case 'log':
+        return this.relayLog(t, m.line);
+    }
+  }
+
+  private checkSettled(): void {
+    if (this.settledWaiters.length === 0) return;
+    const done = this.settledWaiters.filter((w) => this.threads.every((t) => !t.alive || t.acked >= w.seq));
+    if (done.length === 0) return;
+    this.settledWaiters = this.settledWaiters.filter((w) => !done.includes(w));
+    for (const w of done) w.resolve();
+  }
+
+  /** A thread's log line (pino JSON) through the main thread's logger, tagged with the thread. */
+  private relayLog(t: Thread, line: string): void {
+    let o: Record<string, unknown>;
+    try {
+      o = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    const { level, msg, time: _t, pid: _p, hostname: _h, svc: _s, ...fields } = o;
+    const method = PINO_LEVELS[level as number] ?? 'info';
+    this.o.log[method]({ ...fields, acceptor: t.index }, String(msg ?? ''));
+  }
+}

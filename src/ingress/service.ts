@@ -1,0 +1,192 @@
+/**
+ * One HTTP service: a uWS app with every door, the pipeline behind it, the
+ * checks (inline, or with verification workers), the forwarding lanes, and
+ * the answers. The main thread runs one; with `http.acceptors` > 1 each
+ * acceptor thread runs its own, all over the node's shared tables (dedup,
+ * per-IP and per-account buckets), so limits and duplicates stay per node
+ * (docs/architecture.md).
+ */
+import type { Config } from '../config/schema.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../obs/log.js';
+import { scrub } from '../obs/log.js';
+import { LabelledHistogram } from '../obs/metrics.js';
+import type { ServiceStats } from '../obs/service-stats.js';
+import type { DedupFilter } from '../tables/dedup.js';
+import type { IpLimiter } from '../tables/ip-limiter.js';
+import { Slab } from '../tables/slab.js';
+import { JobTable } from '../exec/jobs.js';
+import { Verifier } from '../exec/verifier.js';
+import { Forwarder } from '../forward/forwarder.js';
+import type { TipAccounts } from '../chains/solana/tip.js';
+import { Pipeline } from '../pipeline/admit.js';
+import type { Accounts } from '../pipeline/accounts.js';
+import type { BatchRecorder } from '../pipeline/evm-batch.js';
+import type { TemplatedApp, Uws } from './uws.js';
+import { AckFirst } from './ack-first.js';
+import { Replier, TEXT_TYPE } from './reply.js';
+import { clientIp } from './client-ip.js';
+import type { DoorContext } from './doors/context.js';
+import { registerJsonRpcDoor } from './doors/jsonrpc.js';
+import { registerPing, registerSolanaDoors } from './doors/solana.js';
+import { registerEvmTextDoor } from './doors/evm.js';
+
+/**
+ * Bytes of transactions in flight per service (received, not yet checked
+ * and encoded for forwarding). 32 MiB holds ~27k maximum-size Solana
+ * transactions; when it is full new work is refused with 503 at once.
+ */
+const SLAB_BYTES = 32 * 1024 * 1024;
+/** Accept latency per door, from the handler's start to the answer: 50 µs to 1 s. */
+export const ACCEPT_BUCKETS = [0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
+
+export interface ServiceDeps {
+  cfg: Config;
+  uws: Uws;
+  clock: Clock;
+  log: Logger;
+  accounts: Accounts;
+  dedup: DedupFilter;
+  ipLimiter: IpLimiter;
+  udpIpLimiter: IpLimiter;
+  tips: TipAccounts | null;
+  batches: BatchRecorder;
+  /** Verification worker threads for this service; 0 checks inline. */
+  threads: number;
+  /** The worker module for the verification threads (tests use one that dies). */
+  worker?: { filename: URL; data?: Record<string, unknown> };
+  /** Which service this is in the metrics: `main`, or an acceptor thread's index. */
+  name: string;
+}
+
+export class HttpService {
+  private constructor(
+    readonly name: string,
+    readonly app: TemplatedApp,
+    readonly pipeline: Pipeline,
+    readonly verifier: Verifier,
+    readonly forwarder: Forwarder,
+    readonly reply: Replier,
+    private readonly slab: Slab,
+    private readonly accounts: Accounts & { refusedRecords: number },
+    private readonly accept: LabelledHistogram,
+  ) {}
+
+  static async start(d: ServiceDeps & { accounts: Accounts & { refusedRecords: number } }): Promise<HttpService> {
+    const { cfg, log, clock } = d;
+    const slab = Slab.create({ capacity: SLAB_BYTES });
+    const jobs = JobTable.create();
+    const ack = new AckFirst(cfg.http.ack_first);
+    const reply = new Replier({ coalesce: cfg.http.coalesce_answers, ack });
+    const verifier = new Verifier({
+      threads: d.threads,
+      jobs,
+      slab,
+      dedup: d.dedup,
+      chainId: BigInt(cfg.evm.chain_id),
+      clock,
+      controller: { targetMs: cfg.limits.queue_target_ms, maxMs: cfg.limits.queue_max_ms },
+      inline: cfg.workers.inline,
+      worker: d.worker,
+      beforeAnswers: reply.holdAnswers,
+      afterAnswers: reply.flushHeld,
+      onWorkerError: (index, err) =>
+        log.error({ worker: index, error: scrub(err instanceof Error ? err.message : String(err)) }, 'verification worker stopped; restarting it'),
+    });
+    await verifier.start();
+    const forwarder = new Forwarder({
+      lanes: {
+        'evm-paid': cfg.evm.upstreams.paid,
+        'evm-free': cfg.evm.upstreams.free,
+        'solana-single': cfg.solana.rpc_upstreams,
+        'solana-bundle': cfg.solana.bundle_upstreams,
+      },
+      queueCapacity: cfg.limits.queue_capacity,
+      log: (level, msg, fields) => log[level]({ ...fields, component: 'forward' }, scrub(msg)),
+      schedule: ack.after,
+      // What every service would say alike is said once, by the main thread's.
+      warnDry: d.name === 'main',
+    });
+    const pipeline = new Pipeline({
+      clock,
+      accounts: d.accounts,
+      ipLimiter: d.ipLimiter,
+      ipRps: cfg.limits.ip_rps,
+      udpIpLimiter: d.udpIpLimiter,
+      udpIpRps: cfg.udp.ip_rps,
+      dedup: d.dedup,
+      slab,
+      jobs,
+      verifier,
+      forwarder,
+      tips: d.tips,
+      evmChainId: BigInt(cfg.evm.chain_id),
+      enabled: { evm: cfg.evm.enabled, solana: cfg.solana.enabled },
+      shedHoldMs: cfg.limits.shed_hold_ms,
+      heldRefusals: reply.heldRefusals,
+      batches: d.batches,
+      maxBody: cfg.http.max_body_bytes,
+    });
+    const accept = new LabelledHistogram(ACCEPT_BUCKETS);
+    const app = d.uws.App();
+    const doors: DoorContext = {
+      app,
+      pipeline,
+      reply,
+      ack,
+      ip: (res, req) => clientIp(res, req, cfg.http.trust_proxy),
+      maxBody: cfg.http.max_body_bytes,
+      maxBatch: cfg.evm.max_batch,
+      enabled: { evm: cfg.evm.enabled, solana: cfg.solana.enabled },
+      timer: (door) => accept.labels(door),
+    };
+    registerPing(doors);
+    if (cfg.solana.enabled) registerSolanaDoors(doors);
+    if (cfg.evm.enabled) registerEvmTextDoor(doors);
+    registerJsonRpcDoor(doors);
+    app.any('/*', (res) => {
+      res.cork(() => res.writeStatus('404 Not Found').writeHeader('content-type', TEXT_TYPE).end('Not Found'));
+    });
+    return new HttpService(d.name, app, pipeline, verifier, forwarder, reply, slab, d.accounts, accept);
+  }
+
+  /** What this service has counted so far. */
+  stats(): ServiceStats {
+    const p = this.pipeline;
+    const v = this.verifier;
+    const counts = (c: { values: Map<string, number> }) => Object.fromEntries(c.values);
+    return {
+      name: this.name,
+      admitted: counts(p.admitted),
+      duplicates: counts(p.duplicates),
+      rejected: counts(p.rejected),
+      verify: { acceptor: v.stats.acceptor, workers: v.stats.workers, internal: v.stats.internal, expired: v.stats.expired, restarts: v.workerRestarts },
+      shed: { standing: v.controller.shedStanding, overMax: v.controller.shedOverMax },
+      queueMs: v.queueMs(),
+      slabUsed: this.slab.used,
+      refusedRecords: this.accounts.refusedRecords,
+      lanes: Object.values(this.forwarder.stats().lanes),
+      accept: this.accept.snapshot(),
+    };
+  }
+
+  /**
+   * Graceful stop, first half: refuse new work (503 retry-safe), answer held
+   * refusals, let checks in flight finish and the lanes drain, all by
+   * `deadline` (Date.now() scale). Resolves to the transactions no upstream
+   * accepted in time.
+   */
+  async drain(deadline: number): Promise<number> {
+    this.pipeline.draining = true;
+    // Refusals held for pacing are answered now: the connections close before their hold would end.
+    this.reply.releaseHeld();
+    while (this.verifier.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    return (await this.forwarder.drain(Math.max(0, deadline - Date.now()))).abandoned;
+  }
+
+  /** The second half: the workers and the app's connections. */
+  async close(): Promise<void> {
+    await this.verifier.close();
+    this.app.close();
+  }
+}
