@@ -412,6 +412,22 @@ async function runDoor(door: Door, txs: Buffer[], sink: Sink, dir: string): Prom
     }, txs),
   );
 
+  // Cores: with every check offloaded, how much of a transaction's CPU the one acceptor spends (the serial
+  // part that bounds the cores a node can use); then the same load on acceptor threads, one per core.
+  const k = { offloaded: null, acceptors: null } as Record<'offloaded' | 'acceptors', RunStats | null>;
+  for (const [key, env, what] of [
+    ['offloaded', { TXRELAY_WORKERS_INLINE: 'never' }, 'one acceptor, every check offloaded (workers.inline never)'],
+    ['acceptors', { TXRELAY_HTTP_ACCEPTORS: String(CORES) }, `${CORES} acceptor threads (http.acceptors ${CORES})`],
+  ] as const) {
+    k[key] = await phase(c, `${key} ${SATURATION}`, () =>
+      withRelay(c, 'default', env, async (relay, cur) => {
+        log(`${door.name}: ${what}, cores ${ALL_CORES}, ${SATURATION} connections`);
+        await warm(c, relay, cur, oneCore * CORES);
+        return wrkRun(c, relay, relay.uuid, 'saturation', `${what}, ${SATURATION} connections`, SATURATION, S, forRequests(c, cur, oneCore * CORES * S * SLICE), false);
+      }, txs),
+    );
+  }
+
   const shed = shedCpuUs(p.shed, p.c16?.cpuUsPerAccepted);
   const report: DoorReport = {
     door: door.name,
@@ -423,6 +439,7 @@ async function runDoor(door: Door, txs: Buffer[], sink: Sink, dir: string): Prom
     bare: b,
     pinned: p,
     defaultLayout: d,
+    cores: k,
     shedCpuUs: shed,
     // Per admitted unit (= per tx on single-transaction doors): a request carries txPerRequest transactions and unitsPerRequest units.
     goals: evaluateGoals({

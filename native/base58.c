@@ -1,7 +1,7 @@
 /*
  * base58 with the Bitcoin/Solana alphabet (the encoding Solana uses for
  * signatures, public keys and `encoding: "base58"` transactions), as a
- * plain-C N-API addon for txrelay's hot path. See README.md for why and for
+ * plain-C N-API addon for txrelay's hot path. See README.md beside it for why and for
  * the measured speed-up over the `bs58` package.
  *
  * Exports:

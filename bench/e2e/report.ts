@@ -69,6 +69,8 @@ export interface DoorReport {
   bare: Runs<'serial' | 'c16' | 'c256'> & { checkSerial?: RunStats | null; check16?: RunStats | null; checkTurn16?: RunStats | null };
   pinned: Runs<'serial' | 'c16' | 'c256' | 'c1024' | 'open2x' | 'refusal' | 'shed'>;
   defaultLayout: Runs<'serial' | 'c16' | 'c256'>;
+  /** Every core, 16 connections: one acceptor with every check offloaded, and one acceptor thread per core. */
+  cores?: Runs<'offloaded' | 'acceptors'>;
   /** Relay CPU µs per door shed, from the door-shed run (goals.ts shedCpuUs), null when it did not run or refused too few. */
   shedCpuUs: number | null;
   goals: Record<GoalName, Verdict>;
@@ -249,6 +251,46 @@ export function renderMarkdown(r: Report): string {
   L.push('Per thread in the default layout at 16 connections (Node names every thread "node"; "thread k" ranks the others by CPU, the first is the verify worker when one is busy):', '');
   L.push('| door | thread | µs CPU per accepted tx | % of a core |', '|---|---|---|---|');
   for (const d of r.doors) for (const t of d.defaultLayout.c16?.threads ?? []) L.push(`| ${d.door} | ${t.label} | ${f1(t.cpuUsPerAccepted)} | ${f0(t.corePct)} |`);
+  L.push('');
+
+  L.push('## Cores', '');
+  L.push(
+    'How many cores a node can use. With one acceptor, every transaction passes through the main thread: its CPU per transaction, with every check offloaded to the verify workers (`workers.inline = never`), is the serial part, and the whole process\'s CPU per transaction divided by it is how many cores that one thread can keep busy. ' +
+      'With acceptor threads (`http.acceptors`, one per core here) the main thread only hands connections out, and each thread serves its own connections whole. Same load, same cores, side by side with the default layout (one acceptor and one verify worker).',
+    '',
+    '| door | layout | tx/s | whole process µs CPU/tx | main thread µs/tx | busiest other thread µs/tx | cores used | cores the main thread can feed (whole ÷ main) |',
+    '|---|---|---|---|---|---|---|---|',
+  );
+  for (const d of r.doors) {
+    for (const [name, run] of [
+      ['default: 1 acceptor + verify worker', d.defaultLayout.c16],
+      ['1 acceptor, checks offloaded', d.cores?.offloaded],
+      [`acceptor threads`, d.cores?.acceptors],
+    ] as const) {
+      const main = run?.threads.find((t) => t.label === 'main');
+      const other = run?.threads.find((t) => t.label !== 'main' && t.label !== 'other threads');
+      L.push(
+        `| ${d.door} | ${name} | ${f0(run?.acceptedPerSec)} | ${f1(run?.cpuUsPerAccepted)} | ${f2(main?.cpuUsPerAccepted)} | ${f1(other?.cpuUsPerAccepted)} | ${f2(run?.cores)} | ${f0((run?.cpuUsPerAccepted ?? NaN) / (main?.cpuUsPerAccepted ?? NaN))} |`,
+      );
+    }
+  }
+  L.push('');
+  L.push(
+    'Projection for larger hosts, from the figures above: one acceptor is bound by its main thread (1 s ÷ its µs per transaction, whatever the core count); with acceptor threads the main thread\'s part per transaction is the connection hand-off only, and each core adds one thread\'s worth at the whole-process CPU per transaction. ' +
+      'This assumes the shared tables and the kernel keep scaling past the two cores measured here, which this host cannot show.',
+    '',
+    '| door | layout | 2 cores (measured) | 8 cores | 16 cores | 32 cores |',
+    '|---|---|---|---|---|---|',
+  );
+  for (const d of r.doors) {
+    const off = d.cores?.offloaded;
+    const acc = d.cores?.acceptors;
+    const offMain = off?.threads.find((t) => t.label === 'main')?.cpuUsPerAccepted ?? NaN;
+    const accMain = acc?.threads.find((t) => t.label === 'main')?.cpuUsPerAccepted ?? NaN;
+    const proj = (perTx: number, mainUs: number, n: number) => f0(Math.min((n * 1e6) / perTx, 1e6 / mainUs));
+    L.push(`| ${d.door} | 1 acceptor | ${f0(d.defaultLayout.c16?.acceptedPerSec)} | ${[8, 16, 32].map((n) => proj(off?.cpuUsPerAccepted ?? NaN, offMain, n)).join(' | ')} |`);
+    L.push(`| ${d.door} | acceptor threads | ${f0(acc?.acceptedPerSec)} | ${[8, 16, 32].map((n) => proj(acc?.cpuUsPerAccepted ?? NaN, accMain, n)).join(' | ')} |`);
+  }
   L.push('');
 
   L.push('## Allocation and GC pauses', '');

@@ -1,5 +1,5 @@
 /**
- * The configuration schema (DECISIONS 2). One JSON Schema is the single source
+ * The configuration schema (docs/configuration.md is generated from it). One JSON Schema is the single source
  * of keys, types, ranges, defaults and descriptions: the loader validates with
  * it, env overrides are derived from it, and docs/configuration.md is
  * generated from it (`npm run docs:config`).
@@ -32,7 +32,7 @@ const plan = (name: string, evmTps: number) =>
       },
       solana_tps: {
         ...tps,
-        default: 2, // SPEC 1.5: registration enables family B at 2 TPS
+        default: 2, // a new account gets Solana at 2 TPS
         description: `Solana requests per second of a new ${name} account (a bundle or a UDP datagram counts as one); its burst defaults to the same number.`,
       },
       min_tip_lamports: { ...lamports, default: 1000, description: `Minimum total tip of a bundle, in lamports, for a new ${name} account.` },
@@ -115,7 +115,7 @@ export const configSchema = {
       {
         enabled: { type: 'boolean', default: true, description: 'Listen for Solana UDP datagrams (only when `solana.enabled` is true too).' },
         host: { ...host, default: '127.0.0.1', description: 'Address the UDP sockets bind.' },
-        port: { ...port, default: 16888, description: 'Port of the UDP ingress; 0 picks a free port.' }, // SPEC 4.8
+        port: { ...port, default: 16888, description: 'Port of the UDP ingress; 0 picks a free port.' },
         // Sockets sharing the port (SO_REUSEPORT, Node >= 22.12); 0: one per core, at most 8. One where the runtime cannot.
         sockets: {
           type: 'integer',

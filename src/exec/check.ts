@@ -25,7 +25,7 @@ import { F_OVER_UDP, JobKind, JobResult, KEY_BYTES, S_AUX0, S_AUX1, S_AUX2, S_AU
 
 /**
  * Dedup key domains: a transaction sent alone and inside a bundle are
- * different submissions (DECISIONS 6), and the families never collide.
+ * different submissions (docs/protocol.md#duplicates), and the families never collide.
  */
 export const KEY_SOLANA_SINGLE = 1;
 export const KEY_SOLANA_BUNDLE = 2;

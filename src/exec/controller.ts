@@ -116,8 +116,7 @@ export class QueueController {
 /**
  * How long the queue must have stayed non-empty before its measured drain
  * rate is trusted for the door's wait estimate. The first turns of a burst
- * read much and check little: their drain rate is no forecast (README, Load
- * shedding, the share-of-time estimate that was not kept).
+ * read much and check little: their drain rate is no forecast.
  */
 export const BACKLOG_TRUST_MS = 50;
 

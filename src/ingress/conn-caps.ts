@@ -1,5 +1,5 @@
 /**
- * Connection caps for the HTTP listener (issue 8 finding 6: 21,000 idle
+ * Connection caps for the HTTP listener (docs/reliability.md: 21,000 idle
  * connections against a 20,000-descriptor limit blocked new connections for
  * ~7 s). A total cap below the open-files limit keeps a descriptor free for
  * accept(), and a per-IP cap keeps one client from taking the whole total.

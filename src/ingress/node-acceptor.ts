@@ -1,14 +1,14 @@
 /**
  * The fallback HTTP acceptor: node:http behind the part of the uWebSockets.js
  * API that txrelay uses (the interfaces in ./uws.ts), for where no uWS build
- * loads (issue 9: Node 24 on glibc < 2.38). Doors and the admin API run on it
+ * loads (Node 24 on glibc < 2.38, for one). Doors and the admin API run on it
  * unchanged. It keeps uWS's rules where breaking them is a bug on uWS (a
  * request object used after its handler returned, a response touched after
  * it ended or was aborted, a handler that neither answers nor registers
  * onAborted), so the test suite catches those on either acceptor.
  *
  * Where node:http differs from uWS:
- * - idle keep-alive connections close after SPEC 8's 60 s (uWS: ~10 s, DECISIONS 10);
+ * - idle keep-alive connections close after 60 s (uWS: ~10 s, docs/protocol.md#deviations);
  * - pipelined requests are answered in order (uWS closes the connection when a
  *   request arrives before the previous answer, unless that was synchronous);
  * - slow clients are bounded: the header block within 10 s, the whole request within 60 s;
@@ -21,7 +21,7 @@ import http from 'node:http';
 import net, { isIPv4, type Socket } from 'node:net';
 import type { FilterSocket, HttpRequest, HttpResponse, RouteHandler, TemplatedApp, Uws, us_listen_socket } from './uws.js';
 
-/** SPEC 8: idle connection time-out (node:http adds one second of grace before closing). */
+/** The idle connection time-out the protocol promises (node:http adds one second of grace before closing). */
 const IDLE_TIMEOUT_MS = 60_000;
 /** Slowloris: a request's header block must arrive within 10 s (uWS drops a connection after 10 s without progress). */
 const HEADERS_TIMEOUT_MS = 10_000;

@@ -2,14 +2,13 @@
  * The HTTP acceptor: uWebSockets.js where a build loads, node:http otherwise.
  *
  * uWS's authors do not publish it to the npm registry, so pinned registry
- * mirrors of the official builds are tried in order (DECISIONS 1, issue 9):
+ * mirrors of the official builds are tried in order (docs/operations.md#http-acceptor):
  *
  *   @btc-vision/uwebsockets.js  uWS 20.57  Node 20/22/24/25  glibc >= 2.38
  *   uws-pack                    uWS 20.4x  Node 18/20/21/22  glibc >= 2.27
  *   @trufflesuite/uws-js-...    uWS 20.30  Node 16/18/20     glibc >= 2.27
  *
- * uws-pack sits between the two DECISIONS names (a documented deviation): it
- * gives Debian 12 (glibc 2.36) uWS on Node 22, and on Node 20 a newer uWS than
+ * uws-pack gives Debian 12 (glibc 2.36) uWS on Node 22, and on Node 20 a newer uWS than
  * trufflesuite's (505 for HTTP/1.0, 400 for Content-Length + Transfer-Encoding,
  * 431 for oversized headers, and `filter` for connection caps). Every binary is
  * required directly by its `uws_<platform>_<arch>_<abi>.node` name: the
@@ -140,8 +139,8 @@ export interface Acceptor {
 /**
  * CPU per request of the node:http fallback relative to uWS: a bare app
  * answering the same POST on each, 2.62x, 3.00x and 3.56x in three runs of
- * `npm run bench:acceptor` on a shared 2-core AMD EPYC, Node 20.20.2 (README,
- * "HTTP acceptor"). Quoted in the start-up line.
+ * `npm run bench:acceptor` on a shared 2-core AMD EPYC, Node 20.20.2. Quoted in
+ * the start-up line.
  */
 const NODE_ACCEPTOR_COST = '2.6-3.6x';
 

@@ -163,7 +163,7 @@ export class AccountRegistry extends SeatedBuckets implements Accounts {
     return rec && !rec.revoked ? rec : undefined;
   }
 
-  /** The live account for 16 raw UUID bytes at `offset` (UDP, SPEC 2.7). */
+  /** The live account for 16 raw UUID bytes at `offset` (UDP). */
   byBytes(buf: Uint8Array, offset: number): AccountRecord | undefined {
     const rec = this.store.lookupBytes(buf, offset);
     return rec && !rec.revoked ? rec : undefined;

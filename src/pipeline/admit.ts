@@ -206,12 +206,14 @@ export class Pipeline implements BodySink {
     m.outcome = o;
     const g = m.parent!;
     if (--g.pending > 0) return;
+    // A JSON-RPC body of one call (the usual case) answers with that call's outcome: no group to build.
+    // Its members were counted as they settled, so the group's own outcome is not counted again.
+    if (g.kind === Kind.Calls) return g.sink!(g, g.children!.length === 1 ? o : Outcome.group(null, g.children!.map((c) => c.outcome!)));
     const items = g.children!.map((c) => c.outcome!);
-    if (g.kind !== Kind.EvmBatch) return this.finish(g, Outcome.group(null, items));
     // The outcome is durable before the answer, so a crash right after it leaves the record complete.
     // If it cannot be written the items are queued all the same: the answer stands (the record still
     // holds every hash) and the recorder counts the failure.
-    const answer = (): void => this.finish(g, Outcome.group(g.batchId, items));
+    const answer = (): void => g.sink!(g, Outcome.group(g.batchId, items));
     this.d.batches!.updateOutcome(g.batchId!, items).then(answer, answer);
   };
 
@@ -405,7 +407,11 @@ export class Pipeline implements BodySink {
     this.place.releaseOf(sub);
   }
 
-  /** The one way out: resources back, counted, to the door. */
+  /**
+   * The one way out: resources back, counted, to the door. (A group whose
+   * members have all settled goes straight to its sink: it holds nothing, and
+   * its members were counted.)
+   */
   private finish(sub: Submission, o: Outcome): void {
     this.release(sub);
     if (o.error !== null) this.rejected.inc(o.error.spec.code);

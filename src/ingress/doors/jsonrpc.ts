@@ -146,16 +146,17 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
 
   const sink: Sink = (sub: Submission, o: Outcome) => {
     const rq = sub.ctx as RpcRequest;
+    const calls = sub.children;
     const err = o.error;
-    if (err !== null) {
+    if (calls === null && err !== null) {
       // The request as a whole: a shed or per-IP 429 is the plain text a Solana caller (api-key) knows.
       const plain = rq.apiKey !== null && (err.spec.http === 429 || err.spec === E.CAPACITY);
       if (plain) return reply.sendHeld(rq.res, err.holdMs, err.spec.http, TEXT_TYPE, err.text, retryHeaders(err));
       return reply.sendHeld(rq.res, err.holdMs, err.spec.http, JSON_TYPE, rpcError(err, 'null'), err.spec.http === 429 ? retryHeaders(err) : undefined);
     }
-    const calls = sub.children!;
+    if (calls === null) return;
     if (!rq.array) {
-      const [status, type, body, headers] = answerOf(calls[0]!, calls[0]!.outcome!);
+      const [status, type, body, headers] = answerOf(calls[0]!, o);
       return reply.send(rq.res, status, type, body, headers);
     }
     // Standard JSON-RPC array: an array of single answers, in order; the status by the batch rule.
