@@ -1,16 +1,13 @@
 /**
- * The per-transaction check that needs no socket: decode, stateless rules,
- * hash, dedup, signature. The same function runs inline on the main thread
- * and in the verification workers, over bytes in the shared slab and a slot
- * of the shared job table, so where a job runs changes nothing about what it
- * decides.
+ * The per-transaction check: decode, stateless rules, hash, dedup, signature.
+ * It runs inline or in a worker over the shared slab and job table, so where
+ * a job runs changes nothing about what it decides.
  *
  * Order: decode and stateless checks, dedup *peek*, signature, dedup *claim*.
- * Claiming only verified transactions means a forged copy (a Solana
- * signature is not a hash of the whole transaction) can never occupy the key
- * of the genuine one, with no cross-thread "pending claim" state; peeking
- * first keeps a resend from costing a signature check. Two identical
- * submissions in flight at once both verify and exactly one wins the claim.
+ * Claiming only verified transactions means a forged copy (a Solana signature
+ * does not cover the whole transaction) can never take the genuine one's key;
+ * peeking first keeps a resend from costing a signature check. Of two
+ * identical submissions in flight, both verify and exactly one wins the claim.
  */
 import { DecodeError } from '../errors.js';
 import type { Clock } from '../clock.js';
@@ -38,22 +35,16 @@ export interface CheckContext {
   /** The whole shared slab. */
   slab: Uint8Array;
   dedup: DedupFilter;
-  /** `evm.chain_id`. */
   chainId: bigint;
   clock: Clock;
-  /**
-   * `limits.queue_max_ms`: a job claimed from the ring after waiting longer
-   * is answered `Expired` without a check (Infinity: never).
-   */
+  /** `limits.queue_max_ms` (Infinity: never expire). */
   maxWaitMs: number;
 }
 
 /**
- * Runs a job claimed from the ring, unless it waited past `maxWaitMs`: the
- * door's estimate of the wait is only an estimate, and a transaction that
- * would be acknowledged later than the bound is refused (retry-safe) rather
- * than checked. It has not touched the dedup filter, so a resend is checked
- * afresh.
+ * Runs a job claimed from the ring, unless it waited past `maxWaitMs` (the
+ * door's wait is only an estimate): then Expired, retry-safe, with the dedup
+ * filter untouched so a resend is checked afresh.
  */
 export function runClaimed(c: CheckContext, s: number): void {
   if (c.jobs.waited(s) > c.maxWaitMs) return c.jobs.setResult(s, JobResult.Expired, '');
@@ -64,10 +55,9 @@ export function runClaimed(c: CheckContext, s: number): void {
 const view = new SolanaTxView();
 const solanaKey = new Uint8Array(1 + SIGNATURE_BYTES);
 const evmKey = new Uint8Array(1 + KEY_BYTES);
-/** The signing hash of the transaction being checked (recovery reads it synchronously). */
 const msg32 = new Uint8Array(32);
 
-/** Copies src[from, from + n) to dst[at, ...): a key of 32-64 bytes, without the view `set(subarray)` allocates (~100 B) per check. */
+/** A 32-64-byte key copy without the view `set(subarray)` would allocate per check. */
 function copyInto(dst: Uint8Array, at: number, src: Uint8Array, from: number, n: number): void {
   for (let i = 0; i < n; i++) dst[at + i] = src[from + i]!;
 }
@@ -119,7 +109,6 @@ function solanaVerify(c: CheckContext, s: number, at: number): void {
   j.setResult(s, ok ? JobResult.Ok : JobResult.BadSignature, ok ? '' : 'signature verification failed');
 }
 
-/** This thread's decoded transaction, decoded into again by each check (synchronous: never two at once). */
 const evmScratch = new EvmTx();
 
 function evmTx(c: CheckContext, s: number, raw: Uint8Array): void {
@@ -149,7 +138,6 @@ function evmRecover(c: CheckContext, s: number, at: number): void {
   j.setResult(s, c.dedup.claimPeeked(c.clock()) ? JobResult.Ok : JobResult.Duplicate, '');
 }
 
-/** Dedup peek of the EVM transaction hash in slot `s`. */
 function peekEvm(c: CheckContext, s: number): boolean {
   evmKey[0] = KEY_EVM;
   copyInto(evmKey, 1, c.jobs.bytes, c.jobs.keyAt(s), KEY_BYTES);

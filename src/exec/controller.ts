@@ -1,32 +1,26 @@
 /**
- * Admission control for transaction checks: shed only what cannot be served
- * within the latency target, and only when the delay is a standing queue,
- * not a burst that drains by itself.
+ * Admission control for transaction checks: shed only when the delay is a
+ * standing queue, not a burst that drains by itself.
  *
- * It is CoDel (RFC 8289, "Controlled Delay") with the drop moved to the door:
- * the sojourn samples are the time transactions really waited before their
- * check started (a worker's claim time minus submission, and the event loop's
- * lag for checks run inline, which waited in the kernel meanwhile); the
- * decisions are taken when a request arrives, before a byte of its body is
- * read, so a shed answer costs no more than a bare request.
+ * CoDel (RFC 8289) with the drop moved to the door: samples are how long
+ * transactions waited before their check started (claim minus submission, or
+ * the event loop's lag for inline checks); decisions are taken on arrival,
+ * before the body is read, so a shed costs no more than a bare request.
  *
- *   - no standing queue (some sample under `target` within the last
- *     `interval`): admit. A burst may queue up to `maxMs`.
- *   - standing queue: shed one arrival, then the next after interval/sqrt(n)
- *     for the n-th shed (CoDel's control law), so the shed rate rises slowly
- *     until the queue falls below target. With closed-loop clients (each shed
- *     comes straight back) this keeps goodput at capacity; latency is then the
- *     clients' own concurrency divided by throughput, which no server avoids.
- *   - `maxMs` is the hard bound for open-loop overload, where the control law
- *     would ramp too slowly: an arrival whose estimated wait exceeds it is shed.
+ *   - no standing queue (a sample under `target` within `interval`): admit;
+ *     a burst may queue up to `maxMs`.
+ *   - standing queue: shed, then the n-th next after interval/sqrt(n), until
+ *     the queue falls below target. Closed-loop clients keep goodput at capacity.
+ *   - `maxMs`: hard bound for open-loop overload, where the control law ramps
+ *     too slowly.
  *
  * Pure: time comes in as arguments, so every transition is unit-testable.
  */
 
-/** RFC 8289 defaults: 5 ms target, 100 ms interval. The target is also the relay's queueing-latency goal. */
+/** RFC 8289 defaults; the target is also the relay's queueing-latency goal. */
 const DEFAULT_TARGET_MS = 5;
 const DEFAULT_INTERVAL_MS = 100;
-/** Open-loop overload bound: about one Solana slot's worth of queueing (400 ms) is far too late; 100 ms leaves room to land. */
+/** A Solana slot (400 ms) of queueing is far too late; 100 ms leaves room to land. */
 const DEFAULT_MAX_MS = 100;
 
 export interface ControllerOptions {
@@ -37,9 +31,7 @@ export interface ControllerOptions {
 
 export const enum Shed {
   No = 0,
-  /** CoDel control law (standing queue). */
   Standing = 1,
-  /** Estimated wait over the hard bound. */
   OverMax = 2,
 }
 
@@ -54,7 +46,6 @@ export class QueueController {
   private count = 0;
   private lastCount = 0;
   private dropNext = 0;
-  /** Sheds by reason, for metrics. */
   shedStanding = 0;
   shedOverMax = 0;
 
@@ -67,7 +58,6 @@ export class QueueController {
     }
   }
 
-  /** Whether a standing queue has been detected (for metrics and tests). */
   get isStanding(): boolean {
     return this.standing;
   }
@@ -113,31 +103,23 @@ export class QueueController {
   }
 }
 
-/**
- * How long the queue must have stayed non-empty before its measured drain
- * rate is trusted for the door's wait estimate. The first turns of a burst
- * read much and check little: their drain rate is no forecast.
- */
+/** How long the queue must stay non-empty before its drain rate is trusted: a burst's first turns read much and check little. */
 export const BACKLOG_TRUST_MS = 50;
 
 /**
- * The pace a standing queue really drains at: checks that left it per
- * millisecond (claimed, not expired) over sample periods through which it
- * stayed non-empty. An overloaded acceptor also reads, refuses and answers,
- * so this is slower than the checks' own pace; admitting by the checks' pace
- * kept the queue at the bound, and about a third of what the door admitted
- * then expired after being read and queued. Pure, like QueueController.
+ * The pace a standing queue really drains at: checks that left it (claimed,
+ * not expired) per ms over periods it stayed non-empty (see Verifier.queueMs).
+ * Pure, like QueueController.
  */
 export class DrainMeter {
-  /** Checks per millisecond, smoothed; 0 until measured. */
+  /** Checks per ms, smoothed; 0 until measured. */
   private perMs = 0;
-  /** Milliseconds the queue has been non-empty at every observation. */
   private backloggedMs = 0;
   private backlogged = false;
   private lastLeft = 0;
   private lastAt = 0;
 
-  /** A sample: `left` counts every check that has left the queue so far (claimed minus expired), `waiting` what is in it now. */
+  /** `left`: checks that have left the queue so far (claimed minus expired); `waiting`: in it now. */
   sample(now: number, left: number, waiting: number): void {
     const dt = now - this.lastAt;
     if (this.backlogged && waiting > 0 && dt > 0) {
@@ -157,7 +139,7 @@ export class DrainMeter {
     this.backlogged = false;
   }
 
-  /** Milliseconds `n` checks take at the measured pace; 0 while there is no trusted measurement. */
+  /** Ms `n` checks take at the measured pace; 0 until trusted. */
   ms(n: number): number {
     return this.backloggedMs >= BACKLOG_TRUST_MS && this.perMs > 0 ? n / this.perMs : 0;
   }

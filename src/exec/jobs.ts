@@ -1,14 +1,13 @@
 /**
- * The job table: where the acceptor (main thread) hands transaction checks to
- * whoever runs them — itself, inline, or a verification worker — without a
- * message per job. Everything lives in one SharedArrayBuffer, so a hand-off is
- * a few Atomics operations (~0.2 µs) instead of a piscina task (25-35 µs of
- * main-thread time measured here).
+ * The job table: how the acceptor hands transaction checks to itself or a
+ * verification worker without a message per job. It is one SharedArrayBuffer,
+ * so a hand-off is a few Atomics operations (~0.2 µs, against 25-35 µs of
+ * main-thread time for a piscina task).
  *
  * Ownership: the main thread owns slot allocation (a free list in its own
- * memory, never shared) and is the only producer of the submit ring and the
- * only consumer of the done ring. Workers, and the main thread when it helps,
- * claim submitted jobs with one compareExchange on the claim counter.
+ * memory) and is the only producer of the submit ring and the only consumer
+ * of the done ring. Any consumer claims a job with one compareExchange on
+ * CLAIMED.
  *
  *   control (Int32, 16 words)
  *     SUBMITTED  jobs pushed to the submit ring (main writes)
@@ -78,7 +77,7 @@ const MSG_AT = 32;
 const ERROR_AT = 64;
 const ERROR_BYTES = 128;
 
-/** Slot states; only for ownership checks and crash recovery (a worker that died leaves CLAIMED slots). */
+/** Slot states: for ownership checks and crash recovery (a dead worker leaves CLAIMED slots). */
 export const enum SlotState {
   Free = 0,
   Held = 1,
@@ -91,10 +90,9 @@ export const enum JobKind {
   /** One Solana transaction: decode, dedup peek, verify every signature, dedup claim (single domain). */
   SolanaTx = 1,
   /**
-   * One transaction of a bundle, decoded on the main thread: verify its
-   * signatures only (aux0 signatures offset, aux1 count, aux2 account keys
-   * offset, aux3 message offset, aux4 message length; the bundle's dedup key
-   * is the main thread's).
+   * A bundle member decoded on the main thread, which owns the bundle's dedup
+   * key: signatures only (aux0 signatures offset, aux1 count, aux2 account
+   * keys offset, aux3 message offset, aux4 message length).
    */
   SolanaVerify = 2,
   /** One EVM transaction: decode, stateless checks, hash, dedup peek, recover the sender, dedup claim. */
@@ -107,7 +105,6 @@ export const enum JobKind {
   EvmRecover = 4,
 }
 
-/** Job flags. */
 export const F_OVER_UDP = 1;
 
 export const enum JobResult {
@@ -198,7 +195,6 @@ export class JobTable {
 
   // ---- main thread: slots ------------------------------------------------------
 
-  /** Slots not held by any request. */
   get available(): number {
     return this.freeTop;
   }
@@ -227,7 +223,6 @@ export class JobTable {
     this.free[this.freeTop++] = s;
   }
 
-  /** Fills a held slot with what to check. */
   set(s: number, kind: JobKind, offset: number, length: number, flags: number): void {
     const w = s * SLOT_WORDS;
     this.ints[w + S_KIND] = kind;
@@ -250,15 +245,11 @@ export class JobTable {
     return Atomics.load(this.ctrl, C_SLEEPERS) > 0;
   }
 
-  /** Jobs submitted and not yet claimed by anyone. */
   waiting(): number {
     return Atomics.load(this.ctrl, C_SUBMITTED) - Atomics.load(this.ctrl, C_CLAIMED);
   }
 
-  /**
-   * Claims the oldest waiting job for `worker` (-1 for the main thread) and
-   * stamps its start time. Returns the slot id, or -1 when nothing waits.
-   */
+  /** Claims the oldest waiting job for `worker` (-1: main thread) and stamps its start; -1 when nothing waits. */
   claim(worker: number, nowMs: number): number {
     const c = this.ctrl;
     for (;;) {
@@ -288,12 +279,11 @@ export class JobTable {
     return Atomics.load(this.ctrl, C_SLEEPERS) > 0;
   }
 
-  /** Wakes one parked worker (main thread, after `submit` or `hasSleeper` said one sleeps). */
   wakeOne(): void {
     Atomics.notify(this.ctrl, C_SUBMITTED, 1);
   }
 
-  /** Wakes up to `n` parked workers (a woken one that finds nothing parks again). */
+  /** A woken worker that finds nothing parks again. */
   wake(n: number): void {
     Atomics.notify(this.ctrl, C_SUBMITTED, n);
   }
@@ -324,17 +314,17 @@ export class JobTable {
     return v - 1;
   }
 
-  /** Whether a published answer waits in the done ring (main thread only). */
+  /** Main thread only. */
   hasDone(): boolean {
     return Atomics.load(this.doneRing, this.doneHead & this.mask) !== 0;
   }
 
-  /** How long a claimed job waited between submission and its claim, in ms. */
+  /** Ms between submission and claim. */
   waited(s: number): number {
     return this.times[s * SLOT_TIMES + T_START]! - this.times[s * SLOT_TIMES + T_SUBMIT]!;
   }
 
-  /** How long the oldest job nobody has claimed yet has waited, in ms (0 when none waits). */
+  /** Ms the oldest unclaimed job has waited (0 when none waits). */
   oldestWaitingAge(nowMs: number): number {
     const c = this.ctrl;
     const seq = Atomics.load(c, C_CLAIMED);
@@ -343,7 +333,6 @@ export class JobTable {
     return Math.max(0, nowMs - this.times[s * SLOT_TIMES + T_SUBMIT]!);
   }
 
-  /** A value of COMPLETED to wait on with Atomics.waitAsync. */
   completedCount(): number {
     return Atomics.load(this.ctrl, C_COMPLETED);
   }
@@ -355,7 +344,6 @@ export class JobTable {
 
   stop(): void {
     Atomics.store(this.ctrl, C_STOP, 1);
-    // Wake every parked worker so it sees STOP.
     Atomics.notify(this.ctrl, C_SUBMITTED);
   }
 

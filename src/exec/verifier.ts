@@ -1,29 +1,21 @@
 /**
  * Where transaction checks run (docs/architecture.md):
  *
- *   inline      in the request's handler, answered before the handler
- *               returns: a turn's lone request (a serial client, light
- *               load), where a hop to a worker costs the acceptor ~20 µs of
- *               wake-up and the client ~50 µs of latency for a ~40 µs check;
- *   turn's end  submitted to the shared ring (jobs.ts) once turns carry
- *               several requests, and checked back to back after the turn's
- *               sockets are read, so the turn's transactions reach the lanes
- *               and its answers go out together (one wake-up of each peer per
- *               turn, not per transaction: 53-54 against 59-60 µs of relay
- *               CPU per transaction, bench:ab at 16 connections);
- *   workers     when there are any and the acceptor is busy (event-loop
- *               utilisation over ELU_BUSY while requests overlap): a
- *               submission wakes a parked worker, and the acceptor takes only
- *               its share of what waits at the turn's end (SHARE_STEP).
+ *   inline      in the handler, while turns carry one request each (a serial
+ *               client, light load): a worker hop would add ~50 µs of latency
+ *               to a ~40 µs check;
+ *   turn's end  through the shared ring (jobs.ts), checked back to back after
+ *               the turn's sockets are read, so the turn's forwards and answers
+ *               go out together (bench:ab, 16 connections: 53 vs 60 µs of relay
+ *               CPU per transaction);
+ *   workers     when there are any and the acceptor is busy (ELU_BUSY while
+ *               requests overlap); the acceptor keeps its share (SHARE_STEP).
  *
- * Admission control (controller.ts) is fed every LAG_TICK_MS with the worst
- * of: the age of the oldest waiting job, the longest wait of jobs started
- * since the last sample, and the event loop's lag as far as the acceptor's
- * own checks explain it (a loop slowed by a GC pause is no queue of
- * transactions). The hard bound, `limits.queue_max_ms`, is kept twice: at the
- * door an arrival whose estimated wait is over it is shed, and a job claimed
- * after waiting longer is answered Expired without a check (check.ts), 503
- * retry-safe, not having touched the dedup filter.
+ * The controller (controller.ts) is fed every LAG_TICK_MS the worst of the
+ * oldest waiting job's age, the longest wait since the last sample, and the
+ * loop's lag as far as the acceptor's own checks explain it (a GC pause is no
+ * queue). `limits.queue_max_ms` is kept twice: shed at the door, and a job
+ * claimed later is answered Expired unchecked (503 retry-safe, dedup untouched).
  */
 import { performance } from 'node:perf_hooks';
 import type { Clock } from '../clock.js';
@@ -38,53 +30,36 @@ import { VerifyWorkers } from './workers.js';
 const ELU_BUSY = 0.75;
 /** How often the utilisation is re-read: short enough to follow a load step, long enough to be a stable ratio. */
 const ELU_WINDOW_MS = 5;
-/**
- * How long after requests last overlapped a busy loop still leaves a lone
- * request to the workers: the utilisation window's length, so both signals
- * cover the same stretch of time.
- */
+/** How long after requests last overlapped a busy loop still defers a lone request: the ELU window, so both signals cover the same time. */
 const OVERLAP_MEMORY_MS = ELU_WINDOW_MS;
 /** Controller sampling period; also bounds how stale its view of the queue gets. */
 const LAG_TICK_MS = 5;
 /**
- * Most the acceptor spends checking per event-loop turn. A turn handles
- * every request that became readable at once: at 1024 connections, checking
- * them all in one turn made turns of ~100 ms, in which each upstream
- * connection could carry one request, so forwarding fell behind admission
- * and the lanes filled (measured). Past the slice, jobs wait for the workers
- * or the next turn, and sockets are read in between. It is also the longest
- * an admitted transaction of a busy turn waits for the lanes (they are fed
- * when the turn's checks are done).
+ * Most the acceptor spends checking per turn. Checking every readable request
+ * in one turn made ~100 ms turns at 1024 connections, and forwarding fell
+ * behind admission. Past it, jobs wait for workers or the next turn. Also the
+ * longest a busy turn's admitted transactions wait for the lanes.
  */
 const TURN_BUDGET_MS = 1;
 /**
- * While checks wait from one turn to the next, a turn's checking slice grows
- * to the time the turn spent on everything else (reading, refusing,
- * answering), up to this: under overload with no workers, checks then get
- * about half of the acceptor instead of 1 ms of every turn, so the queue
- * drains at a pace close to the checks' own. The cap keeps a turn's
- * admissions within what forwarding carries per turn (UPSTREAM_CONNECTIONS x
- * MAX_BATCH = 256 items; 5 ms is ~100-170 checks).
+ * While checks wait from turn to turn, the slice grows to the time the turn
+ * spent on other work, up to this, so under overload without workers checks
+ * get about half the acceptor. The cap keeps a turn's admissions within what
+ * forwarding carries per turn (UPSTREAM_CONNECTIONS x MAX_BATCH = 256 items).
  */
 const MAX_SLICE_MS = 5;
 /** Starting per-check estimate (sodium-native ed25519 ~42 µs here) until checks are timed. */
 const INITIAL_SERVICE_MS = 0.05;
 /** A single sample is clamped so one stall cannot dominate the average. */
 const MAX_SAMPLE_MS = 2;
-/**
- * While the acceptor is busy and has workers, its end-of-turn share of the
- * waiting checks follows the workers' spare capacity: a worker that parked
- * before a turn's checks came could have taken more (the share falls), checks
- * left from an earlier turn mean the workers are behind (it rises). Per tick.
- */
+/** Per-tick step of the busy acceptor's share of a turn's waiting checks (nextShare). */
 const SHARE_STEP = 0.02;
 type JobCallback = (slot: number) => void;
 
 /**
- * The acceptor's next share of a busy turn's waiting checks: up when checks
- * from an earlier turn still wait (the workers are behind), else down when a
- * worker had parked before the turn's checks came (it ran out of work: it
- * could have taken more), else unchanged.
+ * The share follows the workers' spare capacity: up when checks from an
+ * earlier turn still wait (workers behind), else down when a worker had
+ * parked before the turn's checks came (it could have taken more).
  */
 function nextShare(share: number, workersBehind: boolean, workerAsleep: boolean): number {
   if (workersBehind) return Math.min(1, share + SHARE_STEP);
@@ -104,34 +79,25 @@ export interface VerifierOptions {
   chainId: bigint;
   clock: Clock;
   controller?: ControllerOptions;
-  /**
-   * `auto` (the default): the acceptor checks inline while turns carry one
-   * request each, at the end of the turn once they carry several, and wakes
-   * workers for deferred jobs once its event loop is busy; `never`: every
-   * submission wakes a worker when there are any (the acceptor still takes
-   * jobs that wait at the end of its turn).
-   */
+  /** `auto` (default): as in the header; `never`: every submission wakes a worker, if any (the acceptor still takes what waits at its turn's end). */
   inline?: 'auto' | 'never';
   /** The worker module and extra workerData (tests use a worker that dies). */
   worker?: { filename: URL; data?: Record<string, unknown> };
   /** Called once per worker that died unexpectedly (for logs). */
   onWorkerError?: (index: number, error: unknown) => void;
-  /** Called before answers are collected outside a socket callback (the acceptor starts holding them, the first included). */
+  /** Around answers collected outside a socket callback: the acceptor holds them, then flushes. */
   beforeAnswers?: () => void;
-  /** Called after answers collected outside a socket callback were handed out (the acceptor flushes held answers). */
   afterAnswers?: () => void;
-  /** The acceptor's checking slice per turn in ms (default TURN_BUDGET_MS; tests that are about order, not time, widen it). */
+  /** Checking slice per turn in ms (default TURN_BUDGET_MS; order tests widen it). */
   sliceMs?: number;
 }
 
 interface VerifierStats {
-  /** Jobs checked on the acceptor (main thread). */
   acceptor: number;
-  /** Jobs checked on a worker thread. */
   workers: number;
-  /** Jobs whose check failed internally (a bug, or the worker died): answered retry-safe 503. */
+  /** Check failed internally (a bug, or the worker died): retry-safe 503. */
   internal: number;
-  /** Jobs not checked because they waited past `limits.queue_max_ms` in the ring: answered retry-safe 503. */
+  /** Waited past `limits.queue_max_ms`, not checked: retry-safe 503. */
   expired: number;
 }
 
@@ -159,18 +125,17 @@ export class Verifier {
   private busy = false;
   /** Longest wait of a job started since the last controller sample. */
   private worstSojourn = 0;
-  /** The ring's measured drain pace while it stays non-empty (controller sampling, turn ends). */
+  /** The ring's measured drain pace while it stays non-empty. */
   private readonly drain = new DrainMeter();
   /** Milliseconds the acceptor spent checking since the last controller sample. */
   private checkMs = 0;
-  /** Jobs run in the current event-loop turn, and in the one before (counted by `tick` at each turn's end). */
+  /** Jobs run in this turn and the one before (`tick` ends a turn). */
   private turnJobs = 0;
   private prevTurnJobs = 0;
-  /** Of `turnJobs`, those handed to the ring (not checked inline). */
+  /** Of `turnJobs`, those handed to the ring. */
   private turnDeferred = 0;
-  /** The acceptor's share of the checks waiting at the end of a busy turn (SHARE_STEP). */
   private share = 1;
-  /** When a check last arrived while another was in this turn, waiting, or out on a worker (OVERLAP_MEMORY_MS). */
+  /** When a check last arrived while another was in flight (OVERLAP_MEMORY_MS). */
   private overlapAt = -Infinity;
   /** Whether a worker was parked when this turn's first check went to the ring. */
   private idleAtTurnStart = false;
@@ -211,12 +176,10 @@ export class Verifier {
     });
   }
 
-  /** Worker threads whose serve loop runs. */
   private get live(): number {
     return this.workers.live;
   }
 
-  /** Workers restarted after dying. */
   get workerRestarts(): number {
     return this.workers.restarts;
   }
@@ -237,10 +200,9 @@ export class Verifier {
   }
 
   /**
-   * Checks the job in held slot `s` (filled with `jobs.set`). `done(s)` runs
-   * once the result is in the slot: before `run` returns when checked inline,
-   * at the end of this event-loop turn when the acceptor checks it there,
-   * later when a worker does.
+   * Checks the job in held slot `s` (filled with `jobs.set`); `done(s)` runs
+   * once the result is in the slot: before `run` returns when inline, else
+   * at the turn's end or when a worker finishes.
    */
   run(s: number, done: JobCallback): void {
     const inline = this.inlineNow();
@@ -266,31 +228,22 @@ export class Verifier {
   }
 
   /**
-   * Estimated milliseconds before a job submitted now would start (the door's
-   * over-bound test, /healthz and metrics): the waiting jobs at the mean check
-   * time spread over the verifiers, or, when the ring has drained slower than
-   * that (an acceptor that also reads, refuses and answers checks only part of
-   * each turn), the age of the oldest waiting job: it crossed the whole queue,
-   * as an arrival now will. Measured, not predicted from a share of the
-   * acceptor: a prediction made from the turns of an overload burst (all
-   * reading, little checking) said "over the bound" at 1024 closed-loop
-   * connections when the queue was not, and every shed request came straight
-   * back (bench:e2e: 0.35-0.68 of capacity kept, against 0.96-0.99 with this).
+   * Estimated ms before a job submitted now would start (door, /healthz,
+   * metrics): the largest of the waiting jobs at the mean check time over the
+   * verifiers, the oldest waiting job's age, and the backlog's measured drain
+   * pace (slower than the checks', as the acceptor also reads and answers;
+   * by the checks' pace alone a third of admissions later expired). Measured,
+   * not predicted from overload turns, which shed when the queue was not full
+   * (bench:e2e, 1024 connections: 0.96 vs 0.35-0.68 of capacity kept).
    */
   queueMs(): number {
     const w = this.jobs.waiting();
     if (w === 0) return 0;
     const est = Math.max((w * this.serviceMs) / (this.threads > 0 ? this.threads : 1), this.jobs.oldestWaitingAge(this.clock()));
-    // A standing backlog drains at its measured pace: slower than the checks' own, as the acceptor also
-    // reads, refuses and answers. Admitting by the checks' pace alone kept the queue at the bound, and
-    // about a third of what the door admitted then expired after being read and queued.
     return Math.max(est, this.drainMs(w));
   }
 
-  /**
-   * Milliseconds a standing backlog takes to drain `n` more checks at its
-   * measured pace; 0 while there is no trusted measurement.
-   */
+  /** Ms to drain `n` more checks at the backlog's measured pace; 0 until measured. */
   drainMs(n: number): number {
     return this.drain.ms(n);
   }
@@ -313,13 +266,9 @@ export class Verifier {
   // ---- acceptor or workers ----------------------------------------------------
 
   /**
-   * Whether to check this job now, in the handler: it is the turn's first,
-   * the turn before had at most one (one request per turn is a serial client
-   * or light load, where batching saves nothing and a worker only adds a
-   * hop), nothing waits ahead of it, the acceptor may check first (`inline`
-   * is not `never`), and, with workers, the loop is not busy with
-   * overlapping requests. Also refreshes `busy` (event-loop utilisation),
-   * which decides that and whether a deferred job wakes a worker.
+   * Whether to check this job in the handler: it is the turn's first, the
+   * turn before had at most one, nothing waits, and with workers the loop is
+   * not busy with overlapping requests. Also refreshes `busy`.
    */
   private inlineNow(): boolean {
     const now = performance.now();
@@ -335,8 +284,7 @@ export class Verifier {
     if (!lone) return false;
     if (this.live === 0) return true;
     if (!this.inlineAuto) return false;
-    // With workers, a busy loop defers a lone request too while requests overlap (the acceptor keeps
-    // reading, the workers check); with none overlapping lately it is busy with one client's own checks.
+    // Busy with no recent overlap means busy with one client's own checks: stay inline.
     return !(this.busy && now - this.overlapAt < OVERLAP_MEMORY_MS);
   }
 
@@ -363,11 +311,7 @@ export class Verifier {
     setImmediate(this.tick);
   }
 
-  /**
-   * End of a loop turn with jobs outstanding: collect the workers' answers,
-   * check what waits within the acceptor's slice, hand what is left to the
-   * workers, write the answers, then wait for the rest.
-   */
+  /** End of a turn: collect workers' answers, check within the slice, wake workers for the rest, flush answers. */
   private readonly tick = (): void => {
     this.tickScheduled = false;
     this.prevTurnJobs = this.turnJobs;
@@ -399,15 +343,14 @@ export class Verifier {
         n++;
       } while (performance.now() < until);
       this.collect();
-      // Left over past the slice or the share: the workers take it now rather than after the next turn,
-      // as many of them as there are checks left.
+      // Left past the slice or the share: wake workers now, not after the next turn.
       const rest = this.jobs.waiting();
       if (rest > 0 && this.live > 0 && this.jobs.hasSleeper()) this.jobs.wake(Math.min(rest, this.live));
     }
     this.afterAnswers();
     if (this.jobs.waiting() === 0) this.drain.emptied();
-    // Jobs still wait past the slice: check more next turn (sockets are read in between) rather than
-    // sleep. Jobs left to the workers by the share are theirs: their answers wake the acceptor.
+    // Past the slice: check more next turn (sockets are read in between). Jobs left by the share are
+    // the workers'; their answers wake the acceptor.
     if (!left && this.jobs.waiting() > 0) {
       this.backlogSince = performance.now();
       return this.scheduleTick();
@@ -417,12 +360,9 @@ export class Verifier {
   };
 
   /**
-   * How many of the `waiting` checks the acceptor takes at the end of this
-   * turn. All of them while it has time to spare or no worker runs: that
-   * answers soonest. While it is busy, the acceptor (HTTP, admission,
-   * answers, forwarding) is what limits throughput, and checks a worker could
-   * have taken cost it requests read; so it takes its share (SHARE_STEP), and
-   * the workers the rest.
+   * How many waiting checks the acceptor takes at the turn's end: all when it
+   * is idle or has no workers (soonest answer); when busy it limits
+   * throughput, so only its share.
    */
   private acceptorQuota(waiting: number, deferredThisTurn: number): number {
     if (this.live === 0 || !this.busy) return Infinity;
@@ -433,7 +373,7 @@ export class Verifier {
   /** Answers every job the workers have published. */
   private collect(): void {
     for (let s = this.jobs.nextDone(); s >= 0; s = this.jobs.nextDone()) {
-      // An expired job was not checked: its ~0 µs is no sample of what a check costs.
+      // An expired job was not checked: no sample.
       const t = this.jobs.time(s, T_END) - this.jobs.time(s, T_START);
       if (t >= 0 && this.jobs.field(s, S_RESULT) !== JobResult.Expired) this.noteService(t);
       this.stats.workers++;

@@ -1,8 +1,7 @@
 /**
- * A verification worker: one long piscina task that claims jobs from the
- * shared ring (jobs.ts) and checks them in place in the shared slab until the
- * acceptor asks it to stop. Parked in Atomics.wait while the ring is empty, so
- * an idle worker costs nothing; a busy one never goes through a message port.
+ * A verification worker: one long piscina task that claims jobs from the ring
+ * and checks them in place in the slab until stopped. It parks in Atomics.wait
+ * while the ring is empty and never goes through a message port.
  */
 import { workerData } from 'piscina';
 import { Slab } from '../tables/slab.js';
@@ -13,7 +12,7 @@ import { runClaimed, type CheckContext } from './check.js';
 import { JobTable } from './jobs.js';
 import type { WorkerData } from './workers.js';
 
-// Signing hashes use keccak; compile its WebAssembly once per worker, before the first job.
+// Before the first job, so no check pays for compiling keccak's WebAssembly.
 await initKeccak();
 
 const data = workerData as WorkerData;

@@ -1,10 +1,8 @@
 /**
  * The verification workers: piscina threads, each running one long task
- * (`serve` in verify-worker.ts) that claims jobs from the shared ring
- * (jobs.ts) until told to stop. piscina owns their lifecycle; this starts
- * them once every worker has loaded its crypto libraries, counts the live
- * ones, and restarts one that dies, a few times a minute at most (a crash
- * loop must not spin), after which the acceptor checks alone.
+ * (`serve` in verify-worker.ts) that claims jobs from the ring until stopped.
+ * This starts them once all have loaded, counts the live ones, and restarts a
+ * dead one a few times a minute at most (a crash loop must not spin).
  */
 import { Piscina } from 'piscina';
 import type { DedupHandle } from '../tables/dedup.js';
@@ -25,7 +23,6 @@ export interface WorkerData {
 export interface WorkerOptions {
   threads: number;
   data: WorkerData & Record<string, unknown>;
-  /** The worker module (tests use one that dies). */
   filename?: URL;
   /** A worker died: its claimed jobs must be answered; `error` is for the log. */
   onDeath(index: number, error: unknown): void;
@@ -33,7 +30,6 @@ export interface WorkerOptions {
 
 export class VerifyWorkers {
   readonly threads: number;
-  /** Workers whose serve loop runs. */
   live = 0;
   restarts = 0;
   private readonly piscina: Piscina | null;
@@ -59,7 +55,7 @@ export class VerifyWorkers {
           });
   }
 
-  /** Resolves once every worker has loaded (a no-op task each), with their serve loops running. */
+  /** Resolves once every worker has loaded (a no-op task each) and serves. */
   async start(): Promise<void> {
     const p = this.piscina;
     if (p === null) return;
@@ -91,8 +87,7 @@ export class VerifyWorkers {
         if (this.recent.length >= MAX_RESTARTS_PER_MINUTE) return;
         this.recent.push(now);
         this.restarts++;
-        // Counted live only once its thread has loaded (a no-op task, as at start): until then the
-        // acceptor checks everything itself rather than leave a share to a thread still starting.
+        // Live only once loaded: until then the acceptor checks rather than leave a share to a starting thread.
         const again = (): void => {
           if (!this.closed) this.serve(index);
         };
