@@ -1,18 +1,14 @@
 /**
- * Reads an upstream's JSON-RPC answer to our sends (JSON-RPC 2.0 section 5,
- * 6) straight from the response bytes: for each call id, whether it got a
- * result or an error. The whole text is validated as JSON (RFC 8259) on the
- * way, but no object, string or array is built: on the happy path nothing is
- * allocated. Only an error member is parsed, with JSON.parse, to give a log
- * line its reason. Decisions match JSON.parse of the UTF-8 text followed by
- * property checks (test/forward/answer.test.ts holds that model and compares
- * the two on generated answers): duplicate keys, last one wins; an escaped
- * key ("\u0069d") is the key it spells; a leading BOM is skipped; bytes of
- * 0x80 and above are string content, as a replacing UTF-8 decoder would make
- * them. Nesting deeper than MAX_DEPTH is refused (a send answer nests 3 deep).
+ * Reads an upstream's JSON-RPC answer (JSON-RPC 2.0 sections 5, 6) straight
+ * from the bytes: for each call id, result or error. The text is validated as
+ * JSON (RFC 8259) but nothing is built, so the happy path allocates nothing;
+ * only an error member is JSON.parse'd, for the log. Decisions match JSON.parse
+ * plus property checks (test/forward/answer.test.ts compares the two):
+ * duplicate keys, last wins; an escaped key ("\u0069d") is the key it spells;
+ * a leading BOM is skipped; bytes >= 0x80 are string content.
  */
 
-/** Deepest nesting read: JSON.parse has no such limit, but a recursive reader must have one, and no send answer comes near it. */
+/** A recursive reader needs a limit; a send answer nests 3 deep. */
 export const MAX_DEPTH = 128;
 
 export interface AnswerScan {
@@ -21,13 +17,12 @@ export interface AnswerScan {
   /** Per call (index = id - firstId), 1 when answered with a result. Caller-owned, at least `count` long; cleared here. */
   accepted: Uint8Array;
   okCount: number;
-  /** The first JSON-RPC error, for logs: code and message with long hex/base64 runs cut. */
+  /** The first JSON-RPC error, for logs, long hex/base64 runs cut. */
   reason: string;
-  /** A batch array answered by one error object: this upstream does not take JSON-RPC batches. */
+  /** A batch array answered by one error object: this upstream does not take batches. */
   batchRefused: boolean;
 }
 
-/** Upstream error text kept for a log line. */
 const MAX_REASON_CHARS = 160;
 
 const T_OBJ = 1;
@@ -59,10 +54,7 @@ let errorNull = false;
 let errStart = 0;
 let errEnd = 0;
 
-/**
- * Reads b[s..e) as the answer to calls with ids firstId..firstId+count-1,
- * sent as a JSON-RPC array when `batch`.
- */
+/** Reads b[s..e) as the answer to calls with ids firstId..firstId+count-1 (an array when `batch`). */
 export function readAnswer(b: Buffer, s: number, e: number, firstId: number, count: number, batch: boolean, out: AnswerScan): void {
   const acc = out.accepted;
   acc.fill(0, 0, count);

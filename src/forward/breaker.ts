@@ -8,18 +8,16 @@
  *     +------------------------------ probe succeeds ----------------------------+
  *
  * Only transport-level outcomes feed it (5xx, 408, 429, unparseable body,
- * time-out, connection error). A JSON-RPC error or another 4xx is an upstream
- * that is up and answering, e.g. "nonce too low"; counting it would let a
- * client's bad transactions close a lane for everyone. While open, the lane
- * holds the upstream's items; the probe carries the oldest of them.
+ * time-out, connection error): counting JSON-RPC errors or other 4xx would let
+ * a client's bad transactions close a lane for everyone.
  */
 import type { Clock } from '../clock.js';
 
-/** One failure is noise (a reset keep-alive socket); five in a row is a pattern, and at 4 requests in flight it is about one round of them. */
+/** One failure is noise (a reset keep-alive socket); five in a row, about a round of 4 in flight, is a pattern. */
 export const BREAKER_THRESHOLD = 5;
-/** Long enough for a restarting upstream to come back, short enough that a blip costs about a second of admissions. */
+/** A blip costs about a second of admissions. */
 export const BREAKER_COOLDOWN_MS = 1_000;
-/** Ceiling of the doubling: a dead upstream costs one probe every 30 s, and recovery is noticed within 30 s. */
+/** A dead upstream costs one probe per 30 s; recovery is noticed within 30 s. */
 export const BREAKER_MAX_COOLDOWN_MS = 30_000;
 
 export interface BreakerOptions {
@@ -28,13 +26,11 @@ export interface BreakerOptions {
   maxCooldownMs?: number;
 }
 
-/** What `request()` grants: nothing, an ordinary request, or the single half-open probe. */
 export const Permit = { DENY: 0, PASS: 1, PROBE: 2 } as const;
 export type Permit = (typeof Permit)[keyof typeof Permit];
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
-// Numeric states keep the hot comparison an integer compare.
 const CLOSED = 0;
 const OPEN = 1;
 const HALF_OPEN = 2;
@@ -63,25 +59,21 @@ export class Breaker {
     return NAMES[this.st]!;
   }
 
-  /** Failures in a row while closed (0 after any success). */
   get consecutiveFailures(): number {
     return this.failures;
   }
 
-  /** The cool-down that applies to the current (or next) open period. */
+  /** Of the current (or next) open period. */
   get cooldownMs(): number {
     return this.cooldown;
   }
 
-  /**
-   * False only while open and still cooling down. Half-open, or open with the
-   * cool-down elapsed, counts as available: the next transaction is the probe.
-   */
+  /** False only while open and cooling down: otherwise the next transaction can be the probe. */
   available(): boolean {
     return this.st !== OPEN || this.now() - this.openedAt >= this.cooldown;
   }
 
-  /** When the next probe may go: the end of the current cool-down while open; -Infinity otherwise (nothing to wait for). */
+  /** When the next probe may go while open; -Infinity otherwise. */
   probeAt(): number {
     return this.st === OPEN ? this.openedAt + this.cooldown : -Infinity;
   }
@@ -96,7 +88,6 @@ export class Breaker {
     return Permit.DENY;
   }
 
-  /** Reports a request's success with the permit it was sent under. */
   success(p: Permit): void {
     if (this.st === CLOSED) {
       this.failures = 0;
@@ -105,11 +96,9 @@ export class Breaker {
       this.failures = 0;
       this.cooldown = this.baseCooldown;
     }
-    // A PASS answered while open or half-open was sent before the breaker
-    // opened; only the probe decides whether the upstream is back.
+    // A PASS answered while open was sent before opening; only the probe decides.
   }
 
-  /** Reports a request's transport failure with the permit it was sent under. */
   failure(p: Permit): void {
     if (this.st === CLOSED) {
       if (++this.failures >= this.threshold) this.trip();

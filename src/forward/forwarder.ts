@@ -1,46 +1,36 @@
 /**
- * The forwarding layer: the four lanes (docs/protocol.md#forwarding), built from config, with
- * one place for start-up warnings, statistics and graceful shutdown.
+ * The forwarding layer: the four lanes (docs/protocol.md#forwarding), with one
+ * place for start-up warnings, statistics and graceful shutdown.
  */
 import type { Clock } from '../clock.js';
 import type { BreakerOptions } from './breaker.js';
 import { LANE_NAMES, Lane, QUEUE_CAPACITY, type LaneName, type LaneStats } from './lane.js';
 import type { LogSink } from './upstream.js';
 
-/** Default drain budget: two upstream time-outs (2 s each) plus margin, well inside a service manager's stop timeout. */
+/** Two upstream time-outs plus margin, well inside a service manager's stop timeout. */
 const DRAIN_TIMEOUT_MS = 5_000;
 
 interface ForwarderOptions {
   /** Upstream URLs per lane; a missing or empty list runs that lane dry. */
   lanes: Partial<Record<LaneName, readonly string[]>>;
-  /** `limits.queue_capacity`, per lane. */
+  /** Per lane. */
   queueCapacity?: number;
   log?: LogSink;
-  /** Clock for breakers and log throttling. */
   now?: Clock;
-  /** Per-lane override of opportunistic batching (on by default for single lanes; bundles never batch). */
   batching?: Partial<Record<LaneName, boolean>>;
   breaker?: BreakerOptions;
-  /** Per-request time-out, ms. */
   timeoutMs?: number;
-  /** Connections (= in-flight requests) per upstream. */
   connections?: number;
-  /** How long an item no upstream has accepted is kept and retried (MAX_AGE_MS). */
   maxAgeMs?: number;
-  /** How the lanes schedule a send (LaneOptions.schedule). */
   schedule?: (fn: () => void) => void;
   /** Warn at start-up about each lane with no upstream (default true; an acceptor thread leaves it to the main thread). */
   warnDry?: boolean;
 }
 
 interface DrainResult {
-  /** Items that reached a final outcome at every upstream during the drain. */
+  /** Items final at every upstream during the drain. */
   sent: number;
-  /**
-   * Items acknowledged to clients that no upstream had accepted when time ran
-   * out; they are counted dropped as `shutdown`. (An item one upstream
-   * accepted while another still owed an answer is not abandoned.)
-   */
+  /** Acknowledged items no upstream had accepted when time ran out (dropped as `shutdown`). */
   abandoned: number;
 }
 
@@ -101,7 +91,7 @@ export class Forwarder {
     return this.drainingFlag;
   }
 
-  /** Plain numbers for the metrics module; one call is one consistent snapshot per lane. */
+  /** One consistent snapshot per lane. */
   stats(): ForwarderStats {
     return {
       draining: this.drainingFlag,
@@ -115,10 +105,8 @@ export class Forwarder {
   }
 
   /**
-   * Graceful shutdown: stops admitting (offer returns false), waits until
-   * every queue is empty and every request answered, or `timeoutMs`, then
-   * closes the connections (aborting what is still in flight) and counts
-   * what no upstream accepted as dropped `shutdown`.
+   * Graceful shutdown: stops admitting, waits until every item is final or
+   * `timeoutMs`, then closes (aborting what is in flight).
    */
   async drain(timeoutMs = DRAIN_TIMEOUT_MS): Promise<DrainResult> {
     this.drainingFlag = true;

@@ -1,9 +1,8 @@
 /**
  * HTTP/1.1 response framing (RFC 9112) for the forwarding client: a pure
- * state machine fed whatever bytes the socket delivered, split anywhere. It
- * finds the status, the few headers framing depends on, and the body; it
- * keeps the body only for 2xx answers (the only ones read), and it refuses an
- * oversized head or body as soon as its size is known, before buffering it.
+ * state machine fed bytes split anywhere. It keeps the body only for 2xx
+ * answers (the only ones read) and refuses an oversized head or body as soon
+ * as its size is known, before buffering it.
  *
  *   HEAD ──Content-Length──> BODY_LEN ─────────────────────────────> DONE
  *     │ ──chunked──> CHUNK_SIZE [BWS] [; ext] CRLF ─> CHUNK_DATA CRLF ─┐
@@ -15,9 +14,8 @@
  * Strict where leniency has been a smuggling vector: CRLF line ends only,
  * no obs-fold, token header names, Content-Length digits only (a list only of
  * equal values), Transfer-Encoding exactly `chunked`, both framings present
- * means the connection is not reused. A body in one read is handed out as a
- * view of that read's buffer (no copy); only a body split across reads is
- * copied, into one buffer per parser that grows to the largest answer seen.
+ * means the connection is not reused. A body in one read is a view of that
+ * read's buffer; only a body split across reads is copied.
  */
 
 /** Why an answer was refused. Stable codes: they are logged and counted, never parsed. */
@@ -34,13 +32,12 @@ export const HttpError = {
 } as const;
 export type HttpError = (typeof HttpError)[keyof typeof HttpError];
 
-/** What `execute` and `finish` report. */
 export const Parse = { MORE: 0, DONE: 1, ERROR: 2 } as const;
 export type Parse = (typeof Parse)[keyof typeof Parse];
 
-/** undici's default `maxHeaderSize`: far above any JSON-RPC server's head (~200 bytes), far below a memory concern. */
+/** undici's default `maxHeaderSize`: far above a JSON-RPC server's ~200-byte head. */
 export const MAX_HEAD_BYTES = 16 * 1024;
-/** Longest chunk-size line, extensions included: extensions are ignored, so a long one is only a way to make us spin. */
+/** Chunk-size line, extensions included: they are ignored, so a long one is only a way to make us spin. */
 const MAX_CHUNK_LINE = 1024;
 
 const CR = 13;
@@ -93,13 +90,13 @@ export class ResponseParser {
   keepAliveHintMs = -1;
   /** After ERROR: why. */
   error: HttpError | '' = '';
-  /** After DONE: how many bytes of the last `execute` input the answer used (the rest does not belong to it). */
+  /** After DONE: bytes of the last `execute` input the answer used. */
   consumed = 0;
 
   private st = S_HEAD;
   private readonly maxHead: number;
   private readonly maxBody: number;
-  /** Head bytes carried over from earlier reads (a head split across reads is rare). */
+  /** Head bytes carried over from earlier reads (rare). */
   private headBuf: Buffer | null = null;
   private headLen = 0;
   private remaining = 0;
@@ -120,7 +117,6 @@ export class ResponseParser {
     this.maxBody = limits.maxBodyBytes;
   }
 
-  /** Ready for the next answer on the same connection. */
   reset(): void {
     this.st = S_HEAD;
     this.status = 0;
@@ -150,7 +146,6 @@ export class ResponseParser {
     return this.view !== null ? this.viewEnd : this.accLen;
   }
 
-  /** Feeds bytes buf[start..end). */
   execute(buf: Buffer, start: number, end: number): Parse {
     let i = start;
     while (i < end) {
@@ -386,7 +381,7 @@ export class ResponseParser {
     let connClose = false;
     let connKeepAlive = false;
     let hint = -1;
-    // Header lines until the empty one (the head ends in CRLF CRLF, so the loop ends on it).
+    // The head ends in CRLF CRLF, so the loop ends on the empty line.
     while (!(b[p] === CR && b[p + 1] === LF)) {
       const nameStart = p;
       while (TCHAR[b[p]!] === 1) p++;
@@ -405,7 +400,7 @@ export class ResponseParser {
       }
       if (b[p + 1] !== LF) return this.bad(HttpError.HEADER);
       p += 2;
-      // Only the framing headers matter; names compared by length first, then case-insensitively.
+      // Only the framing headers matter.
       const len = nameEnd - nameStart;
       if (len === 14 && nameIs(b, nameStart, 'content-length')) {
         const v = parseContentLength(b, valueStart, valueEnd);

@@ -10,41 +10,31 @@
  *          | still awaiting an answer   |                     | neither     |
  *          |<------------- held = tail - head, at most capacity ----------->|
  *
- * An item is stored once however many upstreams there are, every upstream sees
- * admission order by construction, and a slot is freed once every upstream is
- * done with its item. "Done" per upstream is one bit of `done[slot]`: set when
- * the upstream answered it (accepted or refused), or gave it up (overrun,
- * expired, shutdown). Per-upstream queues would hold a reference per upstream
- * and need a cross-queue rule for "full" anyway.
+ * An item is stored once, every upstream sees admission order, and a slot is
+ * freed once every upstream is done with it: one bit of `done[slot]` each, set
+ * when it answered (accepted or refused) or gave the item up (overrun,
+ * expired, shutdown).
  *
- * Acknowledged work is never silently dropped. An item that no upstream has
- * accepted stays in the ring, for every upstream that has not answered it,
- * until it is MAX_AGE_MS old: while an upstream's breaker is open its items
- * wait (the half-open probe takes the oldest one), and the items of a request
- * that failed at the transport level (time-out, connection error, 5xx, 408,
- * 429, unparseable answer) go back to that upstream's retry list and are
- * resent after a bounded back-off. A JSON-RPC error, or another 4xx, is the
- * upstream's final word on that item (a batch refused with a 4xx is resent
- * one item per request first). Every item that ends with no upstream having accepted it is
- * counted under its reason (`rejected`, `expired`, `shutdown`) and logged,
+ * Acknowledged work is never silently dropped. An item no upstream has
+ * accepted stays, for every upstream that has not answered it, until
+ * MAX_AGE_MS: behind an open breaker it waits (the half-open probe takes the
+ * oldest), and after a transport failure (time-out, connection error, 5xx,
+ * 408, 429, unparseable answer) it is resent after a bounded back-off. A
+ * JSON-RPC error or another 4xx is final for that item (a batch refused with a
+ * 4xx is first resent one item per request). Every item no upstream accepted
+ * is counted under its reason (`rejected`, `expired`, `shutdown`) and logged,
  * throttled.
  *
- * The ring is the memory bound. When it is full, the oldest item is looked
- * at: if some upstream has already answered it, the upstreams still owing it
- * an answer are overrun (they give it up, counted `overrun` for them) and the
- * slot is reused, because a slow upstream must not throttle the lane for the
- * fast ones (the point of fan-out is redundancy). If no upstream has answered
- * it, `offer` refuses: the pipeline answers 503 retry_safe, which is the
- * correct backpressure when every upstream is behind. `depth` counts the items
- * no upstream has answered yet, which is what admission compares with
- * `capacity`.
+ * The ring is the memory bound. When full, if some upstream has answered the
+ * oldest item, those still owing it are overrun and the slot reused: a slow
+ * upstream must not throttle the fast ones. Otherwise `offer` refuses (503
+ * retry_safe): every upstream is behind. `depth`, the items no upstream has
+ * answered, is what admission compares with `capacity`.
  *
- * In flight per upstream is bounded by its connection count (pipelining 1),
- * so the HTTP client never queues internally: items for a saturated upstream
- * wait in the ring, where the next request picks up to MAX_BATCH of them at
- * once. An answer that arrives for an item its upstream already gave up (or
- * whose slot was reused) is recognised by the done bit, or by `seq < head`,
- * and ignored.
+ * In flight per upstream is bounded by its connections (pipelining 1), so the
+ * HTTP client never queues: waiting items stay in the ring, and the next
+ * request takes up to MAX_BATCH. An answer for an item given up or reused is
+ * recognised by the done bit or `seq < head`, and ignored.
  */
 import { systemClock, type Clock } from '../clock.js';
 import { Breaker, Permit, type BreakerOptions, type BreakerState } from './breaker.js';
@@ -55,10 +45,9 @@ export type LaneName = 'evm-paid' | 'evm-free' | 'solana-single' | 'solana-bundl
 export const LANE_NAMES: readonly LaneName[] = ['evm-paid', 'evm-free', 'solana-single', 'solana-bundle'];
 
 /**
- * What a lane carries, already encoded so the lane never touches transaction
- * bytes: `0x…` hex for EVM lanes, base64 for solana-single, and for a bundle
- * its base64 transactions in request order (1 or more). Strings must be pure
- * hex/base64: they are spliced into JSON without escaping.
+ * Already encoded: `0x…` hex for EVM lanes, base64 for solana-single, a
+ * bundle's base64 transactions in order. Must be pure hex/base64: they are
+ * spliced into JSON without escaping.
  */
 type LaneItem<N extends LaneName> = N extends 'solana-bundle' ? readonly string[] : string;
 
@@ -66,52 +55,46 @@ type LaneItem<N extends LaneName> = N extends 'solana-bundle' ? readonly string[
 type DropReason = 'rejected' | 'expired' | 'shutdown';
 const DROP_REASONS: readonly DropReason[] = ['rejected', 'expired', 'shutdown'];
 
-/** `limits.queue_capacity`'s default. */
 export const QUEUE_CAPACITY = 10_000;
-/** Items per JSON-RPC batch request: evm.max_batch's default, so a client batch travels as one request. */
+/** evm.max_batch's default, so a client batch travels as one request. */
 export const MAX_BATCH = 64;
 /**
- * Bytes per JSON-RPC batch request (a single item larger than this still goes,
- * alone): agave's RPC server refuses bodies over 50 kB (MAX_REQUEST_BODY_SIZE
- * in its rpc.rs), the smallest limit among the upstreams we know (geth: 5 MiB).
- * 64 full-size Solana transactions would be ~112 KB.
+ * Body bytes per batch request (a larger single item still goes alone):
+ * agave's RPC refuses bodies over 50 kB, the smallest limit among known
+ * upstreams.
  */
 export const MAX_BATCH_BYTES = 48 * 1024;
-/** Upstreams per lane: the per-item done set is one 32-bit mask, and each upstream multiplies the requests per transaction. */
+/** The per-item done set is one 32-bit mask. */
 const MAX_UPSTREAMS = 32;
-/** Largest capacity accepted: bounds the ring allocation (2^24 slots of pointers is 128 MiB). */
+/** Bounds the ring allocation (2^24 pointers is 128 MiB). */
 const MAX_CAPACITY = 1 << 24;
-/** One log line per upstream and kind of trouble per 10 s: visible without a line per transaction at thousands per second. */
+/** One log line per upstream and kind of trouble per 10 s, not one per transaction. */
 const LOG_INTERVAL_MS = 10_000;
 /**
- * How long an item no upstream has accepted is kept and retried. A Solana
- * transaction's blockhash expires 150 slots after it was fetched, 60 s at the
- * 400 ms slot target and rarely more than 90 s: past a minute an item can
- * only be refused. An EVM transaction does not expire, but a minute is five
- * blocks, after which a searcher's transaction has lost its point. The
- * breaker's probes (cool-downs 1, 2, 4, 8, 16 s plus time-outs) notice an
- * upstream back after a hang of up to ~30 s well inside this.
+ * How long an unaccepted item is kept and retried. A Solana blockhash expires
+ * after 150 slots (~60 s, rarely 90 s), and a minute is five EVM blocks, after
+ * which a searcher's transaction has lost its point. The breaker's probes see
+ * an upstream back from a ~30 s hang well inside this.
  */
 export const MAX_AGE_MS = 60_000;
 /**
- * First retry of a request that failed at the transport level; doubled per
- * consecutive failure up to RETRY_BACKOFF_MAX_MS. A keep-alive socket the
- * server closed is retried on a fresh one 20 ms later; a sick upstream gets
- * 20-160 ms gaps until its breaker (5 failures) takes over the pacing.
+ * First resend after a transport failure, doubled per consecutive failure: a
+ * closed keep-alive socket is retried on a fresh one 20 ms later, until the
+ * breaker (5 failures) takes over the pacing.
  */
 const RETRY_BACKOFF_MS = 20;
 /** The breaker's base cool-down: past it the breaker, not the back-off, decides. */
 const RETRY_BACKOFF_MAX_MS = 1_000;
-/** Longest sleep of the lane's wake-up timer: the clock is injected, so it is re-read at least this often. */
+/** The clock is injected, so the wake-up timer re-reads it at least this often. */
 const MAX_WAKE_MS = 1_000;
 
 
-// Per-item verdict: nobody has answered it, some upstream accepted it, or every answer so far refused it.
+// Per-item verdict: no answer yet, some upstream accepted, or every answer so far refused.
 const NONE = 0;
 const ACCEPTED = 1;
 const REJECTED = 2;
 
-// Drop reasons as indexes (hot path), named in DROP_REASONS order.
+// Indexes into DROP_REASONS.
 const R_REJECTED = 0;
 const R_EXPIRED = 1;
 const R_SHUTDOWN = 2;
@@ -121,47 +104,39 @@ export interface LaneOptions {
   upstreams: readonly string[];
   capacity?: number;
   /**
-   * Opportunistic JSON-RPC batching for single lanes; ignored for bundles,
-   * which always go one sendBundle per request. On by default because it
-   * costs nothing at low load (a lone item is sent alone, at once) and under
-   * load it is what lets a few keep-alive connections carry thousands of
-   * transactions per second: items that piled up while all connections were
-   * busy leave in one request instead of one request each. Every item still
-   * gets its own JSON-RPC answer, so accounting stays per item. An upstream
-   * that refuses batches is detected and switched to single requests.
+   * Opportunistic JSON-RPC batching (not bundles: one sendBundle per request).
+   * Free at low load (a lone item leaves alone, at once); under load, items
+   * that piled up while every connection was busy leave in one request. Each
+   * item keeps its own answer. An upstream refusing batches is switched to
+   * single requests.
    */
   batching?: boolean;
   log?: LogSink;
   now?: Clock;
   breaker?: BreakerOptions;
-  /** Per-request time-out. */
   timeoutMs?: number;
   /** Connections per upstream, which is also the in-flight request bound. */
   connections?: number;
-  /** How long an item no upstream has accepted is kept and retried (MAX_AGE_MS). */
   maxAgeMs?: number;
-  /** Certificates (PEM) to trust for https upstreams instead of the system store. */
+  /** PEM certificates to trust for https upstreams instead of the system store. */
   ca?: UpstreamOptions['ca'];
   /**
-   * How a send is scheduled once items are offered: a microtask by default;
-   * the relay passes its acknowledge-first scheduler, so a forward leaves
-   * after the acknowledgement it was admitted with (src/ingress/ack-first.ts).
+   * Default a microtask; the relay passes its acknowledge-first scheduler, so
+   * a forward leaves after its acknowledgement (src/ingress/ack-first.ts).
    */
   schedule?: (fn: () => void) => void;
 }
 
-/** An upstream as this lane sees it: upstream counters plus the lane's view. */
 interface LaneUpstreamStats extends UpstreamStats {
   breaker: BreakerState;
-  /** Items waiting to be sent to this upstream: never sent, or to be resent. */
+  /** Items never sent or to be resent. */
   backlog: number;
-  /** Items inside requests still awaiting an answer. */
   inFlight: number;
-  /** Items put back for a resend after a transport failure (a batch of 10 failing once counts 10). */
+  /** Items put back after a transport failure (a failed batch of 10 counts 10). */
   retried: number;
-  /** Items given up here because this upstream fell `capacity` behind after another had answered them. */
+  /** Given up: this upstream fell `capacity` behind after another had answered them. */
   overrun: number;
-  /** Items given up here because they reached the maximum age without an answer from this upstream. */
+  /** Given up: maximum age reached without this upstream's answer. */
   expired: number;
   batching: boolean;
 }
@@ -171,16 +146,16 @@ export interface LaneStats {
   /** Items no upstream has answered yet; admission is refused at `capacity`. */
   depth: number;
   capacity: number;
-  /** Items held in the ring (some upstream has not answered or given them up yet). */
+  /** Items in the ring (some upstream not done with them). */
   held: number;
-  /** Admitted items whose outcome is not final at every upstream (waiting or in flight). */
+  /** Admitted items not final at every upstream. */
   outstanding: number;
   admitted: number;
-  /** Items at least one upstream answered with a result. */
+  /** Items at least one upstream accepted. */
   forwarded: number;
   /** Items dropped by a dry lane. */
   discarded: number;
-  /** Items that ended with no upstream accepting them: the sum of `droppedBy`. */
+  /** Items no upstream accepted: the sum of `droppedBy`. */
   dropped: number;
   droppedBy: Record<DropReason, number>;
   available: boolean;
@@ -218,7 +193,6 @@ class Outlet {
   cursor = 0;
   /** Failed ranges to resend, sorted by `from`, never overlapping, never holding an item this upstream is done with. */
   readonly retry: Range[] = [];
-  /** No resend before this time (back-off). */
   retryAt = 0;
   /** Transport failures in a row, for the back-off. */
   failures = 0;
@@ -340,27 +314,23 @@ export class Lane<N extends LaneName = LaneName> {
     this.born = new Float64Array(size);
   }
 
-  /** True when the lane has no upstream and drops what it admits. */
+  /** No upstream: drops what it admits. */
   get dry(): boolean {
     return this.outlets.length === 0;
   }
 
-  /** Items no upstream has answered yet; admission is refused when this reaches `capacity`. */
   get depth(): number {
     return this.open;
   }
 
-  /** Admitted items not yet final at every upstream. */
   get outstanding(): number {
     return this.tail - this.settled;
   }
 
   /**
-   * Whether the lane can forward: false only when it has upstreams and every
-   * one's breaker is open and cooling down. The admission pipeline checks this
-   * before spending anything on a transaction. Half-open counts
-   * as available: what is admitted then waits in the ring for the probe's
-   * verdict, it is not dropped.
+   * False only when every upstream's breaker is open and cooling down; the
+   * pipeline checks it before spending anything. Half-open counts as
+   * available: admitted items wait for the probe's verdict.
    */
   available(): boolean {
     const outs = this.outlets;
@@ -369,11 +339,7 @@ export class Lane<N extends LaneName = LaneName> {
     return false;
   }
 
-  /**
-   * Queues one item for every upstream. False when the lane is full (the
-   * caller answers 503 capacity) or draining. A dry lane accepts, counts the
-   * item as discarded and drops it.
-   */
+  /** Queues one item for every upstream; false when full (503 capacity) or draining. A dry lane discards it. */
   offer(item: LaneItem<N>): boolean {
     if (!this.accepting) return false;
     if (this.outlets.length === 0) {
@@ -409,11 +375,7 @@ export class Lane<N extends LaneName = LaneName> {
     this.accepting = false;
   }
 
-  /**
-   * Stops everything: nothing more is sent, sockets are closed, and every
-   * item not yet accepted by an upstream is counted dropped as `shutdown`.
-   * Requests still in flight are aborted unless the lane is idle.
-   */
+  /** Stops sending and closes sockets (aborting in-flight requests unless idle); unaccepted items drop as `shutdown`. */
   async close(): Promise<void> {
     if (this.closed) return;
     const idle = this.settled === this.tail;
@@ -550,7 +512,7 @@ export class Lane<N extends LaneName = LaneName> {
       const now = this.now();
       if (r.outcome !== PostStatus.ABORTED) {
         const before = o.breaker.state;
-        // A refusal (4xx) is an upstream that is up and answering: like a JSON-RPC error, it must not close a lane.
+        // A 4xx is an upstream up and answering: it must not trip the breaker (breaker.ts).
         if (r.outcome === PostStatus.OK || r.outcome === PostStatus.REFUSED) o.breaker.success(permit);
         else o.breaker.failure(permit);
         const after = o.breaker.state;
@@ -601,7 +563,7 @@ export class Lane<N extends LaneName = LaneName> {
     }
   }
 
-  /** How many items from `from` make one request: up to MAX_BATCH, and MAX_BATCH_BYTES of body unless the first alone is larger. */
+  /** Up to MAX_BATCH items and MAX_BATCH_BYTES, unless the first alone is larger. */
   private batchSize(from: number): number {
     const max = Math.min(this.tail - from, this.maxBatch);
     let bytes = callLength(this.kind, from, this.items[from & this.mask]!) + 2;
@@ -659,7 +621,7 @@ export class Lane<N extends LaneName = LaneName> {
     }
   }
 
-  /** Items at the head older than the maximum age: every upstream still owing them an answer gives them up. */
+  /** Head items past the maximum age: every upstream still owing them gives them up. */
   private expire(now: number): void {
     const limit = now - this.maxAge;
     const outs = this.outlets;
@@ -711,10 +673,9 @@ export class Lane<N extends LaneName = LaneName> {
   }
 
   /**
-   * Records that upstream `o` is done with item `seq`: it answered (ACCEPTED
-   * or REJECTED) or gave it up (NONE). When it was the last upstream, the item
-   * ends: forwarded if anyone accepted it, else dropped, as `rejected` if some
-   * upstream refused it and otherwise for `reason`.
+   * Upstream `o` is done with `seq`: answered (ACCEPTED, REJECTED) or gave up
+   * (NONE). After the last upstream, the item ends: forwarded if anyone
+   * accepted, else dropped as `rejected` if refused, otherwise for `reason`.
    */
   private mark(o: Outlet, seq: number, v: number, reason: number): void {
     const i = seq & this.mask;

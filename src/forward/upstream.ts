@@ -1,16 +1,13 @@
 /**
- * One upstream JSON-RPC endpoint over keep-alive HTTP/1.1. The client is our
- * own because the request is always the same shape: a POST of ASCII JSON,
- * one request at a time per keep-alive connection. Each request is written
- * into one buffer per connection (head, then the body the lane writes in
- * place, wire.ts) and sent with one socket write; plain-TCP reads land in one
- * buffer per connection (net's `onread`), are framed by http1.ts and read by
- * answer.ts without JSON.parse; time-outs and idle expiry run on one coarse
- * timer per upstream instead of a timer per request. bench/forward.ts
- * measured undici's Pool.request + body.text() + JSON.parse at 75-85 µs of
- * CPU per serial item against 16-20 µs for a bare socket round trip.
+ * One upstream JSON-RPC endpoint over keep-alive HTTP/1.1. Our own client,
+ * since the request is always a POST of ASCII JSON, one at a time per
+ * connection: written into one buffer per connection and sent with one write;
+ * plain-TCP reads land in one buffer (net's `onread`), framed by http1.ts and
+ * read by answer.ts without JSON.parse; one coarse timer per upstream, not
+ * per request. bench/forward.ts: 16-20 µs of CPU per serial item, against
+ * 75-85 µs with undici and JSON.parse.
  *
- * `post` never throws and always calls back, asynchronously, once: every
+ * `post` never throws and calls back exactly once, asynchronously: every
  * failure becomes a counted, classified result.
  */
 import { connect as netConnect, isIP, type Socket } from 'node:net';
@@ -24,23 +21,23 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 /** Where forwarding reports trouble. Fields never hold transaction bytes, UUIDs or upstream URL paths (API keys live there). */
 export type LogSink = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
 
-/** Connections per upstream. With one request at a time per connection it is also the lane's in-flight bound per upstream (lane.ts); four keep a 10-50 ms RTT upstream busy while batching absorbs bursts. */
+/** Also the lane's in-flight bound per upstream; four keep a 10-50 ms RTT upstream busy while batching absorbs bursts. */
 export const UPSTREAM_CONNECTIONS = 4;
-/** Whole-request time-out (connect, write, full answer): a send is answered in well under 100 ms by a live sequencer or RPC node, so 2 s means dead or stuck. */
+/** Whole request, connect included: a live node answers a send well under 100 ms, so 2 s means dead or stuck. */
 const UPSTREAM_TIMEOUT_MS = 2_000;
-/** Idle keep-alive, shortened to the server's `Keep-Alive: timeout` hint minus KEEP_ALIVE_MARGIN_MS, so reuse does not race a server-side close. */
+/** Idle keep-alive, cut to the server's `Keep-Alive: timeout` hint minus the margin, so reuse does not race its close. */
 const KEEP_ALIVE_MS = 10_000;
-/** How much earlier than the server's hint an idle connection is given up: covers a round trip and the sweep's resolution. */
+/** Covers a round trip and the sweep's resolution. */
 const KEEP_ALIVE_MARGIN_MS = 1_000;
-/** A send answer is a hash or signature per item (about 100 bytes); 1 MiB bounds what a misbehaving upstream can make us buffer. */
+/** About 100 bytes per item are expected; bounds what a misbehaving upstream can make us buffer. */
 const MAX_RESPONSE_BYTES = 1 << 20;
-/** One read buffer per plain-TCP connection: a batch answer of 64 signatures is ~8 KB, so one read usually holds a whole answer (larger ones take several reads, which the parser joins). */
+/** A 64-signature batch answer (~8 KB) usually fits one read; the parser joins larger ones. */
 const READ_BUFFER_BYTES = 16 * 1024;
-/** Smallest write buffer: a single Solana v1 call (5.5 KB of base64) fits. */
+/** A single Solana v1 call (5.5 KB of base64) fits. */
 const MIN_WRITE_BUFFER = 8 * 1024;
-/** Largest write buffer a connection keeps: a full batch (MAX_BATCH_BYTES, 48 KiB, in lane.ts) and its head fit. */
+/** A full batch (MAX_BATCH_BYTES) and its head fit; larger buffers are not kept. */
 const MAX_KEPT_WRITE_BUFFER = 64 * 1024;
-/** Sweep period bounds: time-outs fire within a quarter of the time-out, at least every 250 ms and at most every 10 ms. */
+/** Time-outs fire within a quarter of the time-out, clamped to 10-250 ms. */
 const SWEEP_MIN_MS = 10;
 const SWEEP_MAX_MS = 250;
 
@@ -75,10 +72,10 @@ export type PostStatus = (typeof PostStatus)[keyof typeof PostStatus];
 /** A request's result. The object is reused per connection: read it inside the callback, do not keep it. */
 export interface PostResult {
   outcome: PostStatus;
-  /** Per item, 1 when the upstream answered it with a result; null when the request failed as a whole. */
+  /** Per item, 1 when answered with a result; null when the request failed as a whole. */
   accepted: Uint8Array | null;
   okCount: number;
-  /** For logs only: HTTP status, error code, or the first JSON-RPC error, with long hex/base64 runs cut to a prefix. */
+  /** For logs only; long hex/base64 runs are cut to a prefix. */
   reason: string;
   /** A batch array answered by a single error object: this upstream does not take JSON-RPC batches. */
   batchRefused: boolean;
@@ -100,14 +97,14 @@ export interface UpstreamStats {
   timeouts: number;
   connErrors: number;
   aborted: number;
-  /** Milliseconds from send to the full answer of the last request that got one; 0 before any. */
+  /** Of the last request answered; 0 before any. */
   lastLatencyMs: number;
 }
 
 export interface UpstreamOptions {
   connections?: number;
   timeoutMs?: number;
-  /** Certificates (PEM) to trust for an https upstream instead of the system store, e.g. a private CA. */
+  /** PEM certificates to trust instead of the system store, e.g. a private CA. */
   ca?: string | Buffer | readonly (string | Buffer)[];
 }
 
@@ -144,7 +141,7 @@ class Connection {
   idleSince = 0;
   idleLimit = KEEP_ALIVE_MS;
   readBuf: Buffer | null = null;
-  /** The request being written; grows to the largest request sent on this connection, up to MAX_KEPT_WRITE_BUFFER. */
+  /** Grows to the largest request sent here, up to MAX_KEPT_WRITE_BUFFER. */
   writeBuf: Buffer | null = null;
   readonly parser = new ResponseParser({ maxBodyBytes: MAX_RESPONSE_BYTES });
   readonly scan: AnswerScan = { bad: '', accepted: new Uint8Array(64), okCount: 0, reason: '', batchRefused: false };
@@ -203,10 +200,8 @@ export class UpstreamClient {
   }
 
   /**
-   * Sends one body (ASCII JSON, written by `body` during this call) holding
-   * `count` calls with ids firstId..firstId+count-1 (a JSON-RPC array when
-   * `batch`). At most `connections` requests may be in flight; `done` is
-   * called once, later.
+   * Sends `count` calls with ids firstId.. (an array when `batch`), which
+   * `body` writes during this call. At most `connections` in flight.
    */
   post(body: BodyWriter, firstId: number, count: number, batch: boolean, done: PostDone): void {
     this.requests++;
