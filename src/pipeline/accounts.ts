@@ -5,11 +5,10 @@
  * before the API answers.
  *
  * Seats. Every live account holds one seat in the shared table: three
- * adjacent slots, its family A and family B buckets and its batch-record
- * budget. Seats are not account ids: ids are never reused (batch records name
- * accounts by id), seats are freed by revocation and taken again by later
- * accounts, so the table is bounded by the live accounts, which the store
- * caps (`AccountStore.maxLive`) before writing anything.
+ * adjacent slots (evm, solana, batch-record budget). Seats are not account
+ * ids: ids are never reused (batch records name them), seats are reused after
+ * revocation, so the table is bounded by the live accounts, which the store
+ * caps (`AccountStore.maxLive`).
  *
  *   slot:  0        1        2        3     4     5       ...  3s   3s+1    3s+2
  *        | no seat: never configured | seat 1: evm solana records | seat s ...
@@ -26,7 +25,6 @@ export type Family = 'evm' | 'solana';
 /** The buckets of a seat: one per family, and the family A batch-record budget. */
 export type Bucket = Family | 'records';
 
-/** Slots per seat: evm, solana, records. */
 export const SLOTS_PER_SEAT = 3;
 const OFFSET: Readonly<Record<Bucket, number>> = { evm: 0, solana: 1, records: 2 };
 
@@ -34,15 +32,13 @@ const OFFSET: Readonly<Record<Bucket, number>> = { evm: 0, solana: 1, records: 2
 const INITIAL_SEATS = 1024;
 
 /**
- * The wait reported for a take that can never succeed as configured (TPS 0
- * with an empty bucket, more credits than the burst, no seat): the same
- * minute the HTTP doors already answer for an infinite wait, so a client
- * backs off rather than hammering a limit that will not open.
+ * The wait reported for a take that can never succeed (TPS 0, more credits
+ * than the burst, no seat): the doors' minute for an infinite wait, so a
+ * client backs off rather than hammering.
  */
 export const RETRY_NEVER_MS = 60_000;
 
 interface RegistryOptions {
-  /** Seats the table starts with when `create` builds it; default 1024. */
   initialSeats?: number;
 }
 
@@ -66,7 +62,7 @@ export interface SeatedRecord {
 
 /** Seats and the shared bucket table: what taking a credit needs, in any thread. */
 abstract class SeatedBuckets {
-  /** Refused batch-record credits since start (takeRecordCredit), a metric. */
+  /** Refused batch-record credits since start, a metric. */
   refusedRecords = 0;
   /** Seat of each account id (0: none); ids are dense from 1, so a typed array indexed by id. */
   protected seatOfId = new Int32Array(1024);
@@ -104,7 +100,6 @@ abstract class SeatedBuckets {
     this.seatOfId[id] = seat;
   }
 
-  /** The seat account `id` holds (0: none). */
   seatOf(id: number): number {
     return id < this.seatOfId.length ? this.seatOfId[id]! : 0;
   }
@@ -115,16 +110,14 @@ export class AccountRegistry extends SeatedBuckets implements Accounts {
   private readonly listeners: ((r: SeatedRecord) => void)[] = [];
   /** Seats freed by revocation, reused last-freed first (still warm in cache). */
   private readonly freeSeats: number[] = [];
-  /** Seats ever handed out, + 1 for seat 0: the next fresh seat. */
+  /** The next fresh seat. */
   private nextSeat = 1;
-  /** Seats the table can ever hold, seat 0 included. */
+  /** Seat 0 included. */
   private readonly maxSeats: number;
 
   /**
-   * Joins `store` to `buckets`. The table must seat every live account the
-   * store may hold, max(store.maxLive, store.live), either now or by growing
-   * (see `create`, which sizes it so); otherwise this throws RangeError at
-   * start-up rather than refusing accounts later.
+   * The table must be able to seat max(store.maxLive, store.live) accounts,
+   * else this throws at start-up rather than refusing accounts later.
    */
   constructor(
     readonly store: AccountStore,
@@ -145,11 +138,7 @@ export class AccountRegistry extends SeatedBuckets implements Accounts {
     });
   }
 
-  /**
-   * A registry over its own growable table, sized to seat max(store.maxLive,
-   * store.live) accounts: start-up succeeds whatever the store holds.
-   * `registry.buckets.handle()` attaches it in workers.
-   */
+  /** A registry over its own growable table, sized so start-up succeeds whatever the store holds. */
   static create(store: AccountStore, clock: Clock, opts: RegistryOptions = {}): AccountRegistry {
     const maxSeats = Math.max(store.maxLive, store.live) + 1;
     const initial = Math.min(maxSeats, Math.max(opts.initialSeats ?? INITIAL_SEATS, store.live + 1));
@@ -157,13 +146,11 @@ export class AccountRegistry extends SeatedBuckets implements Accounts {
     return new AccountRegistry(store, buckets, clock);
   }
 
-  /** The live account for a canonical UUID text, if it exists and is not revoked. */
   byText(uuid: string): AccountRecord | undefined {
     const rec = this.store.lookup(uuid);
     return rec && !rec.revoked ? rec : undefined;
   }
 
-  /** The live account for 16 raw UUID bytes at `offset` (UDP). */
   byBytes(buf: Uint8Array, offset: number): AccountRecord | undefined {
     const rec = this.store.lookupBytes(buf, offset);
     return rec && !rec.revoked ? rec : undefined;
@@ -182,7 +169,6 @@ export class AccountRegistry extends SeatedBuckets implements Accounts {
       .map((rec) => ({ rec, seat: this.seatOf(rec.id) }));
   }
 
-  /** Live accounts holding a seat. */
   get seated(): number {
     return this.nextSeat - 1 - this.freeSeats.length;
   }
@@ -223,10 +209,9 @@ export class AccountRegistry extends SeatedBuckets implements Accounts {
 }
 
 /**
- * An acceptor thread's accounts: a copy of the live records and their seats,
- * kept current by the main thread's changes (`apply`), over the same shared
- * bucket table, so an account's limits hold node-wide whichever thread a
- * request reaches. It never hands out a seat nor configures a bucket.
+ * An acceptor thread's accounts: a copy of the live records and seats, kept
+ * current by `apply`, over the same shared buckets, so limits hold node-wide.
+ * It never hands out a seat nor configures a bucket.
  */
 export class AccountMirror extends SeatedBuckets implements Accounts {
   private readonly active = new UuidIndex();

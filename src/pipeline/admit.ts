@@ -1,25 +1,10 @@
 /**
- * The admission pipeline: the one way in for every door (docs/architecture.md).
- * A door turns its wire format into a Submission and calls `admit(sub, sink)`;
- * the stages below run in this order, and the Outcome reaches the door's
- * sink, which turns it into the wire answer.
- *
- *   gate     draining -> shed -> IP -> auth -> lane -> credits (gate.ts),
- *            before a byte of the body is kept
- *   place    the transaction's bytes into the shared slab, copied once (place.ts);
- *            a request body is read straight into its block where it can be
- *   expand   a JSON-RPC body: its calls, each admitted in turn (the door parses them)
- *   prepare  a bundle: decoded here, tip rule, dedup peek (bundle.ts);
- *            an EVM batch: its items decoded and hashed here, then its durable
- *            receive record, then each item admitted in order (evm-batch.ts)
- *   check    decode, verify, dedup claim, inline or on a worker (src/exec)
- *   enqueue  into the forwarding lane (src/forward/lane.ts)
- *   sink     the door's answer
- *
- * Everything up to the check runs on the main thread, so unauthorised,
- * over-limit and shed traffic never costs a signature check. Every refusal
- * leaves through `finish`, which gives back what the submission held and
- * counts it: nothing is answered without being counted, nothing held is leaked.
+ * The admission pipeline: the one way in for every door; the stages and their
+ * order are in docs/architecture.md (gate, place, expand, prepare, check,
+ * enqueue, sink). Everything before the check runs on the request's thread,
+ * so unauthorised, over-limit and shed traffic never costs a signature check.
+ * Every answer leaves through `finish`, which gives back what the submission
+ * held and counts it: nothing answered uncounted, nothing held leaked.
  */
 import { E, RelayError, type ErrorSpec } from '../errors.js';
 import type { Clock } from '../clock.js';
@@ -70,7 +55,6 @@ export class Pipeline implements BodySink {
   private readonly jobsBuf: Buffer;
   /** The submission each job slot checks (a bundle's for each of its members). */
   private readonly bySlot: (Submission | undefined)[];
-  /** Dedup key scratch for withdrawing a claim on the main thread. */
   private readonly keyScratch = new Uint8Array(1 + SIGNATURE_BYTES);
 
   constructor(private readonly d: PipelineDeps) {
@@ -206,13 +190,11 @@ export class Pipeline implements BodySink {
     m.outcome = o;
     const g = m.parent!;
     if (--g.pending > 0) return;
-    // A JSON-RPC body of one call (the usual case) answers with that call's outcome: no group to build.
-    // Its members were counted as they settled, so the group's own outcome is not counted again.
+    // One call (the usual case) answers with its own outcome. Members were counted as they settled.
     if (g.kind === Kind.Calls) return g.sink!(g, g.children!.length === 1 ? o : Outcome.group(null, g.children!.map((c) => c.outcome!)));
     const items = g.children!.map((c) => c.outcome!);
-    // The outcome is durable before the answer, so a crash right after it leaves the record complete.
-    // If it cannot be written the items are queued all the same: the answer stands (the record still
-    // holds every hash) and the recorder counts the failure.
+    // Durable before the answer, so a crash after it leaves the record complete. A failed write does
+    // not change the answer (the record holds every hash); the recorder counts it.
     const answer = (): void => g.sink!(g, Outcome.group(g.batchId, items));
     this.d.batches!.updateOutcome(g.batchId!, items).then(answer, answer);
   };
@@ -220,9 +202,9 @@ export class Pipeline implements BodySink {
   // ---- prepare: EVM batches -------------------------------------------------
 
   /**
-   * The record budget, then every item placed, decoded and hashed, then the
-   * receive record made durable; only then are the items admitted, each
-   * taking its credit in order (docs/protocol.md#evm-batches).
+   * The record budget, every item placed, decoded and hashed, the receive
+   * record made durable; only then each item is admitted, taking its credit
+   * in order (docs/protocol.md#evm-batches).
    */
   private prepareBatch(sub: Submission): void {
     const recorder = this.d.batches;
@@ -336,7 +318,6 @@ export class Pipeline implements BodySink {
     this.d.verifier.run(s, this.onChecked);
   }
 
-  /** The verifier's callback for every slot. */
   private readonly onChecked = (s: number): void => {
     const sub = this.bySlot[s]!;
     this.bySlot[s] = undefined;
@@ -363,7 +344,6 @@ export class Pipeline implements BodySink {
       }
     } else {
       const keyAt = this.jobs.keyAt(s);
-      // Straight from the job table to text: no view of the hash, no Buffer around it.
       id = sub.hash ?? '0x' + this.jobsBuf.toString('hex', keyAt, keyAt + KEY_BYTES);
       if (r === JobResult.Duplicate) return this.finish(sub, Outcome.duplicate(id));
       payload = sub.text ?? '0x' + this.place.buf.toString('hex', sub.offset, sub.offset + sub.length);
@@ -375,7 +355,6 @@ export class Pipeline implements BodySink {
     this.finish(sub, Outcome.queued(id));
   };
 
-  /** The refusal for a check that did not pass. */
   private checkError(s: number, decode: ErrorSpec, prefix: string): RelayError {
     const r = this.jobs.field(s, S_RESULT) as JobResult;
     if (r === JobResult.Internal) return new RelayError(E.CHECK_FAILED, 'the transaction check failed on this node');
@@ -393,7 +372,6 @@ export class Pipeline implements BodySink {
 
   // ---- finish ---------------------------------------------------------------
 
-  /** Gives back the slab blocks and job slots `sub` holds. */
   private release(sub: Submission): void {
     if (sub.slot >= 0) {
       this.jobs.release(sub.slot);
@@ -407,11 +385,7 @@ export class Pipeline implements BodySink {
     this.place.releaseOf(sub);
   }
 
-  /**
-   * The one way out: resources back, counted, to the door. (A group whose
-   * members have all settled goes straight to its sink: it holds nothing, and
-   * its members were counted.)
-   */
+  /** The one way out: resources back, counted, to the door (a settled group skips it: its members were counted). */
   private finish(sub: Submission, o: Outcome): void {
     this.release(sub);
     if (o.error !== null) this.rejected.inc(o.error.spec.code);

@@ -1,10 +1,9 @@
 /**
- * Bundles (docs/protocol.md#solana-bundles): 1 to 4 Solana transactions,
- * all or nothing. On the main thread, between placing and checking: the body
- * is split into its transactions, each decoded once (the tip rule needs the
- * decoded instructions here, and the signature checks reuse what the decode
- * found: no member is decoded twice), the tip rule applied across the whole
- * bundle, and the bundle's dedup key built from its ordered signatures.
+ * Bundles (docs/protocol.md#solana-bundles): 1 to 4 Solana transactions, all
+ * or nothing. Between placing and checking, each member is decoded once here
+ * (the tip rule needs the instructions; the signature checks reuse the
+ * offsets), the tip rule applied across the bundle, and the dedup key built
+ * from the ordered signatures.
  */
 import { DecodeError, E, RelayError } from '../errors.js';
 import { base58EncodeAt } from '../native/base58.js';
@@ -15,7 +14,6 @@ import { KEY_SOLANA_BUNDLE } from '../exec/check.js';
 import { SLAB_FULL, type Placer } from './place.js';
 import type { Submission } from './submission.js';
 
-/** Transactions per bundle at most. */
 export const MAX_BUNDLE = 4;
 /** Count byte, up to 4 u16 lengths and up to 4 transactions of at most 4096 bytes (v1). */
 export const MAX_BUNDLE_BODY = 1 + 2 * MAX_BUNDLE + MAX_BUNDLE * MAX_V1_TX_SIZE;
@@ -25,11 +23,7 @@ const SIGNATURE_BYTES = 64;
 /** One decoded view per member, reused: the main thread prepares one bundle at a time, synchronously. */
 export const memberViews: readonly SolanaTxView[] = Array.from({ length: MAX_BUNDLE }, () => new SolanaTxView());
 
-/**
- * Splits a bundle body into the slab: `count` (1-4), `count` u16 LE
- * lengths, the transactions concatenated; the total length exact. Sets
- * `sub.offsets` and `sub.lengths`.
- */
+/** Body: `count` (1-4), `count` u16 LE lengths, the transactions; the total exact. Sets `sub.offsets` and `sub.lengths`. */
 export function placeBundle(p: Placer, sub: Submission, body: Uint8Array): RelayError | null {
   const bad = (m: string) => new RelayError(E.BATCH_DECODE, m);
   if (body.length < 1) return bad('empty body');
@@ -64,8 +58,8 @@ export function placeBundle(p: Placer, sub: Submission, body: Uint8Array): Relay
 
 /**
  * Decodes every member into `memberViews`, applies the tip rule (606 no tip
- * transfer at all, 607 their sum below the account's minimum; no tip
- * accounts configured: no rule), and sets the dedup key and the signatures.
+ * transfer, 607 below the account's minimum; none without tip accounts), and
+ * sets the dedup key and signatures.
  */
 export function prepareBundle(p: Placer, sub: Submission, tips: TipAccounts | null): RelayError | null {
   const offsets = sub.offsets!;
@@ -88,7 +82,7 @@ export function prepareBundle(p: Placer, sub: Submission, tips: TipAccounts | nu
     const minTip = sub.account!.solana.min_tip_lamports;
     if (lamports < BigInt(minTip)) return new RelayError(E.TIP_TOO_LOW, String(minTip));
   }
-  // The dedup key: its domain and the ordered signatures (a fresh array: it outlives the checks).
+  // A fresh array: it outlives the checks.
   const key = new Uint8Array(1 + SIGNATURE_BYTES * n);
   key[0] = KEY_SOLANA_BUNDLE;
   const ids: string[] = [];
@@ -103,12 +97,9 @@ export function prepareBundle(p: Placer, sub: Submission, tips: TipAccounts | nu
 }
 
 /**
- * Which member's check decides a bundle's answer: the first at fault
- * (invalid, bad signature), else the first this node could not check
- * (expired in the queue, an internal failure); -1 when all passed. A bundle
- * with an invalid transaction is invalid whatever happened to its siblings:
- * answering it retry-safe would have the client resend a bundle that can
- * never pass.
+ * Which member decides a bundle's answer: the first at fault, else the first
+ * not checked (expired, internal); -1 when all passed. Fault wins: answering
+ * retry-safe would have the client resend a bundle that can never pass.
  */
 export function bundleVerdict(n: number, result: (i: number) => JobResult): number {
   let bad = -1;

@@ -1,11 +1,9 @@
 /**
  * EVM batches (docs/protocol.md#evm-batches, #batch-records). The receive
- * record holds every item's hash and is durable before any item is rate
- * checked or admitted, so each item is decoded, checked and hashed here, on
- * the main thread, first. What that finds travels with the item's job: the
- * hash and the signing hash in its slot's bytes, the signature's place and
- * recovery id in its slot's fields, so the check that follows (on a worker
- * or inline) only recovers the sender and nothing is decoded twice.
+ * record holds every item's hash and is durable before any item is admitted,
+ * so each item is decoded, checked and hashed here first. The results travel
+ * in the item's job slot (hashes in its bytes, signature place and recovery id
+ * in its fields), so the check only recovers the sender.
  */
 import { DecodeError, E, RelayError } from '../errors.js';
 import { decodeEvmTransaction, EvmTx } from '../chains/evm/decode.js';
@@ -16,7 +14,7 @@ import type { Placer } from './place.js';
 import type { Outcome } from './outcome.js';
 import type { Submission } from './submission.js';
 
-/** The durable batch receive record (src/store/batches.ts): written before anything is admitted, then its outcome. */
+/** The durable batch receive record (src/store/batches.ts). */
 export interface BatchRecorder {
   newId(): string;
   persist(rec: { batch_id: string; received_at: string; account_id: number; client_ip: string; tx_hashes: (string | null)[] }): Promise<void>;
@@ -24,17 +22,15 @@ export interface BatchRecorder {
   updateOutcome(batchId: string, items: readonly Outcome[]): Promise<void>;
 }
 
-/** This thread's decoded item, decoded into again for each (synchronous: never two at once). */
 const scratchTx = new EvmTx();
 /** The hash of an item that holds no job slot. */
 const hash32 = new Uint8Array(KEY_BYTES);
 
 /**
- * Places, decodes, checks and hashes one item whose bytes are in the slab
- * (`item.offset`), holding job slot `item.slot` (-1: none free; the item is
- * then refused for capacity in its turn, but still hashed for the record).
- * Sets `item.hash`; an invalid item gets `item.invalid`, keeps its raw hash
- * (the reconciliation handle) and gives its bytes and slot back.
+ * Decodes, checks and hashes one placed item holding job slot `item.slot`
+ * (-1: none free; refused for capacity in its turn, but still hashed for the
+ * record). An invalid item gets `item.invalid`, keeps its raw hash (the
+ * reconciliation handle) and gives its bytes and slot back.
  */
 export function prepareItem(p: Placer, jobs: JobTable, chainId: bigint, item: Submission): void {
   const raw = p.view(item.offset, item.length);

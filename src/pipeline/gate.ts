@@ -1,7 +1,7 @@
 /**
- * The gate: the pipeline's first stage, run on the main thread before a byte
- * of the body is kept and before any signature is checked, so refused traffic
- * never costs one (docs/protocol.md#capacity, #rate-limits, #authentication).
+ * The gate: the pipeline's first stage, run before a byte of the body is kept,
+ * so refused traffic never costs a signature check
+ * (docs/protocol.md#capacity, #rate-limits, #authentication).
  *
  *   1. node draining?                      DRAINING      503 retry-safe
  *   2. queue controller: standing queue?   CAPACITY      503 (shed: no IP or account credit spent)
@@ -10,12 +10,10 @@
  *   5. its lane able to forward?           UNAVAILABLE   503 (before any quota is spent)
  *   6. its token bucket                    RATE_ACCOUNT  429 (quota is spent from here on)
  *
- * Steps 2-3 are the arrival's: a JSON-RPC body passes them once (its calls
- * arrive with it) and each call then passes 4-6. An EVM batch passes 4-5
- * here; its record budget and its items' credits are taken later, in their
- * order (src/pipeline/evm-batch.ts). Refusals are returned, never thrown: a
- * throw inside a uWS handler makes V8 walk the stack for the message
- * location, which cost a shed answer ~2% of its CPU.
+ * Steps 2-3 are the arrival's: a JSON-RPC body passes them once, then each
+ * call 4-6. An EVM batch passes 4-5 here; its record budget and items'
+ * credits come later, in order (evm-batch.ts). Refusals are returned, never
+ * thrown: a throw in a uWS handler makes V8 walk the stack (~2% of a shed's CPU).
  */
 import { E, RelayError } from '../errors.js';
 import type { Clock } from '../clock.js';
@@ -40,16 +38,16 @@ export interface GateDeps {
   verifier: Verifier;
   forwarder: Forwarder;
   enabled: { evm: boolean; solana: boolean };
-  /** `limits.shed_hold_ms`: the longest a door shed's answer is held (0: written at once). */
+  /** `limits.shed_hold_ms` (0: answer at once). */
   shedHoldMs: number;
   /** Door sheds held and not yet answered. */
   heldRefusals: () => number;
 }
 
-/** Why a transaction is refused for the queue's hard bound, at the door or after waiting past it. */
+/** At the door or after waiting past the bound. */
 export const OVER_BOUND = 'verification queue over its bound';
 
-/** The lane a submission forwards on: Solana by kind, EVM by the account's plan. */
+/** Solana by kind, EVM by the account's plan. */
 function laneFor(family: Family, rec: AccountRecord, bundle: boolean): LaneName {
   if (family === 'solana') return bundle ? 'solana-bundle' : 'solana-single';
   return rec.plan === 'paid' ? 'evm-paid' : 'evm-free';
@@ -122,14 +120,14 @@ export class Gate {
     return null;
   }
 
-  /** Step 2: CAPACITY when the queue controller sheds this arrival. */
+  /** Step 2. */
   private shed(): RelayError | null {
     const v = this.d.verifier;
     const s = v.admit(this.d.clock());
     if (s === Shed.No) return null;
     const err = new RelayError(E.CAPACITY, s === Shed.Standing ? 'standing verification queue' : OVER_BOUND);
-    // Held about as long as the queue it was turned away from and the refusals held before it take to
-    // drain (docs/protocol.md#capacity): a client that resends at once comes back when there is room.
+    // Held about as long as the queue and the refusals held before it take to drain
+    // (docs/protocol.md#capacity): a client that resends at once comes back when there is room.
     const hold = this.d.shedHoldMs;
     if (hold > 0) err.holdMs = Math.min(hold, Math.max(v.queueMs() + v.drainMs(this.d.heldRefusals()), v.controller.targetMs));
     return err;

@@ -1,15 +1,9 @@
 /**
  * What a submission came to: the one result every door renders and the batch
- * record stores (docs/protocol.md#statuses).
- *
- *   queued     admitted and in a forwarding lane
- *   duplicate  seen on this node within the dedup window: answered as a
- *              success, not forwarded again
- *   not-sent   refused before anything was sent; `error` says why and its
- *              table entry carries the retry advice
- *
- * A group (an EVM batch, a JSON-RPC body's calls) has its members' outcomes
- * in `items`, in request order, unless the group was refused as a whole.
+ * record stores (docs/protocol.md#statuses): queued, duplicate (a success,
+ * not forwarded again), or not-sent (`error` says why and carries the retry
+ * advice). A group has its members' outcomes in `items`, in request order,
+ * unless refused as a whole.
  */
 import type { RelayError, Retry } from '../errors.js';
 
@@ -23,7 +17,6 @@ export class Outcome {
     readonly error: RelayError | null = null,
     /** A bundle's signatures in request order (the first is `id`). */
     readonly ids: readonly string[] | null = null,
-    /** A group's members' outcomes in request order. */
     readonly items: readonly Outcome[] | null = null,
   ) {}
 
@@ -54,11 +47,9 @@ export class Outcome {
   }
 
   /**
-   * The HTTP status of an answer carrying this outcome: a member's refusal's
-   * own, 202 or 200 (`ok`) when sent, and for a group the rule of
-   * docs/protocol.md#evm-batches: 202 when any member was sent, else 400 if
-   * any was invalid, else 503 if any failed on capacity, else 429, else the
-   * first member's status.
+   * A refusal's own status, `ok` when sent; a group follows
+   * docs/protocol.md#evm-batches: `ok` if any member was sent, else the first
+   * of 400, 503, 429 any member has, else the first member's.
    */
   httpStatus(ok = 202): number {
     if (this.error !== null) return this.error.spec.http;

@@ -1,10 +1,8 @@
 /**
- * Placing a transaction's bytes in the shared slab: the one copy a
- * transaction's bytes get between the socket and the check. Raw bodies are
- * read straight into their block (`reserve`); text is decoded straight into
- * it (base64, base58, hex); a UDP datagram's transaction is copied from the
- * datagram. Every function here sets `sub.offset` and `sub.length`, or
- * returns the refusal and holds nothing.
+ * Placing a transaction's bytes in the shared slab: their one copy between
+ * socket and check. Raw bodies are read straight into their block (`reserve`),
+ * text is decoded straight into it, a datagram is copied. Each function sets
+ * `sub.offset` and `sub.length`, or returns the refusal holding nothing.
  */
 import { E, RelayError } from '../errors.js';
 import type { Slab } from '../tables/slab.js';
@@ -20,7 +18,7 @@ const MAX_BASE58_CHARS = Math.ceil(MAX_V1_TX_SIZE * 1.3658) + 1;
 export const SLAB_FULL = 'slab full';
 
 export class Placer {
-  /** The whole slab, and the same memory as a Buffer: encodes and decodes at an offset without a view per call. */
+  /** The slab, and the same memory as a Buffer: codecs work at an offset without a view per call. */
   readonly bytes: Uint8Array;
   readonly buf: Buffer;
 
@@ -38,7 +36,6 @@ export class Placer {
     return true;
   }
 
-  /** The block's bytes. */
   view(offset: number, length: number): Uint8Array {
     return this.bytes.subarray(offset, offset + length);
   }
@@ -56,7 +53,6 @@ export class Placer {
     this.slab.free(offset);
   }
 
-  /** The submission's block back to the slab, if it holds one. */
   releaseOf(sub: Submission): void {
     if (sub.offset >= 0) {
       this.slab.free(sub.offset);
@@ -69,10 +65,7 @@ export class Placer {
     }
   }
 
-  /**
-   * A Solana transaction given as text (JSON-RPC): base64 strict (standard
-   * alphabet, padded, canonical, as the Solana RPC decodes it) or base58.
-   */
+  /** Base64 strict (standard alphabet, padded, canonical, as the Solana RPC decodes it) or base58. */
   solanaText(sub: Submission, text: string): RelayError | null {
     const bad = (m: string) => new RelayError(E.SOL_DECODE, m);
     if (sub.encoding === Encoding.Base58) {
@@ -97,10 +90,7 @@ export class Placer {
     return null;
   }
 
-  /**
-   * An EVM transaction as `0x` hex, decoded straight into the slab. A
-   * malformed text is told so even when the slab is full.
-   */
+  /** `0x` hex; a malformed text is told so even when the slab is full. */
   hex(sub: Submission, text: string): RelayError | null {
     let len: number;
     try {
@@ -112,8 +102,8 @@ export class Placer {
       if (decodeHexInto(text, this.buf, sub.offset, len)) return null;
       this.releaseOf(sub);
     }
-    // Node's decoder refused, or there was no room. The table names the bad digit; it refuses exactly
-    // what Node's decoder refuses (test/chains/evm/hex.test.ts), so a text it accepts only lacked room.
+    // Refused or no room. The table parser names the bad digit and refuses exactly what Node's decoder
+    // refuses (test/chains/evm/hex.test.ts), so a text it accepts only lacked room.
     try {
       parseHexTransaction(text);
     } catch (e) {

@@ -1,13 +1,9 @@
 /**
- * A submission: what a door hands the pipeline (`Pipeline.admit`), and the
- * state the pipeline keeps for it until its Outcome reaches the door's sink.
- * One object per request, the only one the pipeline needs: it is also the
- * target the request body is read into, and the job table's slots point back
- * to it, so no closure is made per request.
- *
- * A door fills in what it read off the wire (kind, credential, payload, its
- * own context for the answer) and nothing else; the pipeline fills in the
- * rest. Every field is set in the constructor, so V8 keeps one shape for all.
+ * A submission: what a door hands `Pipeline.admit`, and the pipeline's state
+ * for it until its Outcome reaches the door's sink. The one object per
+ * request: the body is read into it and job slots point back to it, so no
+ * closure is made per request. A door fills in only what it read off the
+ * wire. Every field is initialised here, so V8 keeps one shape for all.
  */
 import type { RelayError } from '../errors.js';
 import type { AccountRecord } from '../store/accounts.js';
@@ -15,7 +11,6 @@ import type { LaneName } from '../forward/lane.js';
 import type { Family } from './accounts.js';
 import type { Outcome } from './outcome.js';
 
-/** What is submitted; it decides the stages after the gate. */
 export const enum Kind {
   /** One Solana transaction (`POST /v2`, JSON-RPC `sendTransaction`, UDP). */
   SolanaTx = 0,
@@ -29,27 +24,25 @@ export const enum Kind {
   Calls = 4,
 }
 
-/** How a text payload is encoded. */
 export const enum Encoding {
   Base64 = 0,
   Base58 = 1,
   Hex = 2,
 }
 
-/** Where a submission ends: the door turns the outcome into its wire answer. One function per door, not per request. */
+/** The door turns the outcome into its wire answer; one function per door, not per request. */
 export type Sink = (sub: Submission, outcome: Outcome) => void;
 
-/** What the pipeline asks of a door's transport, one object per door. */
+/** A door's transport, one object per door. */
 export interface DoorIo {
-  /** The client's address, read only once the gate needs it (after the shed decision: on uWS it is a system call). */
+  /** Read only after the shed decision: on uWS it is a system call. */
   peer(sub: Submission): string;
-  /** Starts reading the request body into `sub` (its `into`, `body` and `tooLarge`), at most `sub.maxBody` bytes. */
+  /** Starts reading at most `sub.maxBody` bytes of body into `sub`. */
   read(sub: Submission): void;
-  /** A JSON-RPC body's calls, in order (Kind.Calls), or why the body is refused. */
+  /** A JSON-RPC body's calls, in order, or why the body is refused. */
   calls?(sub: Submission, body: Uint8Array): Submission[] | RelayError;
 }
 
-/** What the pipeline does with a body's bytes as they arrive (implemented by the pipeline). */
 export interface BodySink {
   bodyInto(sub: Submission, length: number): Uint8Array | null;
   bodyArrived(sub: Submission, bytes: Uint8Array): void;
@@ -58,39 +51,37 @@ export interface BodySink {
 
 export class Submission {
   // ---- set by the door ----------------------------------------------------
-  /** The door's label (metrics, logs). */
   door = '';
   /** The account's credential as text (`api-key`, Bearer, `?auth=`); null when absent. */
   credential: string | null = null;
   /** The credential as 16 raw UUID bytes at `keyOffset` (UDP). */
   keyBytes: Uint8Array | null = null;
   keyOffset = 0;
-  /** The client's address; null until the gate reads it through `io.peer`. */
+  /** Null until the gate reads it through `io.peer`. */
   ip: string | null = null;
-  /** Per-IP credits this arrival costs. */
   ipCredits = 1;
-  /** Shed and per-IP checks already passed for this arrival (a call inside a JSON-RPC body that passed them). */
+  /** Shed and per-IP checks already passed (a call inside a JSON-RPC body). */
   arrived = false;
-  /** Arrived over UDP: the UDP per-IP buckets and size limit apply. */
+  /** The UDP per-IP buckets and size limit apply. */
   overUdp = false;
-  /** Refused before the gate: not a request this door takes (wrong Content-Type, a malformed query, an unknown method). */
+  /** Refused before the gate: not a request this door takes (Content-Type, query, method). */
   refused: RelayError | null = null;
-  /** A payload that cannot be placed (malformed params): refused after the gate, so it costs its credit like any invalid transaction. */
+  /** Malformed params: refused after the gate, so it costs its credit like any invalid transaction. */
   invalid: RelayError | null = null;
 
-  /** The payload, one of: bytes[start, end) (a UDP datagram), `text` (one transaction), `texts` (EVM batch items), or the request body (`maxBody` > 0). */
+  /** The payload: bytes[start, end) (UDP), `text`, `texts` (EVM batch items), or the body (`maxBody` > 0). */
   bytes: Uint8Array | null = null;
   start = 0;
   end = 0;
   text: string | null = null;
   encoding: Encoding = Encoding.Base64;
-  /** Whether the text, once it decodes, is forwarded as the client sent it (canonical base64, `0x` hex). */
+  /** The text, once it decodes, is forwarded as sent (canonical base64, `0x` hex). */
   textForwarded = false;
   texts: readonly string[] | null = null;
   /** The body limit; 0 when the payload is already here. */
   maxBody = 0;
 
-  /** The door's context for its answer (the uWS response, a JSON-RPC id, ...), never read by the pipeline. */
+  /** The door's context for its answer; never read by the pipeline. */
   ctx: unknown = null;
   /** The door's request handle, valid only until `admit` returns (uWS forbids reading it later). */
   req: unknown = null;
@@ -105,7 +96,7 @@ export class Submission {
   /** The transaction's bytes in the shared slab (-1: none yet). */
   offset = -1;
   length = 0;
-  /** A bundle's transactions in the slab: offsets and lengths. */
+  /** A bundle's transactions in the slab. */
   offsets: number[] | null = null;
   lengths: number[] | null = null;
   /** Job table slot (-1: none), and for a bundle its members' slots. */
@@ -116,9 +107,8 @@ export class Submission {
   /** A bundle's dedup key (its ordered signatures) and its signatures as text. */
   key: Uint8Array | null = null;
   ids: string[] | null = null;
-  /** An EVM batch item's hash, or why it cannot be admitted whatever its turn (malformed). */
+  /** An EVM batch item's hash. */
   hash: string | null = null;
-  /** A group's members, and a member's group. */
   children: Submission[] | null = null;
   parent: Submission | null = null;
   outcome: Outcome | null = null;
