@@ -1,9 +1,8 @@
 /**
- * An acceptor thread (`http.acceptors` > 1): one HTTP service (service.ts)
- * whose uWS app takes the connections the main thread's listener hands it.
- * Its accounts are a mirror of the main thread's, kept current by message;
- * its tables are the node's shared ones; its batch receive records are
- * written by the main thread, which owns the store. Messages: acceptors.ts.
+ * An acceptor thread (`http.acceptors` > 1): one HTTP service whose uWS app
+ * takes the connections the main thread's listener hands it. Its accounts
+ * mirror the main thread's; its batch records are written by the main thread,
+ * which owns the store. Messages: acceptors.ts.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { Writable } from 'node:stream';
@@ -28,14 +27,14 @@ import type { ToAcceptor, FromAcceptor } from './acceptors.js';
 
 export interface AcceptorData {
   index: number;
-  /** Acceptor threads in all: each takes its share of the connection caps. */
+  /** Threads in all: each takes its share of the connection caps. */
   of: number;
   cfg: Config;
   dedup: DedupHandle;
   ipLimiter: IpLimiterHandle;
   udpIpLimiter: IpLimiterHandle;
   buckets: TokenBucketHandle;
-  /** The live accounts and their seats at start, msgpack-encoded (SeatedRecord[]). */
+  /** msgpack-encoded SeatedRecord[]. */
   accounts: Uint8Array;
 }
 
@@ -43,7 +42,6 @@ const port = parentPort!;
 const d = workerData as AcceptorData;
 const post = (m: FromAcceptor): void => port.postMessage(m);
 
-// Log lines go to the main thread's logger, which knows where the relay logs.
 const log = createLogger(
   d.cfg.log.level,
   new Writable({
@@ -58,7 +56,7 @@ await initKeccak();
 const cfg = d.cfg;
 const accounts = new AccountMirror(d.buckets, systemClock, unpack(d.accounts) as SeatedRecord[]);
 
-/** Batch records are the main thread's to write: each call waits for its answer. */
+/** Batch records are the main thread's to write. */
 let nextCall = 0;
 const calls = new Map<number, { resolve(): void; reject(e: unknown): void }>();
 const call = (m: (id: number) => FromAcceptor): Promise<void> =>
@@ -89,7 +87,6 @@ const service = await HttpService.start({
   threads: 0,
   name: String(d.index),
 });
-// Connections are handed out to the threads in turn, so each keeps its share of the caps.
 const caps = connectionCaps(cfg.http, acceptor, log, d.of);
 if (caps) attachConnectionCaps(service.app, caps);
 

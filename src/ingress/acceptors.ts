@@ -7,16 +7,15 @@
  *
  * What crosses threads, by message:
  *   accounts  every change, in order, acknowledged by each thread; an admin
- *             call answers only once every thread has it (`settled`), as on
- *             one thread. A thread starts from a snapshot, msgpack-encoded:
- *             up to 2^20 accounts, where structured cloning the objects
- *             would cost the start-up far more;
- *   records   an EVM batch's receive record and its outcome, written by the
- *             main thread's store, the answer awaited by the thread;
+ *             call answers only once every thread has it (`settled`). A thread
+ *             starts from a msgpack snapshot (up to 2^20 accounts, far cheaper
+ *             than structured cloning);
+ *   records   an EVM batch's receive record and outcome, written by the main
+ *             thread's store, awaited by the thread;
  *   stats     gathered at each scrape and added up (src/obs/service-stats.ts);
- *   logs      each thread's lines, through the main thread's logger.
- * A thread that dies stops getting connections and is started again, a few
- * times a minute at most.
+ *   logs      through the main thread's logger.
+ * A dead thread stops getting connections and is restarted, a few times a
+ * minute at most.
  */
 import { Worker } from 'node:worker_threads';
 import { pack } from 'msgpackr';
@@ -48,14 +47,13 @@ export type FromAcceptor =
   | { t: 'drained'; abandoned: number }
   | { t: 'log'; line: string };
 
-/** How long a scrape waits for a thread's figures before rendering without them. */
+/** A scrape renders without a thread's figures after this. */
 const STATS_TIMEOUT_MS = 2000;
-/** Thread restarts tolerated per minute before a dead thread stays dead (a crash loop must not spin). */
+/** A crash loop must not spin. */
 const MAX_RESTARTS_PER_MINUTE = 5;
 const PINO_LEVELS: Record<number, 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
 
 export interface AcceptorOptions {
-  /** Threads to start. */
   n: number;
   cfg: Config;
   /** The main thread's listening app: it hands connections to the threads. */
@@ -95,7 +93,6 @@ export class AcceptorThreads {
   private closing = false;
   private listening: { host: string; port: number } | null = null;
   private restarts: number[] = [];
-  /** Admin calls waiting for every thread to have the latest account change. */
   private settledWaiters: { seq: number; resolve(): void }[] = [];
 
   private constructor(private readonly o: AcceptorOptions) {
@@ -128,7 +125,7 @@ export class AcceptorThreads {
     return new Promise((resolve) => this.settledWaiters.push({ seq, resolve }));
   }
 
-  /** Where the listener is bound (the threads' connection caps recount by port). */
+  /** The threads' connection caps recount by port. */
   listen(host: string, port: number): void {
     this.listening = { host, port };
     for (const t of this.threads) t.post({ t: 'listening', host, port });
@@ -158,7 +155,7 @@ export class AcceptorThreads {
     return all.filter((s): s is ServiceStats => s !== null);
   }
 
-  /** Every thread drains as the main thread's service does (service.ts `drain`); resolves to what was abandoned. */
+  /** As service.ts `drain`, in every thread; resolves to what was abandoned. */
   async drain(deadline: number): Promise<number> {
     this.closing = true;
     const each = await Promise.all(
@@ -176,7 +173,6 @@ export class AcceptorThreads {
     return each.reduce((a, b) => a + b, 0);
   }
 
-  /** Ends every thread: its connections close, then it exits. */
   async close(): Promise<void> {
     this.closing = true;
     await Promise.all(
@@ -285,7 +281,6 @@ export class AcceptorThreads {
     for (const w of done) w.resolve();
   }
 
-  /** A thread's log line (pino JSON) through the main thread's logger, tagged with the thread. */
   private relayLog(t: Thread, line: string): void {
     let o: Record<string, unknown>;
     try {

@@ -1,24 +1,15 @@
 /**
  * Acknowledge first, then forward (`http.ack_first`).
  *
- * uWS corks a socket while it runs that socket's callbacks and flushes what
- * they wrote once they return. Node runs the microtask queue as each JS
- * callback returns, which is before that flush. So a forward kicked as a
- * microtask by an admission made inside a body callback went out before the
- * client's acknowledgement, which then waited for the upstream write.
+ * uWS flushes a socket's writes after its callback returns, but Node runs
+ * microtasks before that: a forward kicked as a microtask from a body callback
+ * went out before the client's acknowledgement, which then waited for the
+ * upstream write (serial run: ack p50 132 vs 144 µs).
  *
- * That write is not free where the upstream is a local process, as in every
- * benchmark here: waking it costs the writer an inter-processor interrupt, a
- * VM exit under a hypervisor. strace of a serial run showed recvfrom(client),
- * write(upstream), sendto(client) for every request; the acknowledgement's
- * p50 fell 144 -> 132 µs once the forward waited for the flush.
- *
- * Work handed to `after` inside such a callback (between `enter` and
- * `leave`) waits until the acknowledgements have left: to the start of the
- * next request's handler (`drain`, called as a request begins), or to the
- * end of the event-loop turn (one `setImmediate`), whichever comes first.
- * Anywhere else (the verifier's end-of-turn batches, worker results, UDP) it
- * stays a microtask: no acknowledgement is corked there. One per relay.
+ * Work handed to `after` between `enter` and `leave` waits until the next
+ * request's handler starts (`drain`) or the turn ends, whichever is first.
+ * Elsewhere (the verifier's batches, worker results, UDP) nothing is corked,
+ * so it stays a microtask.
  */
 export class AckFirst {
   private depth = 0;
@@ -29,24 +20,20 @@ export class AckFirst {
     this.drain();
   };
 
-  /** `enabled` false: `after` is always a microtask (`http.ack_first = false`). */
+  /** `enabled` false: `after` is always a microtask. */
   constructor(readonly enabled = true) {}
 
-  /** Marks the start of a callback whose answers uWS flushes only once it returns (a request body's). */
+  /** A callback whose answers uWS flushes only once it returns (a request body's). */
   enter(): void {
     this.depth++;
   }
 
-  /** The end of that callback: call it in a `finally`. */
+  /** Call it in a `finally`. */
   leave(): void {
     this.depth--;
   }
 
-  /**
-   * Runs `fn` once the acknowledgements written so far have left (a
-   * microtask outside a scope). `fn` must not throw (the lanes' pump catches
-   * its own errors).
-   */
+  /** Runs `fn` once the acknowledgements written so far have left. `fn` must not throw. */
   readonly after = (fn: () => void): void => {
     if (this.depth === 0 || !this.enabled) {
       queueMicrotask(fn);
@@ -59,7 +46,7 @@ export class AckFirst {
     }
   };
 
-  /** Runs what waits for acknowledgements; a request's handler calls it as it starts (the previous socket's answers are out). */
+  /** A request's handler calls it as it starts: the previous socket's answers are out. */
   drain(): void {
     const w = this.waiting;
     if (w.length === 0) return;
@@ -72,7 +59,6 @@ export class AckFirst {
     w.length = 0;
   }
 
-  /** Work waiting for acknowledgements (tests). */
   get pending(): number {
     return this.waiting.length;
   }

@@ -1,9 +1,7 @@
 /**
- * The admin API and observability on their own listener
- * (docs/protocol.md#admin-api): accounts and batch records behind the admin
- * bearer token; /metrics and /healthz open. Account changes are applied to
- * the live node before the answer is written. Errors come from the error
- * table, rendered as `{"error":{"code","message"}}`.
+ * The admin API on its own listener (docs/protocol.md#admin-api): accounts
+ * and batch records behind the bearer token; /metrics and /healthz open.
+ * Account changes are in effect on every thread before the answer.
  */
 import { timingSafeEqual } from 'node:crypto';
 import { E, specOf, type ErrorSpec } from '../errors.js';
@@ -15,7 +13,6 @@ import { readBodyTo, type BodyTarget } from './body.js';
 import { adminError } from './render.js';
 import { JSON_TYPE, TEXT_TYPE, type Replier, type Res } from './reply.js';
 
-/** Admin bodies are small JSON documents. */
 const MAX_ADMIN_BODY = 64 * 1024;
 
 interface AdminDeps {
@@ -24,7 +21,7 @@ interface AdminDeps {
   plans: Plans;
   token: string;
   accounts: AccountStore;
-  /** Resolves once an account change has reached every thread that admits (so it is in effect when the API answers). */
+  /** Resolves once an account change has reached every thread that admits. */
   settled: () => Promise<void>;
   batches: { get(id: string): unknown } | null;
   metrics: Metrics;
@@ -54,7 +51,6 @@ export function createAdminApp(d: AdminDeps): TemplatedApp {
     );
   };
 
-  /** One write request's JSON body. */
   class JsonBody implements BodyTarget {
     readonly wantsInto = false;
     constructor(
@@ -93,7 +89,6 @@ export function createAdminApp(d: AdminDeps): TemplatedApp {
     };
   };
 
-  /** An account write answers once the change is in effect everywhere. */
   const applied = async <T>(rec: Promise<T>): Promise<T> => {
     const r = await rec;
     await d.settled();

@@ -10,26 +10,22 @@ import type { HttpRequest } from './uws.js';
 import type { AckFirst } from './ack-first.js';
 import { watchAbort, type Res } from './reply.js';
 
-/**
- * Where a request's body goes. One object per request is its own target
- * (the pipeline's Submission), instead of a closure per callback.
- */
+/** Where a request's body goes: the Submission itself, instead of a closure per callback. */
 export interface BodyTarget {
-  /** Whether `into` supplies the destination once the length is known (a slab block: one copy). */
+  /** `into` supplies the destination once the length is known (a slab block: one copy). */
   readonly wantsInto: boolean;
-  /** The destination for a body of known length; it may answer the request itself and return null to stop reading. */
+  /** May answer the request itself and return null to stop reading. */
   into(len: number): Uint8Array | null;
   /**
-   * The whole body. Unless it came through `into`, the bytes may be uWS's
-   * own chunk, which it takes back when the callback returns: read them
-   * during the call, and copy what must outlive it.
+   * Unless it came through `into`, the bytes may be uWS's own chunk, taken
+   * back when the callback returns: copy what must outlive the call.
    */
   bodyBytes(bytes: Uint8Array): void;
-  /** The body is over the limit: `declared` from Content-Length, else what arrived so far. The target answers. */
+  /** `declared` from Content-Length, else what arrived so far. The target answers. */
   tooLarge(declared: number): void;
 }
 
-// Framing check state: uWS hands headers one callback at a time; module-level so a request allocates no closure.
+// Module-level so a request allocates no closure.
 let lengths = 0;
 let firstLength = '';
 let conflicting = false;
@@ -40,9 +36,8 @@ const onHeader = (key: string, value: string): void => {
 };
 
 /**
- * Content-Length headers that disagree (RFC 9112 section 6.3: a request
- * smuggling vector when an intermediary frames by another one than we do).
- * uWS frames by the first and does not look further.
+ * Content-Length headers that disagree (RFC 9112 section 6.3): a smuggling
+ * vector when an intermediary frames by another one; uWS frames by the first.
  */
 function conflictingContentLength(req: HttpRequest): boolean {
   lengths = 0;
@@ -52,17 +47,14 @@ function conflictingContentLength(req: HttpRequest): boolean {
 }
 
 /**
- * Streams the request body into one buffer, at most `max` bytes: into the
- * target's own destination when it wants one and the length is declared,
- * else assembled here. The target's handler runs inside `ack`'s scope: uWS
- * flushes what it answers only after this callback returns, so forwarding it
- * admits waits for that.
+ * Streams at most `max` bytes of body into the target's destination, or one
+ * buffer here. The target runs inside `ack`'s scope: uWS flushes its answer
+ * only after this callback returns, and forwarding waits for that.
  */
 export function readBodyTo(res: Res, req: HttpRequest, max: number, t: BodyTarget, ack: AckFirst | null): void {
   if (conflictingContentLength(req)) {
-    // RFC 9112 wants a 400 and then the close, but uWS keeps parsing whatever the client already sent
-    // after a response, even one ending the connection, and close() discards unflushed output: so the
-    // connection is closed at once, without a status, before a byte past the ambiguous request is read.
+    // RFC 9112 wants a 400 then the close, but uWS keeps parsing what follows a response and close()
+    // discards unflushed output: close at once, before a byte past the ambiguous request is read.
     res.done = true;
     res.close();
     return;
@@ -85,8 +77,7 @@ export function readBodyTo(res: Res, req: HttpRequest, max: number, t: BodyTarge
     if (res.aborted || res.done) return;
     const c = new Uint8Array(chunk);
     if (buf === null) {
-      // Fast path: the whole body in one chunk and no destination wanted. The target reads it during
-      // the call, so it gets the chunk itself, not a copy.
+      // The whole body in one chunk and no destination wanted: the target reads the chunk during the call.
       if (isLast && !wantsInto && (expected < 0 || c.length === expected)) {
         if (c.length > max) return t.tooLarge(c.length);
         return deliver(t, c, ack);
@@ -96,7 +87,6 @@ export function readBodyTo(res: Res, req: HttpRequest, max: number, t: BodyTarge
         // The target answered (e.g. 503 when the slab is full): stop reading.
         if (buf === null && res.done) return;
       }
-      // Chunked bodies (no Content-Length) are assembled here first; the target copies them on.
       buf ??= Buffer.allocUnsafe(expected >= 0 ? expected : Math.min(max, Math.max(c.length * 2, 4096)));
     }
     if (len + c.length > max) {
@@ -113,7 +103,6 @@ export function readBodyTo(res: Res, req: HttpRequest, max: number, t: BodyTarge
     buf.set(c, len);
     len += c.length;
     if (isLast) {
-      // A destination filled exactly (the usual case) is the body as it is: no second view of it.
       const body = len === buf.length ? buf : buf.subarray(0, len);
       buf = null;
       deliver(t, body, ack);

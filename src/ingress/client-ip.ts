@@ -4,7 +4,6 @@
  */
 import type { HttpRequest, HttpResponse } from './uws.js';
 
-/** The client's IP: the socket peer, or the first X-Forwarded-For hop when `trust_proxy` is on. */
 export function clientIp(res: HttpResponse, req: HttpRequest, trustProxy: boolean): string {
   if (trustProxy) {
     const xff = req.getHeader('x-forwarded-for');
@@ -22,11 +21,9 @@ export function clientIp(res: HttpResponse, req: HttpRequest, trustProxy: boolea
 }
 
 /**
- * Dotted IPv4 text by address, so a client's every request reuses one string
- * instead of building (and flattening) a new one: 164 B of the ~4.5 KB of JS
- * heap a /v2 transaction allocated (scripts/heap-sample.mjs). Cleared when
- * full, so it is bounded (~5 MiB) and a flood of new addresses costs what it
- * cost before.
+ * Dotted IPv4 text by address, so a client's requests reuse one string
+ * (scripts/heap-sample.mjs: 164 B of a /v2 transaction's ~4.5 KB). Cleared
+ * when full, so it stays bounded (~5 MiB) under a flood of new addresses.
  */
 const V4_NAMES_MAX = 65_536;
 const v4Names = new Map<number, string>();

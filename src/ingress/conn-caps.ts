@@ -1,20 +1,15 @@
 /**
- * Connection caps for the HTTP listener (docs/reliability.md: 21,000 idle
- * connections against a 20,000-descriptor limit blocked new connections for
- * ~7 s). A total cap below the open-files limit keeps a descriptor free for
- * accept(), and a per-IP cap keeps one client from taking the whole total.
- * A connection over a cap is closed as soon as it is accepted.
+ * Connection caps for the HTTP listener (docs/reliability.md): a total cap
+ * below the open-files limit keeps a descriptor free for accept(), a per-IP
+ * cap keeps one client from taking the total. Over a cap, a connection is
+ * closed as soon as it is accepted.
  *
- * Both acceptors report connections through `filter` (+1 open, -1 close). On
- * node:http every event names its address, so the per-IP counts are exact.
- * uWS cannot name the address of a closing connection (its descriptor is
- * closed first), so there the counts only grow between censuses: when an
- * address reaches its cap, or the table outgrows the total cap, the live
- * connections per address are recounted from the kernel (/proc/net/tcp and
- * tcp6), at most once a second, read off the main thread (the kernel takes
- * ~50 ms to print 13k sockets). The counts are never below the truth, so a
- * client is never let past its cap; at worst it is refused for about a second
- * after its own connections closed.
+ * node:http names the address of every close, so its per-IP counts are exact.
+ * uWS cannot (the descriptor is closed first), so its counts only grow between
+ * censuses: when an address reaches its cap, or the table outgrows the total,
+ * they are recounted from /proc/net/tcp{,6}, at most once a second and off the
+ * main thread. Counts are never below the truth: a client is never let past
+ * its cap, at worst refused for a second after its connections closed.
  */
 import { readFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
@@ -24,45 +19,33 @@ import { addressBytes } from './node-acceptor.js';
 import type { Acceptor, TemplatedApp } from './uws.js';
 import type { Logger } from '../obs/log.js';
 
-/**
- * Descriptors kept back from HTTP clients for everything else the relay
- * opens: upstream keep-alive pools (4 per upstream), the admin listener and
- * its clients, UDP, the store, worker threads, PostgreSQL, stdio.
- */
+/** Descriptors kept back for everything else: upstream pools, admin, UDP, the store, workers, PostgreSQL, stdio. */
 export const FD_RESERVE = 1024;
-/** Total cap when the open-files limit cannot be read (not Linux): ample for a 2-core relay's ~15k requests/s. */
+/** When the open-files limit cannot be read (not Linux). */
 const UNKNOWN_LIMIT_CAP = 16_384;
-/** Warn about the open-files limit when fewer clients than this, each at the per-IP cap, fill the total. */
+/** Warn when fewer clients than this, each at the per-IP cap, fill the total. */
 const MIN_FULL_CLIENTS = 4;
-/** A census makes the kernel print every TCP socket of the network namespace (~4 µs each): at most once a second. */
+/** The kernel prints every TCP socket of the namespace (~4 µs each). */
 const CENSUS_INTERVAL_MS = 1000;
-/** Refused connections are logged at most once a minute, with the counts since the last line. */
 const REFUSAL_LOG_INTERVAL_MS = 60_000;
 
-/**
- * Live connections per client address to the listener at `port` (and, when
- * not a wildcard, local address `local`), counted by the kernel; null when
- * unreadable.
- */
+/** The kernel's live connections per client address to `port` (and `local`, unless a wildcard); null when unreadable. */
 type Census = (port: number, local: string | null) => Promise<Map<string, number> | null>;
 
 interface CapsOptions {
-  /** Total live connections. */
   maxConnections: number;
-  /** Live connections per client address; 0 for no per-IP cap. */
+  /** 0: no per-IP cap. */
   maxPerIp: number;
   now?: () => number;
   /** Present when closes cannot name their address (uWS). */
   census?: Census;
 }
 
-/** Counts live connections per address and decides whether a new one may stay. */
 export class ConnectionCaps {
   live = 0;
   refusedTotal = 0;
   refusedPerIp = 0;
   censuses = 0;
-  /** Called after each refused connection (the start-up code logs them). */
   onRefused: (() => void) | null = null;
   private perIp = new Map<string, number>();
   /** Closes without an address since the last census: the per-IP counts are upper bounds. */
@@ -78,14 +61,13 @@ export class ConnectionCaps {
     this.now = o.now ?? Date.now;
   }
 
-  /** Where the listener is bound, for the census. */
   listening(host: string, port: number): void {
     this.port = port;
     // A wildcard listener takes every local address; a name cannot be compared with the kernel's table.
     this.local = isIP(host) && host !== '0.0.0.0' && host !== '::' ? addressKey(addressBytes(host)) : null;
   }
 
-  /** A connection was accepted from `key`: true if it may stay (and is counted), false if it must be closed. */
+  /** True if a connection from `key` may stay (it is counted), false if it must be closed. */
   open(key: string): boolean {
     if (this.live >= this.o.maxConnections) {
       this.refusedTotal++;
@@ -123,7 +105,7 @@ export class ConnectionCaps {
     return this.perIp.get(key) ?? 0;
   }
 
-  /** Resolves once no census is being read (for tests). */
+  /** For tests. */
   async settled(): Promise<void> {
     while (this.pending) await new Promise((r) => setImmediate(r));
   }
@@ -134,10 +116,9 @@ export class ConnectionCaps {
   }
 
   /**
-   * Recounts from the kernel, off the main thread. What happens while it is
-   * read is kept on top of it: connections admitted meanwhile are added (the
-   * kernel may list them already: counted twice, never missed), closes
-   * without an address stay unattributed.
+   * Recounts from the kernel. Connections admitted meanwhile are added on top
+   * (maybe counted twice, never missed); closes without an address stay
+   * unattributed.
    */
   private startCensus(): void {
     const t = this.now();
@@ -157,11 +138,7 @@ export class ConnectionCaps {
   }
 }
 
-/**
- * A client address as a map key: dotted IPv4 for 4-byte and IPv4-mapped
- * addresses (one client is one key on a v4 or a dual-stack socket), else 32
- * hex digits.
- */
+/** Dotted IPv4 for 4-byte and IPv4-mapped addresses (one key per client on dual-stack sockets), else 32 hex digits. */
 export function addressKey(addr: ArrayBuffer): string {
   const b = new Uint8Array(addr);
   if (b.length === 4) return `${b[0]}.${b[1]}.${b[2]}.${b[3]}`;
@@ -173,9 +150,9 @@ export function addressKey(addr: ArrayBuffer): string {
 }
 
 /**
- * Hooks the caps into an app's connection filter. A connection refused in its
- * +1 call gets its -1 inside `close()` (uWS does it so, and the fallback
- * copies it); that -1 is not counted. False when the app has no filter.
+ * Hooks the caps into an app's connection filter; false when it has none. A
+ * connection refused in its +1 call gets its -1 inside `close()` (uWS does,
+ * the fallback copies it); that -1 is not counted.
  */
 export function attachConnectionCaps(app: TemplatedApp, caps: ConnectionCaps): boolean {
   if (typeof app.filter !== 'function') return false;
@@ -204,11 +181,7 @@ export function attachConnectionCaps(app: TemplatedApp, caps: ConnectionCaps): b
 /** TCP states that still hold our descriptor: ESTABLISHED (01) and CLOSE_WAIT (08, the peer closed first). */
 const LIVE_STATES = new Set(['01', '08']);
 
-/**
- * Live connections to local `port` (and local address `local`, unless null)
- * per remote address, from /proc/net/tcp and /proc/net/tcp6 (Linux); null
- * when neither can be read. The reads run in libuv's thread pool.
- */
+/** A Census from /proc/net/tcp and tcp6 (Linux), read in libuv's thread pool. */
 export async function kernelCensus(port: number, local: string | null = null): Promise<Map<string, number> | null> {
   const out = new Map<string, number>();
   const portHex = ':' + port.toString(16).toUpperCase().padStart(4, '0');
@@ -218,7 +191,6 @@ export async function kernelCensus(port: number, local: string | null = null): P
   return out;
 }
 
-/** Whether the census can work here (checked once at start-up). */
 function kernelCensusReadable(): boolean {
   try {
     readFileSync('/proc/net/tcp', 'latin1');
@@ -229,7 +201,6 @@ function kernelCensusReadable(): boolean {
 }
 
 /**
- * Adds the live connections of one /proc/net/tcp{,6} table to `out`.
  * Rows are fixed-width after the slot number:
  *   "   0: 0100007F:1F90 0100007F:A2B4 01 ..." (tcp6: 32 hex digits per address)
  * and addresses are 32-bit words in host byte order, printed in hex.
@@ -272,7 +243,6 @@ function procAddress(hex: string): ArrayBuffer {
 
 // --------------------------------------------------------------- configuration
 
-/** The process's open-files limit (soft, hard) from /proc/self/limits; null when unreadable. */
 export function openFilesLimit(text?: string): { soft: number; hard: number } | null {
   try {
     const m = /^Max open files\s+(\S+)\s+(\S+)/m.exec(text ?? readFileSync('/proc/self/limits', 'utf8'));
@@ -287,14 +257,13 @@ export function openFilesLimit(text?: string): { soft: number; hard: number } | 
 interface CapLimits {
   maxConnections: number;
   maxPerIp: number;
-  /** Plain-language warnings for the start-up log. */
   warnings: string[];
 }
 
 /**
- * The caps from `http.max_connections` (0: the open-files limit minus
- * FD_RESERVE) and `http.max_connections_per_ip`. Node raises its soft limit to
- * the hard one at start-up, so the soft limit read here is what the process has.
+ * `http.max_connections` 0 means the open-files limit minus FD_RESERVE. Node
+ * raises its soft limit to the hard one at start-up, so the soft limit is what
+ * the process has.
  */
 export function capLimits(http: { max_connections: number; max_connections_per_ip: number }, nofile: number | null): CapLimits {
   const warnings: string[] = [];
@@ -327,12 +296,9 @@ interface HttpCapsConfig {
 }
 
 /**
- * Builds the HTTP listener's caps for the acceptor that runs and logs what
- * they are; null (with a warning) when the acceptor cannot enforce any.
- * With `share` acceptor threads, each enforces its share of both caps: the
- * listener hands connections to the threads in turn, so a client's
- * connections spread evenly over them, and the kernel's per-address counts
- * are shared out the same way.
+ * The listener's caps, logged; null (with a warning) when the acceptor cannot
+ * enforce any. With `share` acceptor threads each enforces its share: the
+ * listener hands connections out in turn, so a client's spread evenly.
  */
 export function connectionCaps(http: HttpCapsConfig, acceptor: Acceptor, log: Logger, share = 1): ConnectionCaps | null {
   const nofile = openFilesLimit();
@@ -363,17 +329,14 @@ export function connectionCaps(http: HttpCapsConfig, acceptor: Acceptor, log: Lo
   return caps;
 }
 
-/** One thread's share of the kernel's per-address counts (rounded up: never below the truth for a thread holding its share). */
+/** Rounded up: never below the truth for a thread holding its share. */
 function shareOf(counts: Map<string, number> | null, share: number): Map<string, number> | null {
   if (counts === null) return null;
   for (const [k, n] of counts) counts.set(k, Math.ceil(n / share));
   return counts;
 }
 
-/**
- * Logs refused connections: the first at once, then what followed once a
- * minute at most (a timer per window, unref'd so it never holds the process).
- */
+/** Logs the first refusal at once, then what followed at most once a minute. */
 export function refusalLogger(caps: ConnectionCaps, log: Logger, intervalMs = REFUSAL_LOG_INTERVAL_MS): () => void {
   let total = 0;
   let perIp = 0;

@@ -1,8 +1,7 @@
 /**
- * Protocol text every answer repeats (status lines, header names, content
- * types, the doors' fixed header lists), encoded once. uWS.js copies a JS
- * string argument through V8's Utf8Value (a length pass, a heap allocation
- * and a copy) on every call; bytes it reads in place.
+ * Protocol text every answer repeats, encoded once: uWS.js copies a string
+ * argument through V8's Utf8Value (a length pass, an allocation, a copy) on
+ * every call, but reads bytes in place.
  */
 import type { RelayError } from '../errors.js';
 
@@ -33,11 +32,11 @@ export function statusLine(code: number): string {
   return REASONS[code] ?? `${code} Status`;
 }
 
-/** A bound on the cache, should a caller ever pass varying text. */
+/** Should a caller ever pass varying text. */
 const MAX_ENCODED = 256;
 const encoded = new Map<string, Uint8Array>();
 
-/** `text` as latin1 bytes, cached: only this module's constants and the doors' fixed lists come through here. */
+/** Latin1, cached: only constants and the doors' fixed lists come through here. */
 export function bytesOf(text: string): Uint8Array {
   let b = encoded.get(text);
   if (b === undefined) {
@@ -49,7 +48,6 @@ export function bytesOf(text: string): Uint8Array {
 
 export type Headers = readonly (readonly [string, string])[];
 
-/** Names and values of a fixed header list, encoded once, alternating. */
 const ENCODED = Symbol('encoded');
 type EncodedHeaders = Headers & { [ENCODED]?: readonly Uint8Array[] };
 
@@ -58,11 +56,7 @@ export function encodedOf(h: Headers): readonly Uint8Array[] | undefined {
   return (h as EncodedHeaders)[ENCODED];
 }
 
-/**
- * A header list answers reuse as is (the doors' constants, a run of refusals'
- * Retry-After pair): its values are encoded once too, so writing it hands
- * uWS bytes only. Lists made per answer are left as they are.
- */
+/** A list answers reuse as is, values encoded once too, so writing it hands uWS bytes only. */
 export function fixedHeaders(list: readonly (readonly [string, string])[]): Headers {
   const h = list as EncodedHeaders;
   const enc: Uint8Array[] = [];
@@ -72,10 +66,8 @@ export function fixedHeaders(list: readonly (readonly [string, string])[]): Head
 }
 
 /**
- * `a` then `b` as one list. The last pair asked for is kept, as answers of a
- * run ask for the same one, and encoded once it is asked for again (a list
- * used once, such as one carrying a wait that changes every time, is not
- * worth encoding).
+ * `a` then `b`. Answers of a run ask for the same pair: the last is kept and
+ * encoded when asked for again (a list used once is not worth encoding).
  */
 export function joinHeaders(a: Headers, b: Headers): Headers {
   if (a.length === 0) return b;
@@ -101,12 +93,10 @@ export function retryHeaders(err: RelayError): Headers {
   return err.spec.http === 429 ? retryAfterHeaders(err.retryAfterMs) : NONE;
 }
 
-/** `Retry-After` and `x-ratelimit-retry-after-ms` for a wait of `ms`. */
 export function retryAfterHeaders(ms: number): Headers {
   // A request that can never fit (n > burst, or a 0 TPS account) gets a minute: retrying sooner cannot succeed.
   const wait = Number.isFinite(ms) ? Math.max(1, Math.ceil(ms)) : 60_000;
-  // Refusals come in runs with the same wait (a flood over one limit): the last pair is reused,
-  // and encoded once it is (a wait that changes every time is not worth encoding).
+  // As joinHeaders: a flood over one limit repeats the same wait.
   if (wait === lastWait) {
     if (!lastRetryFixed) {
       lastRetry = fixedHeaders(lastRetry);

@@ -1,11 +1,9 @@
 /**
- * The fallback HTTP acceptor: node:http behind the part of the uWebSockets.js
- * API that txrelay uses (the interfaces in ./uws.ts), for where no uWS build
- * loads (Node 24 on glibc < 2.38, for one). Doors and the admin API run on it
- * unchanged. It keeps uWS's rules where breaking them is a bug on uWS (a
- * request object used after its handler returned, a response touched after
- * it ended or was aborted, a handler that neither answers nor registers
- * onAborted), so the test suite catches those on either acceptor.
+ * The fallback HTTP acceptor: node:http behind the uWS interfaces of ./uws.ts,
+ * for where no uWS build loads. It enforces uWS's rules (no request object
+ * after its handler returned, no response touched after it ended or aborted,
+ * no handler returning without answering or onAborted), so the tests catch
+ * those bugs on either acceptor.
  *
  * Where node:http differs from uWS:
  * - idle keep-alive connections close after 60 s (uWS: ~10 s, docs/protocol.md#deviations);
@@ -21,15 +19,15 @@ import http from 'node:http';
 import net, { isIPv4, type Socket } from 'node:net';
 import type { FilterSocket, HttpRequest, HttpResponse, RouteHandler, TemplatedApp, Uws, us_listen_socket } from './uws.js';
 
-/** The idle connection time-out the protocol promises (node:http adds one second of grace before closing). */
+/** The idle time-out the protocol promises (node:http adds a second of grace). */
 const IDLE_TIMEOUT_MS = 60_000;
-/** Slowloris: a request's header block must arrive within 10 s (uWS drops a connection after 10 s without progress). */
+/** Slowloris (uWS drops a connection after 10 s without progress). */
 const HEADERS_TIMEOUT_MS = 10_000;
-/** A whole request within 60 s: the largest body http.max_body_bytes allows (64 MiB) at ~1 MB/s. */
+/** The largest body http.max_body_bytes allows (64 MiB) at ~1 MB/s. */
 export const REQUEST_TIMEOUT_MS = 60_000;
-/** How often node:http enforces the two time-outs above; its default (30 s) would let them run 30 s late. */
+/** node:http's default (30 s) would let the time-outs above run 30 s late. */
 const TIMEOUT_CHECK_MS = 1000;
-/** The header block: 4 KiB, uWS's default (UWS_HTTP_MAX_HEADERS_SIZE), so a 431 does not depend on the acceptor. */
+/** uWS's default (UWS_HTTP_MAX_HEADERS_SIZE), so a 431 does not depend on the acceptor. */
 const MAX_HEADER_BYTES = 4096;
 
 const EMPTY = new ArrayBuffer(0);
@@ -114,7 +112,6 @@ export function addressBytes(text: string): ArrayBuffer {
   return out.buffer;
 }
 
-/** Per-connection state, kept on the socket. */
 class Connection implements FilterSocket {
   /** The -1 filter event was sent (each connection gets exactly one, like uWS). */
   reported = false;
@@ -248,7 +245,6 @@ class NodeResponse implements HttpResponse {
     res.on('close', () => this.abort());
   }
 
-  /** The connection went away before the answer: onAborted, once. */
   private abort(): void {
     if (this.ended || this.aborted) return;
     this.aborted = true;

@@ -1,25 +1,22 @@
 /**
- * Outcomes and errors as wire bodies, one function per shape, every one
- * rendered from the error table (src/errors.ts) and the Outcome
- * (src/pipeline/outcome.ts); docs/protocol.md#errors and #statuses describe
- * what they produce. Bodies are built by concatenation: their parts are our
- * own fixed words, hashes, signatures and ids already in JSON form, and
+ * Outcomes and errors as wire bodies, from the error table and the Outcome
+ * (docs/protocol.md#errors, #statuses). Built by concatenation: the parts are
+ * fixed words, hashes, signatures and ids already in JSON form, and
  * JSON.stringify would build and walk an object per answer.
  */
 import type { ErrorSpec, RelayError } from '../errors.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { fixedHeaders, type Headers } from './headers.js';
 
-/** The display text of an EVM acknowledgement (clients must not read state from it). */
+/** Display text only: clients must not read state from it. */
 const FORWARDED_MESSAGE = 'Successfully forwarded';
 
 // ---- JSON-RPC (EVM doors, the Solana JSON-RPC door) --------------------------
 
-/** A JSON-RPC error object from the table. `id` is JSON text. */
+/** `id` is JSON text. */
 export function rpcError(err: RelayError, id: string): string {
   // A flood over one limit asks for the same body per request: the last one is reused.
   if (err.spec === last.spec && err.detail === last.detail && id === last.id) return last.body;
-  // `retry` is one of two fixed words: no object to build and stringify.
   const data = err.spec.retry ? `,"data":{"retry":"${err.spec.retry}"}` : '';
   const body = `{"jsonrpc":"2.0","id":${id},"error":{"code":${err.spec.rpc},"message":${JSON.stringify(err.message)}${data}}}`;
   last.spec = err.spec;
@@ -30,26 +27,19 @@ export function rpcError(err: RelayError, id: string): string {
 }
 const last: { spec: ErrorSpec | null; detail: string; id: string; body: string } = { spec: null, detail: '', id: '', body: '' };
 
-/** EVM single transaction accepted (202): the hash, the display message. */
 export function evmAccepted(hash: string, id: string): string {
   return `{"jsonrpc":"2.0","id":${id},"result":"${hash}","message":"${FORWARDED_MESSAGE}"}`;
 }
 
-/** A Solana result (a signature, or a bundle's signatures) as JSON text. */
 export function solanaResult(result: string, id: string): string {
   return `{"jsonrpc":"2.0","result":${result},"id":${id}}`;
 }
 
-/** A Solana single transaction's or bundle's result: its signature(s) as JSON. */
 export function signaturesJson(o: Outcome): string {
   if (o.ids === null) return `"${o.id}"`;
   return '["' + o.ids.join('","') + '"]';
 }
 
-/**
- * An EVM batch's answer: its batch_id and one entry per item in request
- * order, with status, retry advice and, when not sent, the error.
- */
 export function evmBatch(o: Outcome, id: string): string {
   let items = '';
   const all = o.items!;
@@ -90,7 +80,7 @@ export const PREFLIGHT: Headers = fixedHeaders([
 
 // ---- admin API ----------------------------------------------------------------
 
-/** The admin API's error body; an internal error's own message is never shown. */
+/** An internal error's own message is never shown. */
 export function adminError(spec: ErrorSpec, message: string): string {
   return JSON.stringify({ error: { code: spec.code, message: spec.http === 500 ? 'internal error' : message } });
 }

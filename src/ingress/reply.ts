@@ -1,34 +1,27 @@
 /**
  * Writing answers on uWS responses, and the rules that keep it safe (uWS
  * aborts the process or corrupts memory otherwise):
- * - `onAborted` is registered before any asynchronous step (`watchAbort`;
- *   the body reader does it; an answer written in its handler needs none,
- *   which keeps a refusal at the gate about as cheap as a bare request);
+ * - `onAborted` is registered before any asynchronous step (`watchAbort`; an
+ *   answer written inside the handler needs none, which keeps a gate refusal
+ *   as cheap as a bare request);
  * - an answer written after an await is corked (every write here is);
  * - nothing is written to a response that was aborted or already answered.
  *
- * Two ways an answer waits, each in arrival order without a closure per
- * answer:
- * - coalescing (`http.coalesce_answers`): the first answer of an event-loop
- *   turn is written at once, later answers of the same turn at its end, back
- *   to back. On loopback and in VMs each answer that reaches a client asleep
- *   in epoll costs the sender a wake-up of the client's CPU (an IPI, a VM
- *   exit under a hypervisor): answers spaced one check apart (~80 µs) wake
- *   the client once each, answers written together wake it once
- *   (`npm run bench:coalesce`: cheaper with it on in 10 of 12 rounds at 16
- *   connections). A lone request (serial clients, light load) is never held,
- *   and forwarding is not held either.
- * - a held refusal (`sendHeld`): a door shed under a standing queue is
- *   written after about the queue's wait (docs/protocol.md#capacity), so a
- *   client that resends at once comes back when there is room instead of
- *   spending the relay's CPU on refusals.
- * One Replier per relay: its settings and queues are its own.
+ * Two ways an answer waits, in arrival order, without a closure per answer:
+ * - coalescing (`http.coalesce_answers`): a turn's first answer is written at
+ *   once, later ones at the turn's end, back to back, so a client asleep in
+ *   epoll is woken once, not once per answer (`npm run bench:coalesce`:
+ *   cheaper in 10 of 12 rounds at 16 connections). A lone request is never
+ *   held, nor is forwarding.
+ * - a held refusal (`sendHeld`): a door shed is written after about the
+ *   queue's wait (docs/protocol.md#capacity), so a client resending at once
+ *   comes back when there is room.
  */
 import type { HttpResponse } from './uws.js';
 import type { AckFirst } from './ack-first.js';
 import { bytesOf, encodedOf, statusLine, type Headers } from './headers.js';
 
-/** Receives a door's accept latency in seconds (a pre-bound prom-client histogram child). */
+/** A pre-bound prom-client histogram child, in seconds. */
 export interface LatencyTimer {
   observe(seconds: number): void;
 }
@@ -37,9 +30,9 @@ export interface LatencyTimer {
 export interface Res extends HttpResponse {
   aborted?: boolean;
   done?: boolean;
-  /** Whether the abort handler is registered. */
+  /** The abort handler is registered. */
   watching?: boolean;
-  /** performance.now() when the handler started, for the accept-latency histogram. */
+  /** When the handler started, for the accept-latency histogram. */
   t0?: number;
   timer?: LatencyTimer | undefined;
 }
@@ -58,9 +51,7 @@ export function watchAbort(r: Res): void {
 }
 
 interface ReplierOptions {
-  /** `http.coalesce_answers`. */
   coalesce: boolean;
-  /** Forwarding that waits for this relay's acknowledgements to leave. */
   ack: AckFirst;
 }
 
@@ -97,11 +88,7 @@ export class Replier {
     this.ack = opts.ack;
   }
 
-  /**
-   * Starts a request's state. With a timer, the time until its answer is
-   * recorded (from the handler's start: kernel and uWS parsing time before
-   * it are not included). Anything asynchronous needs `watchAbort` first.
-   */
+  /** Starts a request's state (timed from the handler's start). Anything asynchronous needs `watchAbort` first. */
   begin(res: HttpResponse, timer?: LatencyTimer): Res {
     // The previous socket's callback has returned, so its acknowledgements are out: what waited for them goes now.
     this.ack.drain();
@@ -114,17 +101,13 @@ export class Replier {
     return r;
   }
 
-  /** `begin` and `watchAbort` at once, for handlers that go asynchronous without reading a body. */
   guard(res: HttpResponse, timer?: LatencyTimer): Res {
     const r = this.begin(res, timer);
     watchAbort(r);
     return r;
   }
 
-  /**
-   * Writes a whole answer, corked; a no-op once aborted or answered. `close`
-   * ends the connection after it (framing errors).
-   */
+  /** Writes a whole answer, corked; a no-op once aborted or answered. `close`: end the connection (framing errors). */
   send(res: Res, status: number, contentType: string | null, body: string | Uint8Array, headers?: Headers, close = false): void {
     if (res.aborted || res.done) return;
     res.done = true;
@@ -146,11 +129,9 @@ export class Replier {
   }
 
   /**
-   * Holds every answer made from here until `flushHeld`, the first one
-   * included. The verifier calls it before answering a batch outside a
-   * socket callback (its end-of-turn checks, its workers' results): writing
-   * the batch's first answer at once woke the client's thread for that one
-   * answer and again, a few checks later, for the rest.
+   * Holds every answer until `flushHeld`, the first included: the verifier
+   * answers batches outside socket callbacks, where writing the first at once
+   * would wake the client twice.
    */
   readonly holdAnswers = (): void => {
     if (!this.coalescing || this.answersThisTurn > 0) return;
@@ -159,10 +140,8 @@ export class Replier {
   };
 
   /**
-   * Writes every held answer now. The turn's `setImmediate` does it for
-   * answers made while reading sockets; answers made inside a `setImmediate`
-   * callback (the verifier collecting worker results) would otherwise wait a
-   * whole further loop iteration, so that caller flushes when it is done.
+   * Writes every held answer now. Answers made inside a `setImmediate` (the
+   * verifier's) would otherwise wait a whole further loop iteration.
    */
   readonly flushHeld = (): void => {
     const held = this.held;
@@ -183,10 +162,7 @@ export class Replier {
     this.flushHeld();
   };
 
-  /**
-   * `send`, held `ms` first (a door shed, `RelayError.holdMs`). A client that
-   * goes away meanwhile gets nothing; `releaseHeld` writes them all at once.
-   */
+  /** `send`, held `ms` first (`RelayError.holdMs`); a client gone meanwhile gets nothing. */
   sendHeld(res: Res, ms: number, status: number, contentType: string | null, body: string | Uint8Array, headers?: Headers): void {
     if (ms <= 0) return this.send(res, status, contentType, body, headers);
     if (res.aborted || res.done) return;
@@ -205,10 +181,9 @@ export class Replier {
     if (this.pacedTimer === null) this.pacedTimer = setTimeout(this.releaseDue, ms);
   }
 
-  /** Refusals held by `sendHeld` and not yet written. */
   readonly heldRefusals = (): number => this.paced.length - this.pacedHead;
 
-  /** Writes every held refusal now (shutdown: nothing is left unanswered when the listeners close). */
+  /** Shutdown: nothing is left unanswered when the listeners close. */
   releaseHeld(): void {
     if (this.pacedTimer !== null) clearTimeout(this.pacedTimer);
     this.pacedTimer = null;
@@ -221,7 +196,7 @@ export class Replier {
   };
 
   private releasePaced(now: number): void {
-    // Held answers are written back to back: one wake-up of each client thread, as coalescing does.
+    // Back to back: one wake-up of each client, as coalescing does.
     const paced = this.paced;
     let i = this.pacedHead;
     for (; i < paced.length && this.pacedDue[i]! <= now + 0.5; i++) {

@@ -1,10 +1,8 @@
 /**
- * One HTTP service: a uWS app with every door, the pipeline behind it, the
- * checks (inline, or with verification workers), the forwarding lanes, and
- * the answers. The main thread runs one; with `http.acceptors` > 1 each
- * acceptor thread runs its own, all over the node's shared tables (dedup,
- * per-IP and per-account buckets), so limits and duplicates stay per node
- * (docs/architecture.md).
+ * One HTTP service: a uWS app with every door, the pipeline, the checks, the
+ * lanes and the answers. The main thread runs one, or each acceptor thread
+ * its own, over the node's shared tables, so limits and duplicates stay per
+ * node (docs/architecture.md).
  */
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../clock.js';
@@ -31,13 +29,9 @@ import { registerJsonRpcDoor } from './doors/jsonrpc.js';
 import { registerPing, registerSolanaDoors } from './doors/solana.js';
 import { registerEvmTextDoor } from './doors/evm.js';
 
-/**
- * Bytes of transactions in flight per service (received, not yet checked
- * and encoded for forwarding). 32 MiB holds ~27k maximum-size Solana
- * transactions; when it is full new work is refused with 503 at once.
- */
+/** Transaction bytes in flight per service (~27k maximum-size Solana transactions); full means 503 at once. */
 const SLAB_BYTES = 32 * 1024 * 1024;
-/** Accept latency per door, from the handler's start to the answer: 50 µs to 1 s. */
+/** Accept latency per door, handler start to answer. */
 export const ACCEPT_BUCKETS = [0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
 
 export interface ServiceDeps {
@@ -51,11 +45,10 @@ export interface ServiceDeps {
   udpIpLimiter: IpLimiter;
   tips: TipAccounts | null;
   batches: BatchRecorder;
-  /** Verification worker threads for this service; 0 checks inline. */
+  /** Verification worker threads; 0 checks inline. */
   threads: number;
-  /** The worker module for the verification threads (tests use one that dies). */
   worker?: { filename: URL; data?: Record<string, unknown> };
-  /** Which service this is in the metrics: `main`, or an acceptor thread's index. */
+  /** `main`, or an acceptor thread's index. */
   name: string;
 }
 
@@ -150,7 +143,6 @@ export class HttpService {
     return new HttpService(d.name, app, pipeline, verifier, forwarder, reply, slab, d.accounts, accept);
   }
 
-  /** What this service has counted so far. */
   stats(): ServiceStats {
     const p = this.pipeline;
     const v = this.verifier;
@@ -171,20 +163,18 @@ export class HttpService {
   }
 
   /**
-   * Graceful stop, first half: refuse new work (503 retry-safe), answer held
-   * refusals, let checks in flight finish and the lanes drain, all by
-   * `deadline` (Date.now() scale). Resolves to the transactions no upstream
-   * accepted in time.
+   * Graceful stop, first half: refuse new work, answer held refusals, let
+   * checks and lanes drain by `deadline` (Date.now() scale). Resolves to the
+   * transactions no upstream accepted in time.
    */
   async drain(deadline: number): Promise<number> {
     this.pipeline.draining = true;
-    // Refusals held for pacing are answered now: the connections close before their hold would end.
+    // The connections close before their hold would end.
     this.reply.releaseHeld();
     while (this.verifier.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     return (await this.forwarder.drain(Math.max(0, deadline - Date.now()))).abandoned;
   }
 
-  /** The second half: the workers and the app's connections. */
   async close(): Promise<void> {
     await this.verifier.close();
     this.app.close();

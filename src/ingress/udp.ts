@@ -1,16 +1,12 @@
 /**
- * Solana UDP ingress (docs/protocol.md#udp): one datagram is one
- * transaction, fire-and-forget. Nothing is ever sent back; every datagram
- * that is not admitted is dropped and counted by reason.
+ * Solana UDP ingress (docs/protocol.md#udp): one datagram is one transaction,
+ * fire-and-forget; nothing is sent back, and what is not admitted is counted
+ * by reason.
  *
- * A pool of sockets bound to the one port with SO_REUSEPORT, where the
- * runtime has it (dgram `reusePort`, Node >= 22.12): the kernel spreads
- * senders over the sockets by address hash, so each has its own receive
- * queue and buffer and one busy sender's burst does not overflow everybody's
- * queue. Node 20 has no reusePort: a second bind fails with EADDRINUSE, and
- * the pool is then one socket (said once at start-up). All sockets are read
- * on the main thread, as the acceptor is: the check itself goes through the
- * same pipeline and verifier as HTTP.
+ * A pool of sockets on one port with SO_REUSEPORT (Node >= 22.12): the kernel
+ * spreads senders by address hash, so one sender's burst does not overflow
+ * everybody's queue. Without reusePort (Node 20) the pool is one socket. All
+ * are read on the main thread, through the same pipeline as HTTP.
  */
 import dgram from 'node:dgram';
 import { availableParallelism } from 'node:os';
@@ -20,26 +16,23 @@ import type { Outcome } from '../pipeline/outcome.js';
 import { Kind, Submission, type DoorIo, type Sink } from '../pipeline/submission.js';
 import { CounterSet } from '../obs/metrics.js';
 
-/** The datagram layout (docs/protocol.md#udp). */
+/** docs/protocol.md#udp. */
 const MAGIC = [43, 6, 58, 10] as const;
 const METHOD_SEND = 0;
 const KEY_OFFSET = 5;
 const LEN_OFFSET = 21;
 const HEADER = 23;
-/** Per-socket kernel receive buffer: ~6,000 full-size datagrams of burst; the kernel caps it at net.core.rmem_max. */
+/** ~6,000 full-size datagrams of burst per socket; the kernel caps it at net.core.rmem_max. */
 const RECV_BUFFER_BYTES = 8 * 1024 * 1024;
-/** Sockets in an automatic pool: one per core, and beyond 8 the queues only add memory. */
+/** One socket per core; beyond 8 the queues only add memory. */
 const MAX_AUTO_SOCKETS = 8;
 
 interface UdpListenResult {
   port: number;
-  /** Sockets actually bound. */
   sockets: number;
-  /** Whether the runtime let several sockets share the port. */
   reusePort: boolean;
 }
 
-/** A datagram arrives whole, with its sender's address. */
 const UDP_IO: DoorIo = {
   peer: (sub) => sub.ip!,
   read: () => {
@@ -49,13 +42,12 @@ const UDP_IO: DoorIo = {
 
 export class UdpIngress {
   readonly outcomes = new CounterSet<string>();
-  /** Datagrams received per socket of the pool (index order of binding). */
+  /** Per socket, in binding order. */
   readonly received: number[] = [];
   private sockets: dgram.Socket[] = [];
 
   constructor(private readonly pipeline: Pipeline) {}
 
-  /** Parses one datagram and admits its transaction; nothing is ever answered. */
   handle(msg: Buffer, ip: string): void {
     const o = this.outcomes;
     if (msg.length < HEADER) return o.inc('short');
@@ -76,21 +68,16 @@ export class UdpIngress {
     this.pipeline.admit(sub, this.done);
   }
 
-  /** Every datagram ends counted by what became of it. */
   private readonly done: Sink = (_sub: Submission, r: Outcome): void => {
     this.outcomes.inc(r.error !== null ? r.error.spec.code : r.status === 'duplicate' ? 'duplicate' : 'admitted');
   };
 
-  /**
-   * Binds `want` sockets to host:port (0: one per core, at most 8). Where
-   * the runtime cannot share a port, binds one and says so in the result.
-   */
+  /** Binds `want` sockets (0: one per core, at most 8), or one where the port cannot be shared. */
   async listen(host: string, port: number, want = 0): Promise<UdpListenResult> {
     const n = want > 0 ? want : Math.min(MAX_AUTO_SOCKETS, availableParallelism());
     const type = host.includes(':') ? 'udp6' : 'udp4';
-    // Sockets bound with reusePort would join any other process's group on the port (another relay's,
-    // say) and the kernel would split the datagrams between two dedup filters: a configured port is
-    // first bound alone, which fails if anyone holds it, and only then shared by our own sockets.
+    // reusePort sockets would join another process's group on the port, splitting datagrams between two
+    // dedup filters: bind the port alone first, which fails if anyone holds it.
     if (n > 1 && port !== 0) await this.probeFree(type, host, port);
     const first = await this.bindOne(type, host, port, n > 1);
     const bound = first.address().port;
@@ -107,7 +94,7 @@ export class UdpIngress {
     return { port: bound, sockets: this.sockets.length, reusePort: reusePort && this.sockets.length > 1 };
   }
 
-  /** Binds host:port without sharing and lets it go again; rejects (EADDRINUSE) when another socket holds it. */
+  /** Rejects when another socket holds host:port. */
   private probeFree(type: 'udp4' | 'udp6', host: string, port: number): Promise<void> {
     const s = dgram.createSocket({ type });
     return new Promise((resolve, reject) => {

@@ -8,19 +8,13 @@
  *   uws-pack                    uWS 20.4x  Node 18/20/21/22  glibc >= 2.27
  *   @trufflesuite/uws-js-...    uWS 20.30  Node 16/18/20     glibc >= 2.27
  *
- * uws-pack gives Debian 12 (glibc 2.36) uWS on Node 22, and on Node 20 a newer uWS than
- * trufflesuite's (505 for HTTP/1.0, 400 for Content-Length + Transfer-Encoding,
- * 431 for oversized headers, and `filter` for connection caps). Every binary is
- * required directly by its `uws_<platform>_<arch>_<abi>.node` name: the
- * packages' own loaders replace the real error with a generic one (and
- * trufflesuite's falls back to a slow JavaScript shim without saying so).
+ * Each binary is required directly by its `uws_<platform>_<arch>_<abi>.node`
+ * name: the packages' loaders hide the real error (and trufflesuite's falls
+ * back to a slow JavaScript shim silently). When none loads, node:http behind
+ * the same API subset (node-acceptor.ts) serves every door.
  *
- * When none loads, `node:http` behind the same API subset
- * (src/ingress/node-acceptor.ts) serves every door.
- *
- * The interfaces below are exactly the part of uWS that txrelay uses: the
- * fallback implements them, so code that reaches for more fails to type-check
- * instead of failing on the fallback at run time.
+ * The interfaces below are exactly the part of uWS txrelay uses: the fallback
+ * implements them, so code reaching for more fails to type-check.
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -29,7 +23,7 @@ import { createNodeAcceptor } from './node-acceptor.js';
 import { E, TxrelayError } from '../errors.js';
 
 export interface HttpRequest {
-  /** A header by its lower-case name; the first one when repeated; '' when absent. */
+  /** The first when repeated; '' when absent. */
   getHeader(lowerCaseKey: string): string;
   /** The i-th `:param` of the route pattern, not percent-decoded. */
   getParameter(index: number): string | undefined;
@@ -37,24 +31,22 @@ export interface HttpRequest {
   getUrl(): string;
   /** Lower case. */
   getMethod(): string;
-  /** The raw query string without '?' (undefined when the URL has no '?'); with a key, its percent-decoded value. */
+  /** Raw, without '?' (undefined without '?'); with a key, its percent-decoded value. */
   getQuery(): string | undefined;
   getQuery(key: string): string | undefined;
-  /** Every header line in order, names in lower case. */
   forEach(cb: (key: string, value: string) => void): void;
 }
 
 export interface HttpResponse {
   onAborted(handler: () => void): HttpResponse;
-  /** Body chunks; a chunk's memory is only valid during the call (uWS neuters it after). */
+  /** A chunk's memory is only valid during the call (uWS neuters it after): copy what you keep. */
   onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): HttpResponse;
   cork(cb: () => void): HttpResponse;
-  /** e.g. '202 Accepted'; non-standard codes (605) go out as written. Text or its latin1 bytes. */
+  /** e.g. '202 Accepted'; non-standard codes (605) go out as written. */
   writeStatus(status: string | Uint8Array): HttpResponse;
   writeHeader(key: string | Uint8Array, value: string | Uint8Array): HttpResponse;
   end(body?: string | Uint8Array, closeConnection?: boolean): HttpResponse;
   endWithoutBody(reportedContentLength?: number, closeConnection?: boolean): HttpResponse;
-  /** Closes the connection at once. */
   close(): HttpResponse;
   /** 4 bytes (IPv4 socket) or 16 (IPv6 socket, IPv4 clients mapped). */
   getRemoteAddress(): ArrayBuffer;
@@ -86,23 +78,18 @@ export interface TemplatedApp {
   put(pattern: string, handler: RouteHandler): TemplatedApp;
   any(pattern: string, handler: RouteHandler): TemplatedApp;
   listen(host: string, port: number, cb: (listenSocket: us_listen_socket | false) => void): TemplatedApp;
-  /** The same with uSockets' listen options (`LISTEN_EXCLUSIVE_PORT`). */
+  /** With uSockets' listen options (`LISTEN_EXCLUSIVE_PORT`). */
   listen(host: string, port: number, options: number, cb: (listenSocket: us_listen_socket | false) => void): TemplatedApp;
   /**
-   * Connection open (+1) and close (-1) events. Absent in trufflesuite's uWS
-   * 20.30. On uWS the address is readable on +1 only (the descriptor is
-   * already closed at -1), and a connection closed during its +1 call gets
+   * Open (+1) and close (-1) events; absent in uWS 20.30. On uWS the address
+   * is readable on +1 only, and a connection closed during its +1 call gets
    * its -1 synchronously, inside `close()`.
    */
   filter?(cb: (conn: FilterSocket, count: number) => void): TemplatedApp;
-  /** Closes the listen sockets and every connection. */
   close(): TemplatedApp;
-  /**
-   * This app as a handle another thread's listening app can hand connections
-   * to (uWS only; absent in trufflesuite's uWS 20.30 and on node:http).
-   */
+  /** A handle another thread's listening app can hand connections to (uWS >= 20.4x only). */
   getDescriptor?(): number;
-  /** Hands accepted connections to the apps of these descriptors, in turn, instead of serving them here. */
+  /** Hands accepted connections to these apps in turn instead of serving them here. */
   addChildAppDescriptor?(descriptor: number): TemplatedApp;
   removeChildAppDescriptor?(descriptor: number): TemplatedApp;
 }
@@ -114,12 +101,10 @@ export interface Uws {
 }
 
 /**
- * uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT (every build txrelay loads has it).
- * Without it uWS listens with SO_REUSEPORT, so a second process bound to a
- * port already in use starts as if nothing were wrong and the kernel splits
- * the connections between the two: each with its own dedup filter and rate
- * buckets. The relay's listeners take their ports exclusively and fail at
- * start-up instead.
+ * uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT. Without it uWS uses SO_REUSEPORT, and
+ * a second process on the same port starts silently and the kernel splits
+ * connections between two dedup filters and sets of rate buckets; with it,
+ * start-up fails instead.
  */
 export const LISTEN_EXCLUSIVE_PORT = 1;
 
@@ -130,18 +115,13 @@ export interface Acceptor {
   kind: 'uws' | 'node';
   /** The package and version that runs, or 'node:http'. */
   name: string;
-  /** Whether `App().filter` exists (connection caps need it). */
+  /** Connection caps need `App().filter`. */
   filter: boolean;
-  /** Why each uWS candidate tried before it did not load, one line each. */
+  /** Why each candidate tried before did not load. */
   skipped: string[];
 }
 
-/**
- * CPU per request of the node:http fallback relative to uWS: a bare app
- * answering the same POST on each, 2.62x, 3.00x and 3.56x in three runs of
- * `npm run bench:acceptor` on a shared 2-core AMD EPYC, Node 20.20.2. Quoted in
- * the start-up line.
- */
+/** The fallback's CPU per request relative to uWS (`npm run bench:acceptor`), quoted at start-up. */
 const NODE_ACCEPTOR_COST = '2.6-3.6x';
 
 const require = createRequire(import.meta.url);
@@ -150,7 +130,6 @@ const BINARY = `uws_${process.platform}_${process.arch}_${ABI}.node`;
 
 export interface Candidate {
   name: string;
-  /** The directory holding the package's `uws_*.node` binaries. */
   binDir: () => string;
 }
 
@@ -173,13 +152,13 @@ export class AcceptorError extends TxrelayError {
   }
 }
 
-/** glibc of the running process ('' on musl, macOS, Windows). */
+/** '' on musl, macOS, Windows. */
 export function glibcVersion(): string {
   const header = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header;
   return header?.glibcVersionRuntime ?? '';
 }
 
-/** One line on why a binary did not load, without the stack or long paths. */
+/** One line, without the stack or long paths. */
 function loadFailure(e: unknown): string {
   const err = e as NodeJS.ErrnoException;
   const msg = String(err?.message ?? e);
@@ -215,14 +194,10 @@ function probeUws(candidates: readonly Candidate[]): UwsProbe {
   return { found: null, skipped };
 }
 
-/** The packaged candidates are probed once per process (a loaded addon stays loaded). */
+/** Once per process: a loaded addon stays loaded. */
 let probed: UwsProbe | null = null;
 
-/**
- * Picks the acceptor: `auto` takes the first uWS build that loads and falls
- * back to node:http; `uws` fails with every candidate's reason when none
- * loads; `node` uses node:http without loading uWS. `candidates` is for tests.
- */
+/** `auto`: the first uWS build that loads, else node:http; `uws`: fails with every reason when none loads; `node`: node:http. */
 export function loadAcceptor(mode: AcceptorMode = 'auto', candidates?: readonly Candidate[]): Acceptor {
   if (mode === 'node') return { uws: createNodeAcceptor(), kind: 'node', name: 'node:http', filter: true, skipped: [] };
   const p = candidates ? probeUws(candidates) : (probed ??= probeUws(CANDIDATES));
@@ -240,7 +215,6 @@ function platformText(): string {
   return `${process.platform}-${process.arch}${glibc ? `, glibc ${glibc}` : ''}`;
 }
 
-/** The start-up line: which acceptor runs, why, and what the fallback costs. */
 export function describeAcceptor(a: Acceptor, mode: AcceptorMode): string {
   if (a.kind === 'uws') {
     const why = a.skipped.length ? ` (skipped ${a.skipped.join('; ')})` : '';
