@@ -11,22 +11,15 @@ export interface DoorContext {
   pipeline: Pipeline;
   reply: Replier;
   ack: AckFirst;
-  /** The client's address (the socket peer, or X-Forwarded-For behind a trusted proxy). */
   ip(res: HttpResponse, req: HttpRequest): string;
-  /** `http.max_body_bytes`. */
   maxBody: number;
   /** `evm.max_batch`: items per EVM batch, and calls per JSON-RPC array. */
   maxBatch: number;
   enabled: { evm: boolean; solana: boolean };
-  /** Accept-latency histogram child for a door label. */
   timer(door: string): LatencyTimer | undefined;
 }
 
-/**
- * The transport of the doors whose submission's context is the uWS response:
- * the peer address and the body, read from the response and the request
- * (valid only while the handler runs, which is when the pipeline asks).
- */
+/** The request is valid only while the handler runs, which is when the pipeline asks. */
 export function httpIo(ctx: DoorContext, res: (sub: Submission) => Res = (sub) => sub.ctx as Res): DoorIo {
   return {
     peer: (sub) => ctx.ip(res(sub), sub.req as HttpRequest),

@@ -1,8 +1,7 @@
 /**
  * The EVM plain-text door (docs/protocol.md#evm-single-transactions):
- * `POST /v2/svc_send_raw_transaction` with one `0x` transaction as its body,
- * authenticated by exactly one of `?auth=` or a Bearer token, readable by a
- * browser without a preflight (CORS). The JSON-RPC methods are in jsonrpc.ts.
+ * `POST /v2/svc_send_raw_transaction`, one `0x` transaction as the body,
+ * exactly one of `?auth=` or a Bearer token, readable by browsers (CORS).
  */
 import { E, RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
@@ -16,8 +15,7 @@ import { httpIo, type DoorContext } from './context.js';
 /** `Authorization: Bearer <uuid>` -> the UUID; '' when the header is present but not a Bearer credential. */
 export function bearer(authorization: string | null): string | null {
   if (authorization === null) return null;
-  // The usual `Bearer <token>`, one space and visible ASCII after it, is what the expression below
-  // matches it as, without its match array (~150 B of heap per request).
+  // The usual form, matched as the expression below would, without its match array (~150 B per request).
   if (authorization.length > 7 && authorization.charCodeAt(6) === 0x20 && bearerWord(authorization) && visibleFrom(authorization, 7)) {
     return authorization.slice(7);
   }
@@ -25,14 +23,12 @@ export function bearer(authorization: string | null): string | null {
   return m ? m[1]! : '';
 }
 
-/** Whether `s` starts with "Bearer" in any case (ASCII letters only, as the expression's `i` flag has it). */
 function bearerWord(s: string): boolean {
   const word = 'bearer';
   for (let i = 0; i < word.length; i++) if ((s.charCodeAt(i) | 0x20) !== word.charCodeAt(i)) return false;
   return true;
 }
 
-/** Whether every character of `s` from `from` on is visible ASCII (0x21-0x7e). */
 function visibleFrom(s: string, from: number): boolean {
   for (let i = from; i < s.length; i++) {
     const c = s.charCodeAt(i);
@@ -41,14 +37,10 @@ function visibleFrom(s: string, from: number): boolean {
   return true;
 }
 
-/**
- * The plain-text door's query: either empty, or exactly one `auth`
- * parameter and nothing else, percent-encoding well formed. Returns the
- * UUID, null when absent, or the refusal.
- */
+/** Empty, or exactly one `auth` parameter, well-formed: the UUID, null when absent, or the refusal. */
 export function parseAuthQuery(query: string): string | null | RelayError {
   if (query === '') return null;
-  // The usual `auth=<uuid>`: nothing to decode or split (no '%', '+' or '&'), the value as it stands.
+  // The usual `auth=<uuid>`: nothing to decode or split.
   if (query.startsWith('auth=') && plainValue(query, 5)) return query.slice(5);
   const bad = (m: string) => new RelayError(E.INVALID_REQUEST, m);
   const parts = query.split('&');
@@ -75,7 +67,6 @@ const PERCENT = 0x25;
 const PLUS = 0x2b;
 const AMP = 0x26;
 
-/** Whether `s` from `from` on holds no character that would change under query decoding or start another parameter. */
 function plainValue(s: string, from: number): boolean {
   for (let i = from; i < s.length; i++) {
     const c = s.charCodeAt(i);

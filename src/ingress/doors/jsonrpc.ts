@@ -6,14 +6,12 @@
  *   svc_sendRawTransactionBatch   EVM batch, 1 to evm.max_batch transactions, Bearer
  *   sendTransaction               Solana, base64 (default) or base58, api-key
  *
- * The request is one Submission whose body the pipeline reads once the
- * arrival has passed the shed and per-IP checks; its calls are parsed here
- * into Submissions of their own, which the pipeline admits in order, and
- * their outcomes come back together. A standard JSON-RPC array of
- * `eth_sendRawTransaction` calls is answered as an array of single answers.
- * An array holds at most `evm.max_batch` calls and is counted from its bytes
- * before it is parsed: 43k unauthenticated `{}` in one body cost 0.22 s of
- * the event loop and a 4.5 MB answer before that bound.
+ * The request is one Submission, read once it passed the shed and per-IP
+ * checks; its calls become Submissions of their own, admitted in order and
+ * answered together. A standard JSON-RPC array (of `eth_sendRawTransaction`
+ * only) gets an array of single answers. An array holds at most
+ * `evm.max_batch` calls, counted from its bytes before parsing: 43k
+ * unauthenticated `{}` in one body cost 0.22 s of the event loop without it.
  */
 import { E, RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
@@ -29,11 +27,10 @@ import { scanCall } from './rpc-scan.js';
 export interface RpcCall {
   method: string;
   params: unknown;
-  /** The request id re-serialised as JSON text (number, string or null), echoed verbatim. */
+  /** JSON text (number, string or null), echoed verbatim. */
   id: string;
 }
 
-/** What one `POST /` request carries besides its body. */
 interface RpcRequest {
   res: Res;
   apiKey: string | null;
@@ -41,7 +38,6 @@ interface RpcRequest {
   array: boolean;
 }
 
-/** Methods allowed inside a standard JSON-RPC array. */
 const ARRAY_METHODS = new Set(['eth_sendRawTransaction']);
 const METHODS = new Set(['eth_sendRawTransaction', 'svc_sendRawTransactionBatch', 'sendTransaction']);
 
@@ -55,7 +51,6 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
     calls: (sub, body) => parseCalls(sub, body),
   };
 
-  /** One call as a Submission: its kind, credential and payload, or why it is refused. */
   const callOf = (rq: RpcRequest, c: RpcCall | RelayError, id: string): Submission => {
     if (c instanceof RelayError) return refusedCall(c, id);
     const m = c.method;
@@ -104,7 +99,6 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
 
   const parseCalls = (sub: Submission, body: Uint8Array): Submission[] | RelayError => {
     const rq = sub.ctx as RpcRequest;
-    // An array is counted from its bytes before it is parsed: 43k `{}` cost ~2 ms of JSON.parse alone.
     const n = topLevelElements(body, maxArray);
     if (n > maxArray) return new RelayError(E.INVALID_REQUEST, `a JSON-RPC array holds at most ${maxArray} calls`);
     if (n === 0) {
@@ -125,7 +119,6 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
     return msg.map((m) => callOf(rq, readCall(m), idOf(m)));
   };
 
-  /** One call's answer: status, content type, body and headers. */
   const answerOf = (c: Submission, o: Outcome): [number, string, string, Headers | undefined] => {
     const err = o.error;
     if (c.kind === Kind.EvmBatch && err === null) {
@@ -218,10 +211,9 @@ const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
 
 /**
- * Elements of a top-level JSON array, counted from the bytes without parsing
- * them, stopping as soon as the count passes `max` (then max + 1). Anything
- * that is not an array, or is malformed, answers 0: JSON.parse decides that.
- * One pass, no allocation: strings (with escapes) and nesting are skipped.
+ * Elements of a top-level JSON array, counted from the bytes in one pass,
+ * max + 1 once past `max`; 0 for anything else or malformed (JSON.parse
+ * decides that).
  */
 export function topLevelElements(b: Uint8Array, max: number): number {
   let i = 0;

@@ -1,22 +1,15 @@
 /**
- * The usual JSON-RPC call read straight from its bytes, without decoding the
- * body to text and without JSON.parse: a single object such as
+ * The usual JSON-RPC call read straight from its bytes, without JSON.parse:
  *
  *   {"jsonrpc":"2.0","id":7,"method":"eth_sendRawTransaction","params":["0x02f8…"]}
- *   {"jsonrpc":"2.0","id":"a","method":"sendTransaction","params":["AQ…",{"encoding":"base64","skipPreflight":true}]}
  *
- * Only a narrow form is read here: members `jsonrpc` (the string "2.0"),
- * `method` and `params` (required) and `id` (optional), each once, in any
- * order; `params` an array of scalars and flat objects of scalars; strings
- * of printable ASCII without escapes; integers of at most 15 digits; `true`,
- * `false`, `null`; JSON whitespace between tokens. Anything else answers
- * null and the caller parses the body as before, so a call read here is
- * exactly what JSON.parse and the dispatcher's checks make of the same bytes
- * (test/ingress/doors/rpc-scan.test.ts holds the two side by side over generated bodies).
- *
- * What it saves per call: the body as a UTF-8 string, JSON.parse's objects,
- * and, for the id, the JSON.stringify that turns it back into text (~1 KB
- * of heap per EVM JSON-RPC transaction, scripts/heap-sample.mjs).
+ * Only a narrow form: members `jsonrpc` ("2.0"), `method`, `params` and
+ * optional `id`, each once, any order; `params` an array of scalars and flat
+ * objects of scalars; strings of printable ASCII without escapes; integers of
+ * at most 15 digits; literals. Anything else answers null and is parsed the
+ * general way, so a call read here is exactly what JSON.parse would make of
+ * it (test/ingress/doors/rpc-scan.test.ts compares them). Saves ~1 KB of heap
+ * per EVM transaction (scripts/heap-sample.mjs).
  */
 import type { RpcCall } from './jsonrpc.js';
 
@@ -32,10 +25,10 @@ const MINUS = 0x2d;
 const ZERO = 0x30;
 const NINE = 0x39;
 
-/** Digits of an integer read here: 15 always make an exact double whose JSON text is the same digits. */
+/** 15 digits always make an exact double whose JSON text is the same digits. */
 const MAX_DIGITS = 15;
 
-/** Where the scan is; module state, as the scan is synchronous and allocates no cursor. */
+/** Module state: the scan is synchronous and allocates no cursor. */
 let buf: Uint8Array = new Uint8Array(0);
 let pos = 0;
 let text: Buffer = Buffer.alloc(0);
@@ -97,7 +90,6 @@ function integerEnd(): number {
   return i;
 }
 
-/** `true`, `false` or `null` at `pos`. */
 function literal(): boolean | null {
   const b = buf;
   const i = pos;
@@ -192,7 +184,7 @@ function member(start: number, end: number): number {
   throw DECLINE;
 }
 
-/** The call in `body` when it has the form above, else null (parse it the general way). */
+/** The call in `body` when it has the form above, else null. */
 export function scanCall(body: Uint8Array): RpcCall | null {
   buf = body;
   pos = 0;

@@ -1,8 +1,7 @@
 /**
  * Solana HTTP doors (docs/protocol.md#solana-raw-transactions,
- * #solana-bundles, #ping): raw `POST /v2`, bundles on `POST /v2/batch`, and
- * `GET /ping`. Each turns its request into a Submission and the Outcome
- * into the answer: a JSON result, or the error's plain text.
+ * #solana-bundles, #ping): `POST /v2`, `POST /v2/batch`, `GET /ping`.
+ * Answers are a JSON result, or the error's plain text.
  */
 import type { RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
@@ -15,7 +14,6 @@ import { JSON_TYPE, TEXT_TYPE, type Replier, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
 
-/** A Solana refusal on an HTTP door: its plain text (held first when it is a door shed). */
 function sendPlainError(reply: Replier, res: Res, err: RelayError): void {
   reply.sendHeld(res, err.holdMs, err.spec.http, TEXT_TYPE, err.text, retryHeaders(err));
 }
