@@ -1,10 +1,8 @@
 /**
- * The one table of every error the relay can produce: on the wire, from the
- * admin API, at start-up (configuration, acceptor, forwarding setup) and from
- * the store. Each entry ties a stable code to its HTTP status, its JSON-RPC
- * code, the Solana plain-text body and the retry advice
- * (docs/protocol.md#errors). Answers are rendered from it
- * (src/ingress/render.ts) and tests assert against it. Messages never hold a
+ * The one table of every error the relay can produce (wire, admin API,
+ * start-up, store): a stable code, HTTP status, JSON-RPC code, Solana
+ * plain-text body and retry advice (docs/protocol.md#errors). Answers are
+ * rendered from it and tests assert against it. Messages never hold a
  * credential.
  */
 
@@ -15,9 +13,8 @@ export interface ErrorSpec {
   readonly code: string;
   /** The HTTP status of an answer carrying it (start-up errors: 500, never sent). */
   readonly http: number;
-  /** JSON-RPC error code (EVM doors, the Solana JSON-RPC door). */
   readonly rpc: number;
-  /** Human message; `{}` is replaced by the detail given where it is raised. */
+  /** `{}` is replaced by the detail given where it is raised. */
   readonly message: string;
   /** Solana plain-text body; `{}` as above. Defaults to message. */
   readonly text?: string;
@@ -82,27 +79,22 @@ export const E = {
   INTERNAL: spec('TXR_INTERNAL', 500, -32603, 'Internal error'),
 } as const;
 
-/** Every entry, for documentation and tests. */
 export const ERROR_TABLE: readonly ErrorSpec[] = Object.freeze(Object.values(E));
 
 /**
  * A refusal travelling through the pipeline: the table's entry plus a detail
- * for `{}`. Plain data, not an Error: it is returned, never thrown, on the
- * hot path, and a refusal at the gate is made per request under overload,
- * where V8's Error constructor (a stack walk even with `stackTraceLimit` 0)
- * was measurable. The message and the plain-text body are formatted when asked for.
+ * for `{}`. Plain data, returned, never thrown: gate refusals are made per
+ * request under overload, where V8's Error constructor (a stack walk even with
+ * `stackTraceLimit` 0) was measurable. Texts are formatted when asked for.
  */
 export class RelayError {
   readonly spec: ErrorSpec;
   readonly detail: string;
   /** Milliseconds until a retry can succeed (rate limits only). */
   readonly retryAfterMs: number;
-  /** What failed underneath (a store write), for logs. */
+  /** For logs. */
   cause: unknown = undefined;
-  /**
-   * Milliseconds to hold the answer before writing it: a door shed under a
-   * standing queue (`limits.shed_hold_ms`, docs/protocol.md#capacity). 0: at once.
-   */
+  /** Ms to hold a door shed's answer (`limits.shed_hold_ms`, docs/protocol.md#capacity); 0: at once. */
   holdMs = 0;
 
   constructor(s: ErrorSpec, detail = '', retryAfterMs = 0) {
@@ -119,7 +111,6 @@ export class RelayError {
     return 'RelayError';
   }
 
-  /** The table's message with the detail filled in. */
   get message(): string {
     return messageMemo.fill(this.spec.message, this.detail);
   }
@@ -134,11 +125,7 @@ export class RelayError {
   }
 }
 
-/**
- * The thrown form, for what is not on the hot path (admin API, start-up,
- * store): an Error carrying its table entry, so whoever catches it renders
- * or reports it from the same table.
- */
+/** The thrown form, off the hot path (admin API, start-up, store): an Error carrying its table entry. */
 export class TxrelayError extends Error {
   readonly spec: ErrorSpec;
 
@@ -153,7 +140,7 @@ export class TxrelayError extends Error {
   }
 }
 
-/** The table entry of anything thrown: its own, or INTERNAL for what is not ours. */
+/** INTERNAL for what is not ours. */
 export function specOf(e: unknown): ErrorSpec {
   return e instanceof TxrelayError ? e.spec : E.INTERNAL;
 }
@@ -162,11 +149,7 @@ function fill(template: string, detail: string): string {
   return template.includes('{}') ? template.replace('{}', detail) : template;
 }
 
-/**
- * The last filled text, reused while the same refusal repeats (a flood over
- * one limit asks for the same message per request: filling it anew was a
- * string allocation per refusal).
- */
+/** The last filled text, reused while a flood repeats the same refusal: no string per refusal. */
 class FillMemo {
   private template = '';
   private detail = '';

@@ -59,7 +59,7 @@ interface Parts {
   batches: BatchStore;
   uploader: Uploader | null;
   pruneTimer: NodeJS.Timeout | null;
-  /** The main thread's HTTP service: it serves HTTP with one acceptor, and UDP always. */
+  /** Serves HTTP with one acceptor, and UDP always. */
   service: HttpService;
   acceptors: AcceptorThreads | null;
   udp: UdpIngress | null;
@@ -75,10 +75,9 @@ export class Relay {
     readonly config: Config,
     readonly ports: RelayPorts,
     readonly adminToken: string,
-    /** The main thread's pipeline (HTTP with one acceptor, and UDP). */
+    /** The main thread's pipeline. */
     readonly pipeline: Pipeline,
     readonly metrics: Metrics,
-    /** Which HTTP acceptor serves: uWebSockets.js, or the node:http fallback. */
     readonly acceptor: 'uws' | 'node',
     /** Threads serving HTTP: 1 is the main thread. */
     readonly acceptors: number,
@@ -91,7 +90,7 @@ export class Relay {
     const clock = opts.clock ?? systemClock;
     const acceptor = loadAcceptor(cfg.http.acceptor);
     const uws = acceptor.uws;
-    // A fallback nobody asked for is worth a warning: it costs CPU per request (docs/operations.md).
+    // An unasked-for fallback costs CPU per request (docs/operations.md).
     const fellBack = acceptor.kind === 'node' && cfg.http.acceptor === 'auto';
     log[fellBack ? 'warn' : 'info']({ acceptor: acceptor.name, base58: base58Backend, ed25519: ed25519Backend }, describeAcceptor(acceptor, cfg.http.acceptor));
     if (ed25519Backend !== 'sodium-native') log.warn('sodium-native did not load: Ed25519 signatures are checked by node:crypto, about 1.5x slower');
@@ -130,8 +129,7 @@ export class Relay {
           throw e;
         }),
     };
-    // One acceptor: the main thread serves HTTP with its verification workers. Several: they serve it,
-    // each checking inline, and the main thread's service is left UDP.
+    // Acceptor threads check inline; the main thread's service is then left UDP.
     const verifyThreads = threads > 1 ? 0 : workerThreads(cfg.workers.threads);
     // No other thread: the main thread is the tables' only user, so their locks are skipped (src/tables/lock.ts).
     if (verifyThreads === 0 && threads === 1) for (const t of [dedup, ipLimiter, udpIpLimiter, registry.buckets]) t.soleThread();
@@ -140,7 +138,7 @@ export class Relay {
     let uploader: Uploader | null = null;
     let pruneTimer: NodeJS.Timeout | null = null;
     if (!cfg.database.url) {
-      // Without a database nothing uploads, and so nothing would ever prune: keep the store bounded by retention.
+      // Without a database nothing uploads, so nothing would prune: keep the store bounded by retention.
       pruneTimer = setInterval(() => void batches.prune({ includeNotUploaded: true }).catch(() => {}), PRUNE_INTERVAL_MS);
       pruneTimer.unref();
     } else {
@@ -152,7 +150,7 @@ export class Relay {
     const listener = threads > 1 ? uws.App() : service.app;
     const acceptors =
       threads > 1 ? await AcceptorThreads.start({ n: threads, cfg, listener, registry, batches, dedup, ipLimiter, udpIpLimiter, log }) : null;
-    // Every service's figures, gathered once per scrape: the main thread's, and each acceptor thread's.
+    // Every service's figures, gathered once per scrape.
     const metrics = new Metrics();
     let services: ServiceStats[] = [];
     let node = mergeStats([]);
@@ -205,8 +203,7 @@ export class Relay {
         }
       }
     } catch (e) {
-      // A port that cannot be had (in use, not permitted): nothing was admitted yet, so stopping at once
-      // releases the workers, the lanes' sockets, the timers and the store (and its lock on data_dir).
+      // Nothing was admitted yet: stopping releases the workers, sockets, timers and the store's lock on data_dir.
       await relay.stop();
       throw e;
     }
@@ -248,19 +245,12 @@ export class Relay {
   }
 }
 
-/**
- * `workers.threads` 0 (auto): one verification thread per core beyond the
- * main thread; none on a single core (or a one-CPU affinity mask, which
- * availableParallelism honours), where the main thread checks inline.
- */
+/** `workers.threads` 0: one per core beyond the main thread (availableParallelism honours the affinity mask). */
 function workerThreads(configured: number): number {
   return configured > 0 ? configured : availableParallelism() - 1;
 }
 
-/**
- * `http.acceptors` as it can run: 0 is one per core; more than one needs a
- * uWS build that hands connections to other threads' apps, else one (said).
- */
+/** `http.acceptors` (0: one per core); more than one needs a uWS build that hands connections to other threads. */
 function acceptorThreads(configured: number, probe: TemplatedApp, name: string, log: Logger): number {
   const want = configured > 0 ? configured : availableParallelism();
   const can = typeof probe.getDescriptor === 'function' && typeof probe.addChildAppDescriptor === 'function';
@@ -272,7 +262,7 @@ function acceptorThreads(configured: number, probe: TemplatedApp, name: string, 
   return want;
 }
 
-/** A part's log lines, tagged with its name and scrubbed of anything that looks like a key. */
+/** Tagged with the part's name and scrubbed of anything that looks like a key. */
 function componentLog(log: Logger, component: string): { info(m: string): void; warn(m: string): void; error(m: string): void } {
   return {
     info: (m) => log.info({ component }, scrub(m)),

@@ -48,7 +48,6 @@ export const configSchema = {
       {
         host: { ...host, default: '127.0.0.1', description: 'Address the HTTP listener binds (every door of both families).' },
         port: { ...port, default: 8080, description: 'Port of the HTTP listener; 0 picks a free port.' },
-        // 128 KiB: geth's txMaxSize for one non-blob transaction, hex-encoded it needs ~2x; raise it for blob txs.
         max_body_bytes: {
           type: 'integer',
           minimum: 1024,
@@ -62,13 +61,12 @@ export const configSchema = {
           default: false,
           description: 'Take the client address from the first `X-Forwarded-For` entry. Turn it on only behind a proxy that sets that header.',
         },
-        // auto: the first uWebSockets.js build that loads, else node:http; uws: fail start-up without one; node: node:http.
         acceptor: {
           enum: ['auto', 'uws', 'node'],
           default: 'auto',
           description: '`auto`: the first uWebSockets.js build that loads, else node:http. `uws`: stop start-up when no uWebSockets.js build loads. `node`: node:http.',
         },
-        // 0: the open-files limit minus 1024 descriptors for everything else (src/ingress/conn-caps.ts).
+        // The 1024 in the description is FD_RESERVE (src/ingress/conn-caps.ts).
         max_connections: {
           type: 'integer',
           minimum: 0,
@@ -77,7 +75,6 @@ export const configSchema = {
           description:
             'Most HTTP connections open at once; a connection over it is closed as soon as it is accepted. 0: the open-files limit minus 1024 descriptors kept for everything else.',
         },
-        // 4x the 1024 connections one load generator opens in the benchmarks; 0: no per-IP cap.
         max_connections_per_ip: {
           type: 'integer',
           minimum: 0,
@@ -86,20 +83,17 @@ export const configSchema = {
           description:
             'Most HTTP connections from one client address; a connection over it is closed as soon as it is accepted. 0: no per-address cap. The default is 4x the 1024 connections one load generator opens in the benchmarks.',
         },
-        // Later answers of a busy event-loop turn written together at its end.
         coalesce_answers: {
           type: 'boolean',
           default: true,
           description:
             'Write the second and later answers of a busy event-loop turn together at the end of the turn, so a client is woken once per turn. `false`: write every answer when it is made.',
         },
-        // A request's acknowledgement leaves before the forwarding it admitted.
         ack_first: {
           type: 'boolean',
           default: true,
           description: 'Write a request\'s answer before the forwarding of its transaction starts. `false`: write to the upstream first.',
         },
-        // More than one: the main thread hands each connection to an acceptor thread in turn (uWS only).
         acceptors: {
           type: 'integer',
           minimum: 0,
@@ -116,7 +110,6 @@ export const configSchema = {
         enabled: { type: 'boolean', default: true, description: 'Listen for Solana UDP datagrams (only when `solana.enabled` is true too).' },
         host: { ...host, default: '127.0.0.1', description: 'Address the UDP sockets bind.' },
         port: { ...port, default: 16888, description: 'Port of the UDP ingress; 0 picks a free port.' },
-        // Sockets sharing the port (SO_REUSEPORT, Node >= 22.12); 0: one per core, at most 8. One where the runtime cannot.
         sockets: {
           type: 'integer',
           minimum: 0,
@@ -125,7 +118,6 @@ export const configSchema = {
           description:
             'Sockets sharing the UDP port (SO_REUSEPORT), each with its own receive queue. 0: one per core, at most 8. Sharing a UDP port needs Node >= 22.12; on older Node it is one socket.',
         },
-        // UDP's own per-source buckets: a source address is trivially spoofed, so UDP must not share HTTP's.
         ip_rps: {
           ...tps,
           default: 1000,
@@ -188,7 +180,6 @@ export const configSchema = {
           default: 10000,
           description: 'Transactions one forwarding lane holds that no upstream has answered yet; a full lane refuses new transactions with 503.',
         },
-        // RFC 8289's CoDel target: the verification queueing delay the relay tolerates as a standing queue.
         queue_target_ms: {
           type: 'number',
           minimum: 0.5,
@@ -197,7 +188,6 @@ export const configSchema = {
           description:
             'Wait before a transaction\'s check that the relay tolerates as a standing queue (the CoDel target of RFC 8289). A queue that stays above it is shed, slowly.',
         },
-        // Hard bound for open-loop overload: an arrival that would wait longer for its check is shed at once.
         queue_max_ms: {
           type: 'number',
           minimum: 1,
@@ -206,7 +196,6 @@ export const configSchema = {
           description:
             'Hard bound on the wait before a check: an arrival whose estimated wait is longer is refused 503 at once, and a transaction that waited longer by the time its check would start is refused 503 unchecked.',
         },
-        // The longest a door shed (503 for capacity) is held before it is written (about the queue's wait); 0 writes it at once.
         shed_hold_ms: {
           type: 'number',
           minimum: 0,
@@ -286,7 +275,6 @@ export const configSchema = {
     plans: section({ free: plan('free', 5), paid: plan('paid', 50) }, 'Limits a new account gets.'),
     workers: section(
       {
-        // 0: one verification thread per core beyond the main thread; none on one core (verified inline).
         threads: {
           type: 'integer',
           minimum: 0,
@@ -295,7 +283,6 @@ export const configSchema = {
           description:
             'Verification worker threads. 0: one per core beyond the main thread, so none on a single core (or a one-CPU affinity mask), where the main thread checks every transaction.',
         },
-        // auto: check inline on the acceptor while it has headroom; never: always on the workers (when there are any).
         inline: {
           enum: ['auto', 'never'],
           default: 'auto',
