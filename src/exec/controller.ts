@@ -62,7 +62,7 @@ export class QueueController {
     return this.standing;
   }
 
-  /** One sojourn sample: how long a transaction waited before its check started. */
+  /** How long a transaction waited before its check started. */
   observe(sojournMs: number, now: number): void {
     if (sojournMs < this.targetMs) {
       this.firstAbove = 0;
@@ -106,11 +106,7 @@ export class QueueController {
 /** How long the queue must stay non-empty before its drain rate is trusted: a burst's first turns read much and check little. */
 export const BACKLOG_TRUST_MS = 50;
 
-/**
- * The pace a standing queue really drains at: checks that left it (claimed,
- * not expired) per ms over periods it stayed non-empty (see Verifier.queueMs).
- * Pure, like QueueController.
- */
+/** A standing queue's real drain pace: checks that left it (claimed, not expired) per ms while non-empty (Verifier.queueMs). */
 export class DrainMeter {
   /** Checks per ms, smoothed; 0 until measured. */
   private perMs = 0;

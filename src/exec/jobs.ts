@@ -87,7 +87,6 @@ export const enum SlotState {
 }
 
 export const enum JobKind {
-  /** One Solana transaction: decode, dedup peek, verify every signature, dedup claim (single domain). */
   SolanaTx = 1,
   /**
    * A bundle member decoded on the main thread, which owns the bundle's dedup
@@ -95,12 +94,10 @@ export const enum JobKind {
    * keys offset, aux3 message offset, aux4 message length).
    */
   SolanaVerify = 2,
-  /** One EVM transaction: decode, stateless checks, hash, dedup peek, recover the sender, dedup claim. */
   EvmTx = 3,
   /**
-   * One EVM batch item decoded, checked and hashed on the main thread (hash
-   * and signing hash in the slot's bytes; aux0-aux3 r and s offsets and
-   * lengths, aux4 the recovery id): dedup peek, recover, claim.
+   * An EVM batch item decoded and hashed on the main thread (hashes in the
+   * slot's bytes; aux0-aux3 r and s offsets and lengths, aux4 recovery id).
    */
   EvmRecover = 4,
 }
@@ -117,7 +114,7 @@ export const enum JobResult {
   BadSignature = 3,
   /** The check itself failed (a bug, or the worker died): not the client's fault, retry-safe. */
   Internal = 4,
-  /** Not checked: it waited longer than `limits.queue_max_ms` before a check could start (retry-safe, like a shed). */
+  /** Waited past `limits.queue_max_ms`, not checked (retry-safe, like a shed). */
   Expired = 5,
 }
 
@@ -374,12 +371,10 @@ export class JobTable {
     return this.times[s * SLOT_TIMES + t]!;
   }
 
-  /** Byte offset of the slot's key material in `bytes`. */
   keyAt(s: number): number {
     return s * SLOT_BYTES + KEY_AT;
   }
 
-  /** Byte offset of the slot's signing hash in `bytes`. */
   msgAt(s: number): number {
     return s * SLOT_BYTES + MSG_AT;
   }
@@ -397,7 +392,6 @@ export class JobTable {
     this.ints[w + S_RESULT] = result;
   }
 
-  /** The rejection message written by `setResult`. */
   message(s: number): string {
     const n = this.ints[s * SLOT_WORDS + S_ERRLEN]!;
     const at = s * SLOT_BYTES + ERROR_AT;

@@ -26,9 +26,9 @@ import { DrainMeter, QueueController, Shed, type ControllerOptions } from './con
 import { C_COMPLETED, JobResult, S_RESULT, S_WORKER, SlotState, T_END, T_START, type JobTable } from './jobs.js';
 import { VerifyWorkers } from './workers.js';
 
-/** Over this event-loop utilisation (last window) the acceptor is busy: a deferred job wakes a worker, and the acceptor takes only its share of a turn's checks. */
+/** Over this event-loop utilisation the acceptor is busy: deferred jobs wake workers, and it keeps only its share. */
 const ELU_BUSY = 0.75;
-/** How often the utilisation is re-read: short enough to follow a load step, long enough to be a stable ratio. */
+/** Short enough to follow a load step, long enough for a stable ratio. */
 const ELU_WINDOW_MS = 5;
 /** How long after requests last overlapped a busy loop still defers a lone request: the ELU window, so both signals cover the same time. */
 const OVERLAP_MEMORY_MS = ELU_WINDOW_MS;
@@ -83,7 +83,6 @@ export interface VerifierOptions {
   inline?: 'auto' | 'never';
   /** The worker module and extra workerData (tests use a worker that dies). */
   worker?: { filename: URL; data?: Record<string, unknown> };
-  /** Called once per worker that died unexpectedly (for logs). */
   onWorkerError?: (index: number, error: unknown) => void;
   /** Around answers collected outside a socket callback: the acceptor holds them, then flushes. */
   beforeAnswers?: () => void;
@@ -184,9 +183,8 @@ export class Verifier {
     return this.workers.restarts;
   }
 
-  /** Starts the workers' serve loops and the controller's sampling; resolves once every worker has loaded. */
+  /** Resolves once every worker has loaded its crypto libraries: the relay listens only then. */
   async start(): Promise<void> {
-    // The relay listens only once the crypto libraries are loaded in every worker.
     await this.workers.start();
     this.lagExpected = performance.now() + LAG_TICK_MS;
     this.lagTimer = setInterval(this.sample, LAG_TICK_MS);
@@ -349,8 +347,7 @@ export class Verifier {
     }
     this.afterAnswers();
     if (this.jobs.waiting() === 0) this.drain.emptied();
-    // Past the slice: check more next turn (sockets are read in between). Jobs left by the share are
-    // the workers'; their answers wake the acceptor.
+    // Past the slice: check more next turn (sockets are read in between); what the share left is the workers'.
     if (!left && this.jobs.waiting() > 0) {
       this.backlogSince = performance.now();
       return this.scheduleTick();
@@ -359,18 +356,13 @@ export class Verifier {
     if (this.outstanding > 0) this.arm();
   };
 
-  /**
-   * How many waiting checks the acceptor takes at the turn's end: all when it
-   * is idle or has no workers (soonest answer); when busy it limits
-   * throughput, so only its share.
-   */
+  /** All the waiting checks when idle or without workers (soonest answer); when busy it limits throughput: its share. */
   private acceptorQuota(waiting: number, deferredThisTurn: number): number {
     if (this.live === 0 || !this.busy) return Infinity;
     this.share = nextShare(this.share, waiting > deferredThisTurn, this.idleAtTurnStart);
     return Math.ceil(this.share * waiting);
   }
 
-  /** Answers every job the workers have published. */
   private collect(): void {
     for (let s = this.jobs.nextDone(); s >= 0; s = this.jobs.nextDone()) {
       // An expired job was not checked: no sample.

@@ -58,11 +58,7 @@ const DROP_REASONS: readonly DropReason[] = ['rejected', 'expired', 'shutdown'];
 export const QUEUE_CAPACITY = 10_000;
 /** evm.max_batch's default, so a client batch travels as one request. */
 export const MAX_BATCH = 64;
-/**
- * Body bytes per batch request (a larger single item still goes alone):
- * agave's RPC refuses bodies over 50 kB, the smallest limit among known
- * upstreams.
- */
+/** A larger single item still goes alone. agave's RPC refuses bodies over 50 kB, the smallest known limit. */
 export const MAX_BATCH_BYTES = 48 * 1024;
 /** The per-item done set is one 32-bit mask. */
 const MAX_UPSTREAMS = 32;
@@ -77,11 +73,7 @@ const LOG_INTERVAL_MS = 10_000;
  * an upstream back from a ~30 s hang well inside this.
  */
 export const MAX_AGE_MS = 60_000;
-/**
- * First resend after a transport failure, doubled per consecutive failure: a
- * closed keep-alive socket is retried on a fresh one 20 ms later, until the
- * breaker (5 failures) takes over the pacing.
- */
+/** First resend after a transport failure, doubled per consecutive failure until the breaker takes over. */
 const RETRY_BACKOFF_MS = 20;
 /** The breaker's base cool-down: past it the breaker, not the back-off, decides. */
 const RETRY_BACKOFF_MAX_MS = 1_000;
@@ -104,11 +96,9 @@ export interface LaneOptions {
   upstreams: readonly string[];
   capacity?: number;
   /**
-   * Opportunistic JSON-RPC batching (not bundles: one sendBundle per request).
-   * Free at low load (a lone item leaves alone, at once); under load, items
-   * that piled up while every connection was busy leave in one request. Each
-   * item keeps its own answer. An upstream refusing batches is switched to
-   * single requests.
+   * Opportunistic batching (not bundles): free at low load (a lone item leaves
+   * at once); under load, items that piled up while every connection was busy
+   * leave in one request. An upstream refusing batches gets single requests.
    */
   batching?: boolean;
   log?: LogSink;
@@ -146,16 +136,14 @@ export interface LaneStats {
   /** Items no upstream has answered yet; admission is refused at `capacity`. */
   depth: number;
   capacity: number;
-  /** Items in the ring (some upstream not done with them). */
+  /** Items some upstream is not done with. */
   held: number;
-  /** Admitted items not final at every upstream. */
   outstanding: number;
   admitted: number;
-  /** Items at least one upstream accepted. */
   forwarded: number;
-  /** Items dropped by a dry lane. */
+  /** Dropped by a dry lane. */
   discarded: number;
-  /** Items no upstream accepted: the sum of `droppedBy`. */
+  /** The sum of `droppedBy`. */
   dropped: number;
   droppedBy: Record<DropReason, number>;
   available: boolean;
@@ -163,12 +151,12 @@ export interface LaneStats {
   upstreams: LaneUpstreamStats[];
 }
 
-/** A log line is written at most once per interval; the next one says how many were held back. */
+/** At most one log line per interval; the next one says how many were held back. */
 class Throttle {
   private at = -Infinity;
   private held = 0;
 
-  /** -1 to stay quiet, else the number of lines suppressed since the last one. */
+  /** -1 to stay quiet, else the lines suppressed since the last one. */
   pass(now: number): number {
     if (now - this.at < LOG_INTERVAL_MS) {
       this.held++;
@@ -189,7 +177,6 @@ interface Range {
 
 /** One upstream's position in this lane. */
 class Outlet {
-  /** Next seq never sent to this upstream. */
   cursor = 0;
   /** Failed ranges to resend, sorted by `from`, never overlapping, never holding an item this upstream is done with. */
   readonly retry: Range[] = [];
@@ -238,7 +225,6 @@ export class Lane<N extends LaneName = LaneName> {
   // never reset; `&` takes them modulo 2^32, which the power-of-two size divides.
   private readonly mask: number;
   private readonly items: (LaneItem<N> | undefined)[];
-  /** Upstreams done with the item, one bit each. */
   private readonly done: Uint32Array;
   private readonly verdict: Uint8Array;
   /** Admission time, for MAX_AGE_MS; monotone in seq, so expiry is always a prefix of the ring. */
@@ -246,7 +232,7 @@ export class Lane<N extends LaneName = LaneName> {
   /** Oldest item some upstream is not done with; every seq below is free. */
   private head = 0;
   private tail = 0;
-  /** Items no upstream has answered yet (verdict NONE, not ended). */
+  /** Verdict NONE, not ended. */
   private open = 0;
   private settled = 0;
 
@@ -364,13 +350,13 @@ export class Lane<N extends LaneName = LaneName> {
     return true;
   }
 
-  /** Resolves when every admitted item is final at every upstream (or the lane is closed). */
+  /** Resolves when every admitted item is final everywhere (or the lane closed). */
   whenIdle(): Promise<void> {
     if (this.closed || this.settled === this.tail) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /** Stops admitting (offer returns false); queued items keep going out. */
+  /** Stops admitting; queued items keep going out. */
   stop(): void {
     this.accepting = false;
   }
@@ -466,7 +452,7 @@ export class Lane<N extends LaneName = LaneName> {
     this.checkIdle();
   }
 
-  /** Sends what this upstream may take now; returns when to look again if something waits on time, else Infinity. */
+  /** Sends what this upstream may take now; returns when to look again, or Infinity. */
   private feed(o: Outlet, now: number): number {
     const r = o.retry;
     while (o.inFlight < this.maxInFlight) {
@@ -577,12 +563,11 @@ export class Lane<N extends LaneName = LaneName> {
     return n;
   }
 
-  /** An answer for an item this upstream already gave up, or whose slot was freed and maybe reused. */
+  /** Given up by this upstream, or its slot freed and maybe reused. */
   private stale(o: Outlet, seq: number): boolean {
     return seq < this.head || (this.done[seq & this.mask]! & o.bit) !== 0;
   }
 
-  /** Puts a failed request's items (those this upstream still owes an answer) back on its retry list. */
   private requeue(o: Outlet, from: number, n: number, at: number): void {
     // Items given up meanwhile are always a prefix: overrun, expiry and shutdown work from the head.
     const end = from + n;
@@ -638,7 +623,7 @@ export class Lane<N extends LaneName = LaneName> {
     }
   }
 
-  /** Ring full: if some upstream has answered the oldest item, the ones that have not give it up. */
+  /** Ring full: if some upstream answered the oldest item, the others give it up. */
   private overrunOldest(): boolean {
     const seq = this.head;
     if (this.verdict[seq & this.mask] === NONE) return false;
@@ -656,7 +641,7 @@ export class Lane<N extends LaneName = LaneName> {
     return true;
   }
 
-  /** Takes the head item out of this upstream's queue (never sent, or waiting for a resend); an in-flight copy's answer will be stale. */
+  /** Takes the head item out of this upstream's queue; an in-flight copy's answer will be stale. */
   private giveUp(o: Outlet, seq: number): void {
     if (o.cursor === seq) {
       o.cursor = seq + 1;

@@ -115,11 +115,7 @@ export class ConnectionCaps {
     else this.perIp.delete(key);
   }
 
-  /**
-   * Recounts from the kernel. Connections admitted meanwhile are added on top
-   * (maybe counted twice, never missed); closes without an address stay
-   * unattributed.
-   */
+  /** Connections admitted during the census are added on top: maybe counted twice, never missed. */
   private startCensus(): void {
     const t = this.now();
     if (this.pending || t - this.lastCensus < CENSUS_INTERVAL_MS) return;
@@ -149,11 +145,7 @@ export function addressKey(addr: ArrayBuffer): string {
   return Buffer.from(b).toString('hex');
 }
 
-/**
- * Hooks the caps into an app's connection filter; false when it has none. A
- * connection refused in its +1 call gets its -1 inside `close()` (uWS does,
- * the fallback copies it); that -1 is not counted.
- */
+/** False when the app has no filter. A connection refused in its +1 call gets its -1 inside `close()`: not counted. */
 export function attachConnectionCaps(app: TemplatedApp, caps: ConnectionCaps): boolean {
   if (typeof app.filter !== 'function') return false;
   let refusing = false;
@@ -201,9 +193,8 @@ function kernelCensusReadable(): boolean {
 }
 
 /**
- * Rows are fixed-width after the slot number:
+ * Rows are fixed-width after the slot number, addresses 32-bit words in host byte order:
  *   "   0: 0100007F:1F90 0100007F:A2B4 01 ..." (tcp6: 32 hex digits per address)
- * and addresses are 32-bit words in host byte order, printed in hex.
  */
 export function parseProcNetTcp(text: string, portHex: string, local: string | null, out: Map<string, number>): void {
   let pos = text.indexOf('\n') + 1; // the header line
@@ -260,11 +251,7 @@ interface CapLimits {
   warnings: string[];
 }
 
-/**
- * `http.max_connections` 0 means the open-files limit minus FD_RESERVE. Node
- * raises its soft limit to the hard one at start-up, so the soft limit is what
- * the process has.
- */
+/** Node raises its soft open-files limit to the hard one at start-up, so `nofile` is the soft one. */
 export function capLimits(http: { max_connections: number; max_connections_per_ip: number }, nofile: number | null): CapLimits {
   const warnings: string[] = [];
   const raise = 'raise it with `ulimit -n` (hard limit) or systemd `LimitNOFILE=`, see docs/operations.md#open-files-limit';
@@ -295,11 +282,7 @@ interface HttpCapsConfig {
   max_connections_per_ip: number;
 }
 
-/**
- * The listener's caps, logged; null (with a warning) when the acceptor cannot
- * enforce any. With `share` acceptor threads each enforces its share: the
- * listener hands connections out in turn, so a client's spread evenly.
- */
+/** Null when the acceptor cannot enforce caps. Each of `share` threads enforces its share: connections are handed out in turn. */
 export function connectionCaps(http: HttpCapsConfig, acceptor: Acceptor, log: Logger, share = 1): ConnectionCaps | null {
   const nofile = openFilesLimit();
   const node = capLimits(http, nofile?.soft ?? null);

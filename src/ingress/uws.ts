@@ -87,7 +87,7 @@ export interface TemplatedApp {
    */
   filter?(cb: (conn: FilterSocket, count: number) => void): TemplatedApp;
   close(): TemplatedApp;
-  /** A handle another thread's listening app can hand connections to (uWS >= 20.4x only). */
+  /** A handle another thread's listening app can hand connections to (absent in uWS 20.30 and on node:http). */
   getDescriptor?(): number;
   /** Hands accepted connections to these apps in turn instead of serving them here. */
   addChildAppDescriptor?(descriptor: number): TemplatedApp;

@@ -54,7 +54,7 @@ export interface Accounts {
   takeRecordCredit(rec: AccountRecord): number;
 }
 
-/** An account change as it travels to acceptor threads: the record and the seat its buckets sit in. */
+/** An account change as it travels to acceptor threads. */
 export interface SeatedRecord {
   rec: AccountRecord;
   seat: number;
@@ -115,10 +115,7 @@ export class AccountRegistry extends SeatedBuckets implements Accounts {
   /** Seat 0 included. */
   private readonly maxSeats: number;
 
-  /**
-   * The table must be able to seat max(store.maxLive, store.live) accounts,
-   * else this throws at start-up rather than refusing accounts later.
-   */
+  /** Throws at start-up, rather than refusing accounts later, unless the table can seat max(maxLive, live). */
   constructor(
     readonly store: AccountStore,
     buckets: TokenBucketTable,
@@ -208,11 +205,7 @@ export class AccountRegistry extends SeatedBuckets implements Accounts {
   }
 }
 
-/**
- * An acceptor thread's accounts: a copy of the live records and seats, kept
- * current by `apply`, over the same shared buckets, so limits hold node-wide.
- * It never hands out a seat nor configures a bucket.
- */
+/** An acceptor thread's copy of the live records and seats, over the shared buckets; it never seats or configures. */
 export class AccountMirror extends SeatedBuckets implements Accounts {
   private readonly active = new UuidIndex();
   private readonly words: UuidWords = new Int32Array(4);

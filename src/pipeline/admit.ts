@@ -201,11 +201,7 @@ export class Pipeline implements BodySink {
 
   // ---- prepare: EVM batches -------------------------------------------------
 
-  /**
-   * The record budget, every item placed, decoded and hashed, the receive
-   * record made durable; only then each item is admitted, taking its credit
-   * in order (docs/protocol.md#evm-batches).
-   */
+  /** Items are admitted, each taking its credit, only once the receive record is durable (docs/protocol.md#evm-batches). */
   private prepareBatch(sub: Submission): void {
     const recorder = this.d.batches;
     if (recorder === null) return this.finish(sub, Outcome.refused(new RelayError(E.BATCH_RECORD)));
