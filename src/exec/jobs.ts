@@ -271,13 +271,9 @@ export class JobTable {
     Atomics.sub(c, C_SLEEPERS, 1);
   }
 
-  /** Whether a worker is parked (or about to park) and needs `wakeOne` to see new jobs. */
+  /** Whether a worker is parked (or about to park) and needs `wake` to see new jobs. */
   hasSleeper(): boolean {
     return Atomics.load(this.ctrl, C_SLEEPERS) > 0;
-  }
-
-  wakeOne(): void {
-    Atomics.notify(this.ctrl, C_SUBMITTED, 1);
   }
 
   /** A woken worker that finds nothing parks again. */

@@ -217,7 +217,7 @@ export class Verifier {
     this.outstanding++;
     // A worker parked when the turn's first check arrives had run out of work since the last tick.
     if (this.turnDeferred++ === 0) this.idleAtTurnStart = this.live > 0 && this.jobs.hasSleeper();
-    if (this.jobs.submit(s, this.clock()) && this.live > 0 && (this.busy || !this.inlineAuto)) this.jobs.wakeOne();
+    if (this.jobs.submit(s, this.clock()) && this.live > 0 && (this.busy || !this.inlineAuto)) this.jobs.wake(1);
   }
 
   /** Jobs checked or being checked outside the current call stack. */

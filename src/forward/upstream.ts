@@ -410,22 +410,14 @@ export class UpstreamClient {
     const count = c.count;
     if (p.status < 200 || p.status >= 300) {
       this.httpErrors += count;
-      r.outcome = p.status >= 400 && p.status < 500 && p.status !== 408 && p.status !== 429 ? PostStatus.REFUSED : PostStatus.HTTP_ERROR;
-      r.accepted = null;
-      r.okCount = 0;
-      r.reason = 'http ' + p.status;
-      r.batchRefused = false;
+      failed(r, p.status >= 400 && p.status < 500 && p.status !== 408 && p.status !== 429 ? PostStatus.REFUSED : PostStatus.HTTP_ERROR, 'http ' + p.status);
     } else {
       const scan = c.scan;
       if (scan.accepted.length < count) scan.accepted = new Uint8Array(count);
       readAnswer(p.bodyBuffer(), p.bodyStart(), p.bodyEnd(), c.firstId, count, c.batch, scan);
       if (scan.bad !== '') {
         this.httpErrors += count;
-        r.outcome = PostStatus.BAD_RESPONSE;
-        r.accepted = null;
-        r.okCount = 0;
-        r.reason = scan.bad;
-        r.batchRefused = false;
+        failed(r, PostStatus.BAD_RESPONSE, scan.bad);
       } else {
         if (scan.batchRefused) this.rpcErrors += count;
         else {
@@ -455,13 +447,7 @@ export class UpstreamClient {
     if (!c.busy) return;
     if (outcome === PostStatus.TIMEOUT) this.timeouts += c.count;
     else if (outcome === PostStatus.ABORTED) this.aborted += c.count;
-    const r = c.result;
-    r.outcome = outcome;
-    r.accepted = null;
-    r.okCount = 0;
-    r.reason = reason;
-    r.batchRefused = false;
-    this.settle(c, r);
+    this.settle(c, failed(c.result, outcome, reason));
   }
 
   private settle(c: Connection, r: PostResult): void {
@@ -500,4 +486,14 @@ export class UpstreamClient {
     }
     if (any) this.arm();
   }
+}
+
+/** A request that failed as a whole: no per-item verdicts. */
+function failed(r: PostResult, outcome: PostStatus, reason: string): PostResult {
+  r.outcome = outcome;
+  r.accepted = null;
+  r.okCount = 0;
+  r.reason = reason;
+  r.batchRefused = false;
+  return r;
 }

@@ -55,25 +55,73 @@ interface ReplierOptions {
   ack: AckFirst;
 }
 
+/**
+ * Answers waiting to be written, in arrival order, as parallel arrays:
+ * holding one costs no closure. Each has a due time; in arrival order the due
+ * times never go backwards, so the head is always the next one due.
+ */
+class AnswerQueue {
+  private readonly res: Res[] = [];
+  private readonly due: number[] = [];
+  private readonly status: number[] = [];
+  private readonly type: (string | null)[] = [];
+  private readonly body: (string | Uint8Array | undefined)[] = [];
+  private readonly headers: (Headers | undefined)[] = [];
+  private readonly close: boolean[] = [];
+  private head = 0;
+
+  get size(): number {
+    return this.res.length - this.head;
+  }
+
+  push(res: Res, due: number, status: number, type: string | null, body: string | Uint8Array, headers: Headers | undefined, close: boolean): void {
+    const i = this.res.length;
+    this.res.push(res);
+    this.due[i] = i > this.head && due < this.due[i - 1]! ? this.due[i - 1]! : due;
+    this.status[i] = status;
+    this.type[i] = type;
+    this.body[i] = body;
+    this.headers[i] = headers;
+    this.close[i] = close;
+  }
+
+  /**
+   * Writes, back to back, every answer due by `now` (answers the writes add
+   * join in, in order); a client that went away meanwhile gets nothing, as
+   * uWS forbids writing to it. Returns the next due time, or Infinity.
+   */
+  writeDue(now: number, write: (res: Res, status: number, type: string | null, body: string | Uint8Array, headers: Headers | undefined, close: boolean) => void): number {
+    let i = this.head;
+    for (; i < this.res.length && this.due[i]! <= now; i++) {
+      const res = this.res[i]!;
+      if (!res.aborted) write(res, this.status[i]!, this.type[i]!, this.body[i]!, this.headers[i], this.close[i]!);
+      this.res[i] = undefined as unknown as Res;
+      this.body[i] = undefined;
+      this.headers[i] = undefined;
+    }
+    this.head = i;
+    const lists = [this.res, this.due, this.status, this.type, this.body, this.headers, this.close] as unknown[][];
+    if (i === this.res.length) {
+      for (const a of lists) a.length = 0;
+      this.head = 0;
+      return Infinity;
+    }
+    if (i >= 4096 && i * 2 >= this.res.length) {
+      for (const a of lists) a.splice(0, i);
+      this.head = 0;
+    }
+    return this.due[this.head]!;
+  }
+}
+
 export class Replier {
   private readonly coalescing: boolean;
   private readonly ack: AckFirst;
   private answersThisTurn = 0;
-  // Answers held for the end of the turn, in parallel arrays: holding one costs no closure.
-  private readonly held: Res[] = [];
-  private readonly heldStatus: number[] = [];
-  private readonly heldType: (string | null)[] = [];
-  private readonly heldBody: (string | Uint8Array | undefined)[] = [];
-  private readonly heldHeaders: (Headers | undefined)[] = [];
-  private readonly heldClose: boolean[] = [];
-  // Refusals held by `sendHeld`, in arrival order, behind one timer.
-  private readonly paced: Res[] = [];
-  private readonly pacedDue: number[] = [];
-  private readonly pacedStatus: number[] = [];
-  private readonly pacedType: (string | null)[] = [];
-  private readonly pacedBody: (string | Uint8Array | undefined)[] = [];
-  private readonly pacedHeaders: (Headers | undefined)[] = [];
-  private pacedHead = 0;
+  /** Answers held for the end of the turn (coalescing). */
+  private readonly held = new AnswerQueue();
+  /** Refusals held by `sendHeld`, behind one timer. */
+  private readonly paced = new AnswerQueue();
   private pacedTimer: NodeJS.Timeout | null = null;
   // The answer being written, for `writeCorked`: one callback per Replier instead of a closure per answer.
   private wRes: Res | null = null;
@@ -82,6 +130,7 @@ export class Replier {
   private wBody: string | Uint8Array = '';
   private wHeaders: Headers | undefined = undefined;
   private wClose = false;
+  private readonly writeFn = this.write.bind(this);
 
   constructor(opts: ReplierOptions) {
     this.coalescing = opts.coalesce;
@@ -119,13 +168,7 @@ export class Replier {
     }
     // Held past the handler's return: uWS wants an abort handler for that.
     watchAbort(res);
-    const i = this.held.length;
-    this.held.push(res);
-    this.heldStatus[i] = status;
-    this.heldType[i] = contentType;
-    this.heldBody[i] = body;
-    this.heldHeaders[i] = headers;
-    this.heldClose[i] = close;
+    this.held.push(res, 0, status, contentType, body, headers, close);
   }
 
   /**
@@ -144,17 +187,7 @@ export class Replier {
    * verifier's) would otherwise wait a whole further loop iteration.
    */
   readonly flushHeld = (): void => {
-    const held = this.held;
-    // An answer written here may run callbacks that answer more: those join this flush, in order.
-    for (let i = 0; i < held.length; i++) {
-      const res = held[i]!;
-      // A client that went away while its answer was held gets nothing (uWS forbids writing to it).
-      if (!res.aborted) this.write(res, this.heldStatus[i]!, this.heldType[i]!, this.heldBody[i]!, this.heldHeaders[i], this.heldClose[i]!);
-      held[i] = undefined as unknown as Res;
-      this.heldBody[i] = undefined;
-      this.heldHeaders[i] = undefined;
-    }
-    held.length = 0;
+    this.held.writeDue(Infinity, this.writeFn);
   };
 
   private readonly endTurn = (): void => {
@@ -168,57 +201,24 @@ export class Replier {
     if (res.aborted || res.done) return;
     res.done = true;
     watchAbort(res);
-    const due = performance.now() + ms;
-    const paced = this.paced;
-    const i = paced.length;
-    paced.push(res);
-    // Due times in arrival order never go backwards, so the head is always the next one due.
-    this.pacedDue[i] = i > this.pacedHead && due < this.pacedDue[i - 1]! ? this.pacedDue[i - 1]! : due;
-    this.pacedStatus[i] = status;
-    this.pacedType[i] = contentType;
-    this.pacedBody[i] = body;
-    this.pacedHeaders[i] = headers;
+    this.paced.push(res, performance.now() + ms, status, contentType, body, headers, false);
     if (this.pacedTimer === null) this.pacedTimer = setTimeout(this.releaseDue, ms);
   }
 
-  readonly heldRefusals = (): number => this.paced.length - this.pacedHead;
+  readonly heldRefusals = (): number => this.paced.size;
 
   /** Shutdown: nothing is left unanswered when the listeners close. */
   releaseHeld(): void {
     if (this.pacedTimer !== null) clearTimeout(this.pacedTimer);
     this.pacedTimer = null;
-    this.releasePaced(Infinity);
+    this.paced.writeDue(Infinity, this.writeFn);
   }
 
   private readonly releaseDue = (): void => {
     this.pacedTimer = null;
-    this.releasePaced(performance.now());
+    const next = this.paced.writeDue(performance.now() + 0.5, this.writeFn);
+    if (next !== Infinity) this.pacedTimer = setTimeout(this.releaseDue, Math.max(1, next - performance.now()));
   };
-
-  private releasePaced(now: number): void {
-    // Back to back: one wake-up of each client, as coalescing does.
-    const paced = this.paced;
-    let i = this.pacedHead;
-    for (; i < paced.length && this.pacedDue[i]! <= now + 0.5; i++) {
-      const res = paced[i]!;
-      if (!res.aborted) this.write(res, this.pacedStatus[i]!, this.pacedType[i]!, this.pacedBody[i]!, this.pacedHeaders[i], false);
-      paced[i] = undefined as unknown as Res;
-      this.pacedBody[i] = undefined;
-      this.pacedHeaders[i] = undefined;
-    }
-    this.pacedHead = i;
-    const lists = [paced, this.pacedDue, this.pacedStatus, this.pacedType, this.pacedBody, this.pacedHeaders] as unknown[][];
-    if (i === paced.length) {
-      for (const a of lists) a.length = 0;
-      this.pacedHead = 0;
-      return;
-    }
-    if (i >= 4096 && i * 2 >= paced.length) {
-      for (const a of lists) a.splice(0, i);
-      this.pacedHead = 0;
-    }
-    this.pacedTimer = setTimeout(this.releaseDue, Math.max(1, this.pacedDue[this.pacedHead]! - performance.now()));
-  }
 
   private write(res: Res, status: number, contentType: string | null, body: string | Uint8Array, headers: Headers | undefined, close: boolean): void {
     this.wRes = res;

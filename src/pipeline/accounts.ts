@@ -74,9 +74,7 @@ abstract class SeatedBuckets {
 
   /** The table slot of one of the account's buckets; seat 0's (never configured) when it holds no seat. */
   slotOf(rec: AccountRecord, bucket: Bucket): number {
-    const id = rec.id;
-    const seat = id < this.seatOfId.length ? this.seatOfId[id]! : 0;
-    return seat * SLOTS_PER_SEAT + OFFSET[bucket];
+    return this.seatOf(rec.id) * SLOTS_PER_SEAT + OFFSET[bucket];
   }
 
   take(rec: AccountRecord, family: Family, n: number): number {
@@ -171,7 +169,7 @@ export class AccountRegistry extends SeatedBuckets implements Accounts {
   }
 
   private configure(rec: AccountRecord): void {
-    let seat = rec.id < this.seatOfId.length ? this.seatOfId[rec.id]! : 0;
+    let seat = this.seatOf(rec.id);
     if (rec.revoked) {
       if (seat !== 0) this.release(rec.id, seat);
       return;

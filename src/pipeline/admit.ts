@@ -291,9 +291,12 @@ export class Pipeline implements BodySink {
 
   /** A job slot and room in the lane; -1 (answer CAPACITY) when either is exhausted. */
   private slotFor(lane: LaneName): number {
+    return this.laneFull(lane) ? -1 : this.jobs.acquire();
+  }
+
+  private laneFull(lane: LaneName): boolean {
     const fwd = this.d.forwarder.lane(lane);
-    if (fwd.depth + 1 > fwd.capacity) return -1;
-    return this.jobs.acquire();
+    return fwd.depth >= fwd.capacity;
   }
 
   /** One transaction to its check: inline, at the turn's end or on a worker (src/exec/verifier.ts). */
@@ -301,8 +304,7 @@ export class Pipeline implements BodySink {
     let s = sub.slot;
     if (s >= 0) {
       // An EVM batch item: its slot was filled when it was decoded; the lane must still have room.
-      const fwd = this.d.forwarder.lane(sub.lane);
-      if (fwd.depth + 1 > fwd.capacity) return this.finish(sub, Outcome.refused(new RelayError(E.CAPACITY, QUEUES_FULL), sub.hash));
+      if (this.laneFull(sub.lane)) return this.finish(sub, Outcome.refused(new RelayError(E.CAPACITY, QUEUES_FULL), sub.hash));
     } else {
       s = this.slotFor(sub.lane);
       if (s < 0) return this.finish(sub, Outcome.refused(new RelayError(E.CAPACITY, QUEUES_FULL), sub.hash));
