@@ -68,7 +68,9 @@ export class Gate {
     if (!sub.arrived) {
       const shed = this.shed();
       if (shed !== null) return shed;
-      // Read only now: a shed answer costs no more than a bare request.
+      // The head and the peer are read only now: a shed answer costs no more than a bare request.
+      const wrong = sub.io.head?.(sub) ?? null;
+      if (wrong !== null) return wrong;
       const ip = sub.ip ?? (sub.ip = sub.io.peer(sub));
       const limited = this.limitIp(sub, ip, sub.ipCredits);
       if (limited !== null) return limited;

@@ -35,6 +35,12 @@ export type Sink = (sub: Submission, outcome: Outcome) => void;
 
 /** A door's transport, one object per door. */
 export interface DoorIo {
+  /**
+   * Reads the request's head into `sub` (its credential), or the refusal of
+   * a request that is not this door's wire format. Called after the shed
+   * decision, so a shed costs no header read.
+   */
+  head?(sub: Submission): RelayError | null;
   /** Read only after the shed decision: on uWS it is a system call. */
   peer(sub: Submission): string;
   /** Starts reading at most `sub.maxBody` bytes of body into `sub`. */

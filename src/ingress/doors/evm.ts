@@ -5,7 +5,7 @@
  */
 import { E, RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
-import { Kind, Submission, type Sink } from '../../pipeline/submission.js';
+import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
 import { joinHeaders, retryHeaders } from '../headers.js';
 import { CORS, PREFLIGHT, QUEUED_CORS, QUEUED_DUPLICATE_CORS, evmAccepted, rpcError } from '../render.js';
 import { JSON_TYPE, type Res } from '../reply.js';
@@ -77,7 +77,20 @@ function plainValue(s: string, from: number): boolean {
 
 export function registerEvmTextDoor(ctx: DoorContext): void {
   const { app, pipeline, reply } = ctx;
-  const io = httpIo(ctx);
+  const io: DoorIo = {
+    ...httpIo(ctx),
+    /** Plain text, and exactly one of `?auth=` or Bearer (docs/protocol.md#authentication). */
+    head: (sub) => {
+      const req = sub.req as HttpRequest;
+      if (!/^text\/plain\s*(;|$)/i.test(req.getHeader('content-type'))) return new RelayError(E.UNSUPPORTED_MEDIA, 'use text/plain');
+      const fromQuery = parseAuthQuery(req.getQuery() ?? '');
+      if (fromQuery instanceof RelayError) return fromQuery;
+      const fromHeader = bearer(req.getHeader('authorization') || null);
+      if (fromQuery !== null && fromHeader !== null) return new RelayError(E.INVALID_REQUEST, 'use exactly one authentication method');
+      sub.credential = fromQuery ?? fromHeader;
+      return null;
+    },
+  };
 
   // Answers are JSON-RPC bodies with id null, readable by browsers.
   const sink: Sink = (sub: Submission, o: Outcome) => {
@@ -105,14 +118,6 @@ export function registerEvmTextDoor(ctx: DoorContext): void {
     sub.req = req;
     sub.maxBody = ctx.maxBody;
     sub.textForwarded = true;
-    if (!/^text\/plain\s*(;|$)/i.test(req.getHeader('content-type'))) sub.refused = new RelayError(E.UNSUPPORTED_MEDIA, 'use text/plain');
-    else {
-      const fromQuery = parseAuthQuery(req.getQuery() ?? '');
-      const fromHeader = bearer(req.getHeader('authorization') || null);
-      if (fromQuery instanceof RelayError) sub.refused = fromQuery;
-      else if (fromQuery !== null && fromHeader !== null) sub.refused = new RelayError(E.INVALID_REQUEST, 'use exactly one authentication method');
-      else sub.credential = fromQuery ?? fromHeader;
-    }
     pipeline.admit(sub, sink);
   });
 }

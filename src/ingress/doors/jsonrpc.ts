@@ -48,6 +48,13 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
 
   const io: DoorIo = {
     ...httpIo(ctx, (sub) => (sub.ctx as RpcRequest).res),
+    // JSON-RPC is application/json; a missing Content-Type is 415 too.
+    head: (sub) => {
+      const req = sub.req as HttpRequest;
+      if (!/^application\/json\s*(;|$)/i.test(req.getHeader('content-type'))) return new RelayError(E.UNSUPPORTED_MEDIA, 'use application/json');
+      (sub.ctx as RpcRequest).authorization = req.getHeader('authorization') || null;
+      return null;
+    },
     calls: (sub, body) => parseCalls(sub, body),
   };
 
@@ -162,11 +169,10 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
     const res = reply.begin(r, timer);
     const sub = new Submission(Kind.Calls, 'evm', io);
     sub.door = 'jsonrpc';
-    sub.ctx = { res, apiKey: req.getHeader('api-key') || null, authorization: req.getHeader('authorization') || null, array: false } satisfies RpcRequest;
+    // The api-key header is read before the shed decision: it says how a shed is answered (plain text for a Solana caller).
+    sub.ctx = { res, apiKey: req.getHeader('api-key') || null, authorization: null, array: false } satisfies RpcRequest;
     sub.req = req;
     sub.maxBody = ctx.maxBody;
-    // JSON-RPC is application/json; a missing Content-Type is 415 too.
-    if (!/^application\/json\s*(;|$)/i.test(req.getHeader('content-type'))) sub.refused = new RelayError(E.UNSUPPORTED_MEDIA, 'use application/json');
     pipeline.admit(sub, sink);
   });
 }

@@ -5,7 +5,7 @@
  */
 import type { RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
-import { Kind, Submission, type Sink } from '../../pipeline/submission.js';
+import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
 import { MAX_V1_TX_SIZE } from '../../chains/solana/decode.js';
 import { MAX_BUNDLE_BODY } from '../../pipeline/bundle.js';
 import { retryHeaders } from '../headers.js';
@@ -20,7 +20,13 @@ function sendPlainError(reply: Replier, res: Res, err: RelayError): void {
 
 export function registerSolanaDoors(ctx: DoorContext): void {
   const { app, pipeline, reply } = ctx;
-  const io = httpIo(ctx);
+  const io: DoorIo = {
+    ...httpIo(ctx),
+    head: (sub) => {
+      sub.credential = (sub.req as HttpRequest).getHeader('api-key') || null;
+      return null;
+    },
+  };
 
   const sink: Sink = (sub: Submission, o: Outcome) => {
     const res = sub.ctx as Res;
@@ -36,7 +42,6 @@ export function registerSolanaDoors(ctx: DoorContext): void {
       sub.door = label;
       sub.ctx = reply.begin(r, timer);
       sub.req = req;
-      sub.credential = req.getHeader('api-key') || null;
       sub.maxBody = maxBody;
       pipeline.admit(sub, sink);
     });
