@@ -1,6 +1,8 @@
 /** Outcome types shared by the txrelay clients (docs/protocol.md#statuses). */
+import type { Retry } from '../errors.js';
 
-export type RetryInstruction = 'retry_safe' | 'do_not_retry_automatically';
+/** The retry advice of the relay's error table. */
+export type RetryInstruction = Retry;
 
 /** Family A outcome of one transaction. Only `not-sent` + `retry_safe` may be resent. */
 export type TxOutcome =
