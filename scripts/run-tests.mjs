@@ -21,6 +21,14 @@ const files = [];
     else if (name.endsWith(suffix) && (only.length === 0 || only.some((o) => p.includes(o)))) files.push(p);
   }
 })(root);
+// The longest files start first so that two of them do not end up as the run's tail
+// on two cores (longest-first scheduling); every other file keeps its path order.
+const slowest = ['chains/evm/blob', 'exec/verifier', 'cli/send', 'e2e/durability', 'e2e/acceptors', 'e2e/solana'];
+const rank = (p) => {
+  const i = slowest.findIndex((s) => p.includes(`/${s}.`));
+  return i < 0 ? slowest.length : i;
+};
+files.sort((a, b) => rank(a) - rank(b));
 if (files.length === 0) {
   console.error(`no ${suffix} files found under dist/test (did the build run?)`);
   process.exit(1);
