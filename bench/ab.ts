@@ -251,6 +251,7 @@ const fig = (d: Door, kind: Kind, v: Variant) => {
     p50: median(runs.map((s) => s.latency.p50Us)),
     p99: median(runs.map((s) => s.latency.p99Us)),
     expired: median(runs.map((s) => (s.refused > 0 ? (s.shed.expired ?? 0) / s.refused : 0))),
+    cpuEach: cpu,
     each: cpu.map((x) => x.toFixed(1)).join(', '),
     other: median(runs.map((s) => s.loadPct.rest)),
   };
@@ -277,7 +278,10 @@ for (const d of doors) {
     }
     const a = fig(d, kind, A);
     const b = fig(d, kind, B);
-    print(`| ${d.name} | ${what} | B ÷ A | ${(b.cpu / a.cpu).toFixed(2)}x | | ${(b.rate / a.rate).toFixed(2)}x | | | |`);
+    // Each round runs A and B back to back, so a round's own ratio cancels the host's slow drift.
+    const paired = a.cpuEach.map((x, i) => b.cpuEach[i]! / x);
+    const pairedText = paired.length > 1 ? `each round ${paired.map((r) => r.toFixed(2)).join(', ')}; median ${median(paired).toFixed(2)}x` : '';
+    print(`| ${d.name} | ${what} | B ÷ A | ${(b.cpu / a.cpu).toFixed(2)}x | ${pairedText} | ${(b.rate / a.rate).toFixed(2)}x | | | |`);
   }
 }
 // The latest paired run is kept as bench/results/ab.md (a smoke run's figures mean nothing).
