@@ -67,11 +67,18 @@ export const E = {
   // 507 Insufficient Storage: the node cannot hold another live account; nothing was stored.
   ACCOUNT_LIMIT: spec('TXR_ACCOUNT_LIMIT', 507, -32006, '{}'),
   BATCH_NOT_FOUND: spec('TXR_BATCH_NOT_FOUND', 404, -32602, 'no batch record with that id'),
+  ACCOUNT_REVOKED: spec('TXR_ACCOUNT_REVOKED', 409, -32602, 'account is revoked; a revoked account cannot be changed'),
+  // Postgres registry mode: admission goes on from the replica; only account changes wait for the database.
+  REGISTRY_UNAVAILABLE: spec('TXR_REGISTRY_UNAVAILABLE', 503, -32001, 'account registry database unreachable; account changes are refused until it answers: {}', {
+    retry: 'retry_safe',
+  }),
 
   // Start-up: the process stops with the message (never an HTTP answer).
   CONFIG: spec('TXR_CONFIG', 500, -32603, '{}'),
   ACCEPTOR: spec('TXR_ACCEPTOR', 500, -32603, '{}'),
   FORWARD_CONFIG: spec('TXR_FORWARD_CONFIG', 500, -32603, '{}'),
+  // Postgres registry mode: never synced and no database, a schema newer than this binary, a node name in use.
+  REGISTRY_START: spec('TXR_REGISTRY_START', 500, -32603, '{}'),
 
   // Store: after a failed commit every write is refused until a restart.
   STORE_FAILED: spec('TXR_STORE_FAILED', 500, -32603, 'embedded store write failed; store refuses writes until restart'),

@@ -11,7 +11,8 @@ import { systemClock, type Clock } from './clock.js';
 import { IpLimiter } from './tables/ip-limiter.js';
 import { DedupFilter } from './tables/dedup.js';
 import { Store } from './store/db.js';
-import { AccountStore } from './store/accounts.js';
+import { AccountStore, type Registry } from './store/accounts.js';
+import { PgRegistry } from './store/pg-registry.js';
 import { BatchStore, storedItems } from './store/batches.js';
 import { Uploader } from './store/uploader.js';
 import { nextBatchId } from './store/ids.js';
@@ -56,6 +57,8 @@ export interface RelayPorts {
 interface Parts {
   log: Logger;
   db: Store;
+  /** Postgres registry mode: its feed and writer connections close on stop. */
+  pgRegistry: PgRegistry | null;
   batches: BatchStore;
   uploader: Uploader | null;
   pruneTimer: NodeJS.Timeout | null;
@@ -104,7 +107,26 @@ export class Relay {
     await initKeccak();
     const storeLog = componentLog(log, 'store');
     const db = Store.open(dataDir, { log: storeLog });
-    const accounts = AccountStore.open(db);
+    let pgRegistry: PgRegistry | null = null;
+    let accounts: Registry;
+    if (cfg.registry.mode === 'postgres') {
+      try {
+        pgRegistry = await PgRegistry.open({
+          url: cfg.database.url,
+          store: db,
+          node: cfg.node.name,
+          pollMs: cfg.registry.poll_interval_ms,
+          retentionS: cfg.registry.change_retention_s,
+          log: componentLog(log, 'registry'),
+        });
+      } catch (e) {
+        await db.close();
+        throw e;
+      }
+      accounts = pgRegistry;
+    } else {
+      accounts = AccountStore.open(db);
+    }
     const batches = new BatchStore(db);
 
     const t0 = clock();
@@ -159,7 +181,7 @@ export class Relay {
       node = mergeStats(services);
     };
     metrics.histogram('txrelay_accept_seconds', 'Time from the start of a request handler to its answer, by door.', 'door', ACCEPT_BUCKETS, () => node.accept);
-    registerRelayMetrics(metrics, { stats: () => node, services: () => services, dedup, udp, batches });
+    registerRelayMetrics(metrics, { stats: () => node, services: () => services, dedup, udp, batches, node: cfg.node.name, registry: pgRegistry });
 
     const adminApp = createAdminApp({
       uws,
@@ -170,13 +192,21 @@ export class Relay {
       settled: () => acceptors?.settled() ?? Promise.resolve(),
       batches,
       metrics,
-      health: () => ({ ok: !service.pipeline.draining, draining: service.pipeline.draining, verify_queue_ms: service.verifier.queueMs() }),
+      // Stays 200 while the node admits, however stale its replica: a database outage must not pull every region.
+      health: () => ({
+        ok: !service.pipeline.draining,
+        node: cfg.node.name,
+        draining: service.pipeline.draining,
+        verify_queue_ms: service.verifier.queueMs(),
+        ...(pgRegistry ? { registry: registryHealth(pgRegistry) } : {}),
+      }),
     });
     const listen: us_listen_socket[] = [];
     const ports: RelayPorts = { http: 0, udp: null, admin: 0 };
     const relay = new Relay(cfg, ports, adminToken, service.pipeline, metrics, acceptor.kind, threads, {
       log,
       db,
+      pgRegistry,
       batches,
       uploader,
       pruneTimer,
@@ -209,7 +239,16 @@ export class Relay {
     }
 
     log.info(
-      { http: `${cfg.http.host}:${ports.http}`, admin: `${cfg.admin.host}:${ports.admin}`, udp: ports.udp, acceptors: threads, threads: verifyThreads, acceptor: acceptor.name },
+      {
+        node: cfg.node.name,
+        registry: cfg.registry.mode,
+        http: `${cfg.http.host}:${ports.http}`,
+        admin: `${cfg.admin.host}:${ports.admin}`,
+        udp: ports.udp,
+        acceptors: threads,
+        threads: verifyThreads,
+        acceptor: acceptor.name,
+      },
       'txrelay listening',
     );
     return relay;
@@ -240,9 +279,16 @@ export class Relay {
     await p.acceptors?.close();
     await p.service.close();
     for (const app of p.apps) app.close();
+    await p.pgRegistry?.close();
     await p.db.close();
     p.log.info('txrelay stopped');
   }
+}
+
+/** The replica's state for /healthz: how far it is and how stale. */
+function registryHealth(r: PgRegistry): Record<string, unknown> {
+  const stale = r.feed.staleness();
+  return { mode: 'postgres', connected: r.feed.connected, change: r.feed.seq, staleness_s: Number.isFinite(stale) ? Math.round(stale * 10) / 10 : null };
 }
 
 /** `workers.threads` 0: one per core beyond the main thread (availableParallelism honours the affinity mask). */

@@ -20,9 +20,9 @@ const rows = new Map(
     }),
 );
 /** Errors that stop start-up: they are never an HTTP answer. */
-const STARTUP = new Set([E.CONFIG, E.ACCEPTOR, E.FORWARD_CONFIG]);
+const STARTUP = new Set([E.CONFIG, E.ACCEPTOR, E.FORWARD_CONFIG, E.REGISTRY_START]);
 /** Admin API errors: a JSON body of their own, no JSON-RPC code. */
-const ADMIN = new Set([E.ADMIN_AUTH, E.ADMIN_ROUTE, E.ACCOUNT_INVALID, E.ACCOUNT_NOT_FOUND, E.ACCOUNT_LIMIT, E.BATCH_NOT_FOUND, E.STORE_FAILED]);
+const ADMIN = new Set([E.ADMIN_AUTH, E.ADMIN_ROUTE, E.ACCOUNT_INVALID, E.ACCOUNT_NOT_FOUND, E.ACCOUNT_LIMIT, E.BATCH_NOT_FOUND, E.ACCOUNT_REVOKED, E.REGISTRY_UNAVAILABLE, E.STORE_FAILED]);
 
 test('every code of the error table is documented in docs/protocol.md#errors with its HTTP status and JSON-RPC code', () => {
   for (const spec of ERROR_TABLE) {

@@ -4,12 +4,17 @@
  * through the running node's admin API (so changes are live at once).
  */
 import { Command, InvalidArgumentError } from 'commander';
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync, writeFileSync } from 'node:fs';
+import pg from 'pg';
 import { join, resolve } from 'node:path';
 import { request } from 'undici';
 import { loadConfig, ConfigError, describeKeys } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { Relay } from '../relay.js';
+import { Store } from '../store/db.js';
+import { AccountStore, type AccountRecord } from '../store/accounts.js';
+import { importAccounts } from '../store/pg-registry.js';
+import { describeUrl, migrate } from '../store/pg-schema.js';
 import { createLogger } from '../obs/log.js';
 import { registerSendCommand } from './send.js';
 import { registerBenchCommands } from '../bench/cli.js';
@@ -21,6 +26,11 @@ function intArg(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a non-negative integer');
   return n;
+}
+
+function fail(msg: string): never {
+  process.stderr.write(`txrelay: ${msg}\n`);
+  process.exit(1);
 }
 
 function config(file?: string): Config {
@@ -169,14 +179,14 @@ accounts
   });
 
 accounts
-  .command('show <uuid>')
-  .description('print one account as JSON')
+  .command('show <account>')
+  .description('print one account as JSON; <account> is its key or its id')
   .option('-c, --config <file>', 'configuration file')
   .action(async (uuid: string, o: { config?: string }) => {
     process.stdout.write(JSON.stringify(await admin(adminTarget(o.config), 'GET', `/admin/accounts/${encodeURIComponent(uuid)}`), null, 2) + '\n');
   });
 
-withAccountFlags(accounts.command('update <uuid>').description('change plan, limits or minimum tip; live at once'))
+withAccountFlags(accounts.command('update <account>').description('change plan, limits or minimum tip; live at once'))
   .option('--evm-enabled <bool>', 'enable family A (true/false)', (v) => v === 'true')
   .option('--solana-enabled <bool>', 'enable family B (true/false)', (v) => v === 'true')
   .action(async (uuid: string, o: AccountFlags) => {
@@ -185,12 +195,81 @@ withAccountFlags(accounts.command('update <uuid>').description('change plan, lim
   });
 
 accounts
-  .command('revoke <uuid>')
+  .command('revoke <account>')
   .description('revoke an account; its requests are refused at once')
   .option('-c, --config <file>', 'configuration file')
   .action(async (uuid: string, o: { config?: string }) => {
     const rec = await admin(adminTarget(o.config), 'DELETE', `/admin/accounts/${encodeURIComponent(uuid)}`);
     process.stdout.write(JSON.stringify(rec, null, 2) + '\n');
+  });
+
+accounts
+  .command('export')
+  .description('print every account of this node\'s embedded registry, keys included, one JSON record per line (for `accounts import`)')
+  .option('-c, --config <file>', 'configuration file (to find storage.data_dir)')
+  .option('-o, --out <file>', 'write to this file (mode 0600) instead of standard output')
+  .action(async (o: { config?: string; out?: string }) => {
+    const cfg = config(o.config);
+    const dir = resolve(cfg.storage.data_dir);
+    if (!existsSync(dir)) fail(`no data directory at ${dir}`);
+    const db = Store.open(dir);
+    try {
+      const lines = AccountStore.open(db)
+        .list()
+        .map((r) => JSON.stringify(r) + '\n')
+        .join('');
+      // The keys are credentials: the file is the owner's only.
+      if (o.out) writeFileSync(o.out, lines, { mode: 0o600 });
+      else process.stdout.write(lines);
+      process.stderr.write(`txrelay: exported ${lines ? lines.split('\n').length - 1 : 0} accounts\n`);
+    } finally {
+      await db.close();
+    }
+  });
+
+accounts
+  .command('import <file>')
+  .description('copy exported accounts into the PostgreSQL registry at database.url (as key digests); their keys keep working on every node')
+  .option('-c, --config <file>', 'configuration file (to find database.url)')
+  .action(async (file: string, o: { config?: string }) => {
+    const cfg = config(o.config);
+    if (!cfg.database.url) fail('accounts import needs database.url (TXRELAY_DATABASE_URL)');
+    let records: AccountRecord[];
+    try {
+      records = readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => JSON.parse(l) as AccountRecord);
+    } catch (e) {
+      fail(`${file} is not an export (one JSON record per line): ${(e as Error).message}`);
+    }
+    try {
+      const r = await importAccounts(cfg.database.url, records);
+      process.stdout.write(`imported ${r.added} accounts into ${describeUrl(cfg.database.url)} (${r.present} were already there)\n`);
+    } catch (e) {
+      fail(`import into ${describeUrl(cfg.database.url)} failed, nothing of the failed chunk was written: ${(e as Error).message}`);
+    }
+  });
+
+program
+  .command('db')
+  .description('the PostgreSQL registry\'s schema')
+  .command('migrate')
+  .description('bring the registry schema at database.url to this version (nodes also do it at start-up)')
+  .option('-c, --config <file>', 'configuration file (to find database.url)')
+  .action(async (o: { config?: string }) => {
+    const cfg = config(o.config);
+    if (!cfg.database.url) fail('db migrate needs database.url (TXRELAY_DATABASE_URL)');
+    const client = new pg.Client({ connectionString: cfg.database.url, connectionTimeoutMillis: 5000, application_name: 'txrelay migrate' });
+    try {
+      await client.connect();
+      const { from, to } = await migrate(client);
+      process.stdout.write(from === to ? `registry schema at ${describeUrl(cfg.database.url)} is current (version ${to})\n` : `registry schema at ${describeUrl(cfg.database.url)}: version ${from} -> ${to}\n`);
+    } catch (e) {
+      fail(`db migrate at ${describeUrl(cfg.database.url)}: ${(e as Error).message}`);
+    } finally {
+      await client.end().catch(() => {});
+    }
   });
 
 registerSendCommand(program);

@@ -4,6 +4,7 @@
  * schema. Every failure names the offending key and stops start-up.
  */
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { extname } from 'node:path';
 import { createRequire } from 'node:module';
 import { parse as parseToml } from 'smol-toml';
@@ -124,7 +125,12 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     });
     throw new ConfigError(`invalid configuration: ${msgs.join('; ')}`);
   }
-  return cfg as Config;
+  const c = cfg as Config;
+  if (c.registry.mode === 'postgres' && c.database.url === '') {
+    throw new ConfigError('invalid configuration: registry.mode = "postgres" needs database.url (TXRELAY_DATABASE_URL)');
+  }
+  if (c.node.name === '') c.node.name = hostname();
+  return c;
 }
 
 /** Leaf keys with defaults, for `--help` and the table in docs/configuration.md. */

@@ -162,7 +162,48 @@ export const configSchema = {
             'PostgreSQL connection URL. When set, batch records are uploaded to table `txrelay_batch_records` in the background. Empty: nothing is uploaded. The embedded store prunes records older than 7 days; with a database, only once they are uploaded.',
         },
       },
-      'The PostgreSQL copy of EVM batch records.',
+      'PostgreSQL: the copy of EVM batch records, and the account registry in `registry.mode = "postgres"`.',
+    ),
+    registry: section(
+      {
+        mode: {
+          type: 'string',
+          enum: ['embedded', 'postgres'],
+          default: 'embedded',
+          description:
+            'Where accounts live. `embedded`: in this node\'s own store, managed through its own admin API. `postgres`: in PostgreSQL at `database.url`, shared by every node; each node serves from its own replica, kept current by a change feed, and admin writes on any node go to PostgreSQL (docs/operations.md#regional-nodes).',
+        },
+        poll_interval_ms: {
+          type: 'integer',
+          minimum: 100,
+          maximum: 60_000,
+          default: 2000,
+          description:
+            'In postgres mode, how often a node also asks PostgreSQL for changes it has not applied, besides the notifications it listens for: the bound on how long a lost notification delays a change.',
+        },
+        change_retention_s: {
+          type: 'integer',
+          minimum: 60,
+          maximum: 365 * 86400,
+          default: 7 * 86400,
+          description:
+            'In postgres mode, how long the change log keeps a change. A node that was offline longer than this resyncs from a snapshot of every account instead of replaying changes.',
+        },
+      },
+      'The account registry.',
+    ),
+    node: section(
+      {
+        name: {
+          type: 'string',
+          default: '',
+          maxLength: 63,
+          pattern: '^([A-Za-z0-9][A-Za-z0-9._-]*)?$',
+          description:
+            'This node\'s name, in its start-up line, logs, metrics (`txrelay_node_info`) and the `x-svc-node` response header. Empty: the host name. In postgres mode two live nodes cannot share a name.',
+        },
+      },
+      'This node.',
     ),
     limits: section(
       {
@@ -328,6 +369,8 @@ export interface Config {
   admin: { host: string; port: number; token: string };
   storage: { data_dir: string };
   database: { url: string };
+  registry: { mode: 'embedded' | 'postgres'; poll_interval_ms: number; change_retention_s: number };
+  node: { name: string };
   limits: { ip_rps: number; ip_burst: number; queue_capacity: number; queue_target_ms: number; queue_max_ms: number; shed_hold_ms: number };
   dedup: { window_s: number };
   evm: { enabled: boolean; chain_id: number; upstreams: { paid: string[]; free: string[] }; max_batch: number };

@@ -54,7 +54,7 @@ const log = createLogger(
 
 await initKeccak();
 const cfg = d.cfg;
-const accounts = new AccountMirror(d.buckets, systemClock, unpack(d.accounts) as SeatedRecord[]);
+const accounts = new AccountMirror(d.buckets, systemClock, unpack(d.accounts) as SeatedRecord[], cfg.registry.mode === 'postgres');
 
 /** Batch records are the main thread's to write. */
 let nextCall = 0;

@@ -5,7 +5,7 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import { E, specOf, type ErrorSpec } from '../errors.js';
-import type { AccountInput, AccountStore } from '../store/accounts.js';
+import type { AccountInput, Registry } from '../store/accounts.js';
 import type { Plans } from '../store/accounts.js';
 import type { Metrics } from '../obs/metrics.js';
 import type { Uws, HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
@@ -20,13 +20,16 @@ interface AdminDeps {
   reply: Replier;
   plans: Plans;
   token: string;
-  accounts: AccountStore;
+  accounts: Registry;
   /** Resolves once an account change has reached every thread that admits. */
   settled: () => Promise<void>;
   batches: { get(id: string): unknown } | null;
   metrics: Metrics;
   health: () => { ok: boolean; [k: string]: unknown };
 }
+
+/** A key's digest stays inside the registry: an operator addresses accounts by id or key. */
+const publicFields = (k: string, v: unknown): unknown => (k === 'key_sha256' ? undefined : v);
 
 type Handler = (params: string[], body: unknown) => Promise<[number, unknown]>;
 
@@ -46,7 +49,7 @@ export function createAdminApp(d: AdminDeps): TemplatedApp {
 
   const run = (res: Res, fn: Handler, params: string[], body: unknown): void => {
     fn(params, body).then(
-      ([status, out]) => reply.send(res, status, JSON_TYPE, JSON.stringify(out)),
+      ([status, out]) => reply.send(res, status, JSON_TYPE, JSON.stringify(out, publicFields)),
       (e: unknown) => fail(res, specOf(e), (e as Error).message),
     );
   };

@@ -38,6 +38,7 @@ export interface Res extends HttpResponse {
 }
 
 const CONTENT_TYPE = bytesOf('content-type');
+const NODE = bytesOf('x-svc-node');
 export const JSON_TYPE = 'application/json';
 export const TEXT_TYPE = 'text/plain; charset=utf-8';
 
@@ -53,6 +54,8 @@ export function watchAbort(r: Res): void {
 interface ReplierOptions {
   coalesce: boolean;
   ack: AckFirst;
+  /** `node.name`, sent as `x-svc-node` on every answer (docs/protocol.md#headers). */
+  node: string;
 }
 
 /**
@@ -132,9 +135,12 @@ export class Replier {
   private wClose = false;
   private readonly writeFn = this.write.bind(this);
 
+  private readonly node: Uint8Array;
+
   constructor(opts: ReplierOptions) {
     this.coalescing = opts.coalesce;
     this.ack = opts.ack;
+    this.node = bytesOf(opts.node);
   }
 
   /** Starts a request's state (timed from the handler's start). Anything asynchronous needs `watchAbort` first. */
@@ -241,6 +247,7 @@ export class Replier {
     const res = this.wRes!;
     res.writeStatus(bytesOf(statusLine(this.wStatus)));
     if (this.wType) res.writeHeader(CONTENT_TYPE, bytesOf(this.wType));
+    res.writeHeader(NODE, this.node);
     const h = this.wHeaders;
     if (h) {
       const enc = encodedOf(h);

@@ -70,7 +70,7 @@ export class HttpService {
     const slab = Slab.create({ capacity: SLAB_BYTES });
     const jobs = JobTable.create();
     const ack = new AckFirst(cfg.http.ack_first);
-    const reply = new Replier({ coalesce: cfg.http.coalesce_answers, ack });
+    const reply = new Replier({ coalesce: cfg.http.coalesce_answers, ack, node: cfg.node.name });
     const verifier = new Verifier({
       threads: d.threads,
       jobs,

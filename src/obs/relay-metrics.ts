@@ -10,6 +10,7 @@ import type { ServiceStats } from './service-stats.js';
 import type { DedupFilter } from '../tables/dedup.js';
 import type { UdpIngress } from '../ingress/udp.js';
 import type { BatchStore } from '../store/batches.js';
+import type { PgRegistry } from '../store/pg-registry.js';
 
 interface RelayParts {
   /** Every HTTP service's figures, added up (the main thread's and the acceptor threads'). */
@@ -19,12 +20,31 @@ interface RelayParts {
   dedup: DedupFilter;
   udp: UdpIngress | null;
   batches: BatchStore;
+  /** `node.name`: the one label of txrelay_node_info. */
+  node: string;
+  /** Postgres registry mode only. */
+  registry: PgRegistry | null;
 }
 
 type Sample = [Record<string, string>, number];
 
 export function registerRelayMetrics(m: Metrics, p: RelayParts): void {
   const by = (r: Record<string, number>, label: string): Sample[] => Object.entries(r).map(([k, n]): Sample => [{ [label]: k }, n]);
+  m.gauge('txrelay_node_info', 'Always 1; the node label is node.name.', ['node'], () => [[{ node: p.node }, 1]]);
+  const reg = p.registry;
+  if (reg !== null) {
+    const feed = reg.feed;
+    // -1 until the replica has ever synced (a node that never synced does not start, so only at start-up).
+    m.gauge('txrelay_registry_staleness_seconds', 'Seconds since this node\'s account replica was last known current with PostgreSQL.', [], () => {
+      const s = feed.staleness();
+      return [[{}, Number.isFinite(s) ? s : -1]];
+    });
+    m.gauge('txrelay_registry_connected', '1 while the change feed\'s PostgreSQL connection is up.', [], () => [[{}, feed.connected ? 1 : 0]]);
+    m.gauge('txrelay_registry_change', 'The last account change applied to the replica (its seq in the change log).', [], () => [[{}, feed.seq]]);
+    m.counter('txrelay_registry_changes_applied_total', 'Account changes applied from the change log.', [], () => [[{}, feed.applied]]);
+    m.counter('txrelay_registry_resyncs_total', 'Full resyncs of the replica from a snapshot (first sync, or a position past the change log\'s retention).', [], () => [[{}, feed.resyncs]]);
+    m.gauge('txrelay_registry_accounts', 'Live accounts in the replica.', [], () => [[{}, reg.live]]);
+  }
   m.counter('txrelay_admitted_total', 'Transactions admitted and queued for forwarding, by lane.', ['lane'], () => by(p.stats().admitted, 'lane'));
   m.counter('txrelay_duplicates_total', 'Submissions recognised as duplicates on this node, by lane.', ['lane'], () => by(p.stats().duplicates, 'lane'));
   m.counter('txrelay_rejected_total', 'Submissions rejected, by error code.', ['code'], () => by(p.stats().rejected, 'code'));

@@ -16,7 +16,8 @@
  * Seat 0 is never configured, so a record without a seat (revoked while its
  * request was in flight) reads as "never admits" instead of an index error.
  */
-import { UuidIndex, type AccountRecord, type AccountStore } from '../store/accounts.js';
+import type { AccountRecord, Registry } from '../store/accounts.js';
+import { KeyIndex } from '../store/key-index.js';
 import { uuidByteWords, uuidTextWords, type UuidWords } from '../store/ids.js';
 import { NEVER, TokenBucketTable, type TokenBucketHandle } from '../tables/token-bucket.js';
 import type { Clock } from '../clock.js';
@@ -115,7 +116,7 @@ export class AccountRegistry extends SeatedBuckets implements Accounts {
 
   /** Throws at start-up, rather than refusing accounts later, unless the table can seat max(maxLive, live). */
   constructor(
-    readonly store: AccountStore,
+    readonly store: Registry,
     buckets: TokenBucketTable,
     clock: Clock,
   ) {
@@ -134,7 +135,7 @@ export class AccountRegistry extends SeatedBuckets implements Accounts {
   }
 
   /** A registry over its own growable table, sized so start-up succeeds whatever the store holds. */
-  static create(store: AccountStore, clock: Clock, opts: RegistryOptions = {}): AccountRegistry {
+  static create(store: Registry, clock: Clock, opts: RegistryOptions = {}): AccountRegistry {
     const maxSeats = Math.max(store.maxLive, store.live) + 1;
     const initial = Math.min(maxSeats, Math.max(opts.initialSeats ?? INITIAL_SEATS, store.live + 1));
     const buckets = TokenBucketTable.create({ slots: initial * SLOTS_PER_SEAT, maxSlots: maxSeats * SLOTS_PER_SEAT, nowMs: clock() });
@@ -205,11 +206,13 @@ export class AccountRegistry extends SeatedBuckets implements Accounts {
 
 /** An acceptor thread's copy of the live records and seats, over the shared buckets; it never seats or configures. */
 export class AccountMirror extends SeatedBuckets implements Accounts {
-  private readonly active = new UuidIndex();
+  private readonly active: KeyIndex<AccountRecord>;
   private readonly words: UuidWords = new Int32Array(4);
 
-  constructor(buckets: TokenBucketHandle, clock: Clock, records: readonly SeatedRecord[]) {
+  /** `hashed`: the registry's records carry key digests (postgres mode), not keys. */
+  constructor(buckets: TokenBucketHandle, clock: Clock, records: readonly SeatedRecord[], hashed: boolean) {
     super(TokenBucketTable.attach(buckets), clock);
+    this.active = new KeyIndex(hashed);
     for (const r of records) this.apply(r);
   }
 
@@ -223,13 +226,11 @@ export class AccountMirror extends SeatedBuckets implements Accounts {
 
   /** A change made on the main thread: the record (revoked or not) and its seat there. */
   apply({ rec, seat }: SeatedRecord): void {
-    const w = new Int32Array(4);
-    uuidTextWords(rec.uuid, w);
     if (rec.revoked) {
-      this.active.delete(w);
+      this.active.delete(rec);
       this.setSeat(rec.id, 0);
     } else {
-      this.active.set(w, rec);
+      this.active.set(rec);
       this.setSeat(rec.id, seat);
     }
   }

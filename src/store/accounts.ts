@@ -12,6 +12,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import type { PlanConfig } from '../config/schema.js';
 import type { Store } from './db.js';
 import { uuidByteWords, uuidTextWords, type UuidWords } from './ids.js';
+import { KeyIndex } from './key-index.js';
 import { E, TxrelayError, type ErrorSpec } from '../errors.js';
 
 type Plan = 'free' | 'paid';
@@ -28,8 +29,10 @@ interface SolanaSettings extends RateSettings {
 }
 
 export interface AccountRecord {
-  /** The credential: UUID v4, lowercase canonical text. Never logged. */
-  readonly uuid: string;
+  /** The credential: UUID v4, lowercase canonical text. Never logged. Embedded registry only (and the answer to a create). */
+  readonly uuid?: string;
+  /** Postgres registry: SHA-256 of the key's 16 bytes, hex; the key itself is stored nowhere. */
+  readonly key_sha256?: string;
   /** Internal reference used in batch records; sequential from 1, never reused, so a record never names two accounts. */
   readonly id: number;
   readonly plan: Plan;
@@ -37,6 +40,32 @@ export interface AccountRecord {
   readonly solana: SolanaSettings;
   readonly revoked: boolean;
   readonly created_at: string;
+  /** Postgres registry: the row's version, raised by every change. */
+  readonly version?: number;
+}
+
+/** A new account as its creation answers it: the only time its key is shown (postgres registry). */
+export type NewAccount = AccountRecord & { readonly uuid: string };
+
+/** An account registry, embedded (AccountStore) or postgres (PgRegistry): what the admin API and the gate use. */
+export interface Registry {
+  readonly mode: 'embedded' | 'postgres';
+  readonly maxLive: number;
+  /** Accounts not revoked. */
+  readonly live: number;
+  /** Every account, revoked included, by id. */
+  list(): AccountRecord[];
+  /** By key (UUID text) or id (decimal); throws TXR_ACCOUNT_NOT_FOUND. */
+  require(ref: string): AccountRecord;
+  create(input: unknown, plans: Plans): Promise<NewAccount>;
+  update(ref: string, patch: unknown): Promise<AccountRecord>;
+  revoke(ref: string): Promise<AccountRecord>;
+  /** Hot path: the live account for canonical UUID text. */
+  lookup(uuid: string): AccountRecord | undefined;
+  /** Hot path: the live account for 16 raw UUID bytes at `offset`. */
+  lookupBytes(b: Uint8Array, offset: number): AccountRecord | undefined;
+  /** Called with each changed record once it is in effect here. Returns an unsubscribe. */
+  onChange(cb: (rec: AccountRecord) => void): () => void;
 }
 
 /** Body of POST and PATCH /admin/accounts (docs/protocol.md#admin-api); every field optional. */
@@ -46,7 +75,7 @@ export interface AccountInput {
   solana?: { enabled?: boolean; tps?: number; burst?: number; min_tip_lamports?: number };
 }
 
-type AccountErrorCode = 'TXR_ACCOUNT_INVALID' | 'TXR_ACCOUNT_NOT_FOUND' | 'TXR_ACCOUNT_LIMIT';
+type AccountErrorCode = 'TXR_ACCOUNT_INVALID' | 'TXR_ACCOUNT_NOT_FOUND' | 'TXR_ACCOUNT_LIMIT' | 'TXR_ACCOUNT_REVOKED';
 
 /**
  * ~650 B of heap (200k records loaded) and 96 B of token-bucket table per
@@ -63,6 +92,7 @@ const ACCOUNT_SPECS: Record<AccountErrorCode, ErrorSpec> = {
   TXR_ACCOUNT_INVALID: E.ACCOUNT_INVALID,
   TXR_ACCOUNT_NOT_FOUND: E.ACCOUNT_NOT_FOUND,
   TXR_ACCOUNT_LIMIT: E.ACCOUNT_LIMIT,
+  TXR_ACCOUNT_REVOKED: E.ACCOUNT_REVOKED,
 };
 
 export class AccountError extends TxrelayError {
@@ -99,7 +129,7 @@ const inputSchema = {
 
 const validateInput = new Ajv({ strict: true, allErrors: false }).compile<AccountInput>(inputSchema);
 
-function checkInput(input: unknown): AccountInput {
+export function checkInput(input: unknown): AccountInput {
   if (validateInput(input)) return input;
   const e = validateInput.errors![0]!;
   const field = fieldOf(e);
@@ -113,77 +143,35 @@ function fieldOf(e: ErrorObject): string {
   return path.length ? path.join('.') : 'body';
 }
 
-const notFound = () => new AccountError('TXR_ACCOUNT_NOT_FOUND', 'account not found');
-const limitReached = (max: number) =>
+export const notFound = () => new AccountError('TXR_ACCOUNT_NOT_FOUND', 'account not found');
+export const revokedAccount = () => new AccountError('TXR_ACCOUNT_REVOKED', 'account is revoked; a revoked account cannot be changed');
+export const limitReached = (max: number) =>
   new AccountError('TXR_ACCOUNT_LIMIT', `account limit reached: this node holds at most ${max} live accounts; revoke unused accounts first`);
 
-const defaultBurst = (t: number): number => Math.max(1, t);
+export const defaultBurst = (t: number): number => Math.max(1, t);
 
-function mergeRate(cur: RateSettings, patch: AccountInput['evm']): RateSettings {
+export function mergeRate(cur: RateSettings, patch: AccountInput['evm']): RateSettings {
   const t = patch?.tps ?? cur.tps;
   // "Burst defaults to TPS": a burst never set apart from the TPS follows it; an explicit one stays.
   const b = patch?.burst ?? (cur.burst === defaultBurst(cur.tps) ? defaultBurst(t) : cur.burst);
   return { enabled: patch?.enabled ?? cur.enabled, tps: t, burst: b };
 }
 
-function freeze(rec: AccountRecord): AccountRecord {
+export function freeze<R extends AccountRecord>(rec: R): R {
   Object.freeze(rec.evm);
   Object.freeze(rec.solana);
   return Object.freeze(rec);
 }
 
-/**
- * UUID words -> record, keyed by 30 bits of word 0 (a V8 small integer, random
- * in v4 UUIDs), collisions chained and compared on all 128 bits: 16-34 ns per
- * lookup from packet bytes vs 330-430 ns via a hex string and a string Map.
- */
-interface Slot {
-  readonly w0: number;
-  readonly w1: number;
-  readonly w2: number;
-  readonly w3: number;
-  readonly rec: AccountRecord;
-  next: Slot | undefined;
-}
-
-export class UuidIndex {
-  private readonly slots = new Map<number, Slot>();
-
-  find(w: UuidWords): AccountRecord | undefined {
-    const w0 = w[0]!, w1 = w[1]!, w2 = w[2]!, w3 = w[3]!;
-    for (let s = this.slots.get(w0 >>> 2); s !== undefined; s = s.next) {
-      if (s.w0 === w0 && s.w1 === w1 && s.w2 === w2 && s.w3 === w3) return s.rec;
-    }
-    return undefined;
-  }
-
-  set(w: UuidWords, rec: AccountRecord): void {
-    this.delete(w);
-    const key = w[0]! >>> 2;
-    this.slots.set(key, { w0: w[0]!, w1: w[1]!, w2: w[2]!, w3: w[3]!, rec, next: this.slots.get(key) });
-  }
-
-  delete(w: UuidWords): void {
-    const key = w[0]! >>> 2;
-    let prev: Slot | undefined;
-    for (let s = this.slots.get(key); s !== undefined; prev = s, s = s.next) {
-      if (s.w0 === w[0] && s.w1 === w[1] && s.w2 === w[2] && s.w3 === w[3]) {
-        if (prev) prev.next = s.next;
-        else if (s.next) this.slots.set(key, s.next);
-        else this.slots.delete(key);
-        return;
-      }
-    }
-  }
-}
-
 /** Scratch for the hot lookups; single-threaded, so one is enough. */
 const scratch: UuidWords = new Int32Array(4);
 
-export class AccountStore {
+export class AccountStore implements Registry {
+  readonly mode = 'embedded' as const;
   private readonly byUuid = new Map<string, AccountRecord>();
+  private readonly byId = new Map<number, AccountRecord>();
   /** Active (not revoked) accounts only: what authentication may find. */
-  private readonly active = new UuidIndex();
+  private readonly active = new KeyIndex<AccountRecord>(false);
   private readonly listeners = new Set<(rec: AccountRecord) => void>();
   private lastId = 0;
   /** Accounts not revoked, in memory. */
@@ -223,7 +211,7 @@ export class AccountStore {
    * defaults to free). At the live-account cap it rejects with
    * TXR_ACCOUNT_LIMIT and writes nothing.
    */
-  async create(input: unknown, plans: Plans): Promise<AccountRecord> {
+  async create(input: unknown, plans: Plans): Promise<NewAccount> {
     const body = checkInput(input ?? {});
     if (this.liveCount + this.creating >= this.maxLive) throw limitReached(this.maxLive);
     const plan = body.plan ?? 'free';
@@ -249,7 +237,7 @@ export class AccountStore {
         },
         revoked: false,
         created_at: new Date().toISOString(),
-      });
+      }) as NewAccount;
       try {
         await this.persist(rec);
       } finally {
@@ -259,29 +247,32 @@ export class AccountStore {
     });
   }
 
-  /** The record, revoked or not; undefined for an unknown or malformed UUID. */
-  get(uuid: string): AccountRecord | undefined {
-    return typeof uuid === 'string' ? this.byUuid.get(uuid.toLowerCase()) : undefined;
+  /** The record, revoked or not, by key or id; undefined for an unknown or malformed one. */
+  get(ref: string): AccountRecord | undefined {
+    if (typeof ref !== 'string') return undefined;
+    if (/^[1-9][0-9]{0,15}$/.test(ref)) return this.byId.get(Number(ref));
+    return this.byUuid.get(ref.toLowerCase());
   }
 
-  /** The record, revoked or not; throws TXR_ACCOUNT_NOT_FOUND for an unknown or malformed UUID. */
-  require(uuid: string): AccountRecord {
-    const rec = this.get(uuid);
+  /** The record, revoked or not; throws TXR_ACCOUNT_NOT_FOUND for an unknown or malformed key or id. */
+  require(ref: string): AccountRecord {
+    const rec = this.get(ref);
     if (rec === undefined) throw notFound();
     return rec;
   }
 
   /** Every account, revoked included, in creation order. */
   list(): AccountRecord[] {
-    return [...this.byUuid.values()].sort((a, b) => a.id - b.id);
+    return [...this.byId.values()].sort((a, b) => a.id - b.id);
   }
 
   /** Applies a partial body of the create shape. A plan change relabels only: TPS values stay as they are. */
-  async update(uuid: string, patch: unknown): Promise<AccountRecord> {
+  async update(ref: string, patch: unknown): Promise<AccountRecord> {
     const body = checkInput(patch ?? {});
-    return this.serial(uuid, async () => {
-      const cur = this.get(uuid);
+    return this.serial(this.keyOf(ref), async () => {
+      const cur = this.get(ref);
       if (!cur) throw notFound();
+      if (cur.revoked) throw revokedAccount();
       const solana = mergeRate(cur.solana, body.solana);
       const rec = freeze({
         ...cur,
@@ -295,9 +286,9 @@ export class AccountStore {
   }
 
   /** Revokes for good (idempotent); the UUID no longer authenticates. */
-  revoke(uuid: string): Promise<AccountRecord> {
-    return this.serial(uuid, async () => {
-      const cur = this.get(uuid);
+  revoke(ref: string): Promise<AccountRecord> {
+    return this.serial(this.keyOf(ref), async () => {
+      const cur = this.get(ref);
       if (!cur) throw notFound();
       if (cur.revoked) return cur;
       const rec = freeze({ ...cur, revoked: true });
@@ -310,6 +301,11 @@ export class AccountStore {
   lookup(uuid: string): AccountRecord | undefined {
     if (typeof uuid !== 'string' || !uuidTextWords(uuid, scratch)) return undefined;
     return this.active.find(scratch);
+  }
+
+  /** The key that serialises an account's mutations: its UUID when known, else the reference as given. */
+  private keyOf(ref: string): string {
+    return this.get(ref)?.uuid ?? (typeof ref === 'string' ? ref.toLowerCase() : '');
   }
 
   /** Hot path: the active account for 16 raw UUID bytes at `offset` (UDP packet order); undefined if unknown, revoked or out of bounds. */
@@ -335,23 +331,21 @@ export class AccountStore {
   }
 
   private async persist(rec: AccountRecord): Promise<void> {
-    await this.store.write(() => void this.store.accounts.put(rec.uuid, rec));
+    await this.store.write(() => void this.store.accounts.put(rec.uuid!, rec));
     this.apply(rec);
     for (const cb of this.listeners) cb(rec);
   }
 
   private apply(rec: AccountRecord): void {
-    const prev = this.byUuid.get(rec.uuid);
+    const prev = this.byUuid.get(rec.uuid!);
     this.liveCount += (rec.revoked ? 0 : 1) - (prev && !prev.revoked ? 1 : 0);
-    this.byUuid.set(rec.uuid, rec);
-    const words = new Int32Array(4);
-    uuidTextWords(rec.uuid, words);
-    if (rec.revoked) this.active.delete(words);
-    else this.active.set(words, rec);
+    this.byUuid.set(rec.uuid!, rec);
+    this.byId.set(rec.id, rec);
+    if (rec.revoked) this.active.delete(rec);
+    else this.active.set(rec);
   }
 
-  private serial<T>(uuid: string, fn: () => Promise<T>): Promise<T> {
-    const key = typeof uuid === 'string' ? uuid.toLowerCase() : '';
+  private serial<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const run = (this.tails.get(key) ?? Promise.resolve()).then(fn, fn);
     const tail = run.catch(() => undefined);
     this.tails.set(key, tail);

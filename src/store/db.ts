@@ -4,6 +4,8 @@
  *   accounts      uuid (lowercase text)  -> account record
  *   batches       batch_id               -> batch receive record
  *   upload_queue  batch_id               -> null, lmdb version = record version
+ *   replica       account id             -> account record (postgres registry mode)
+ *   replica_meta  "seq"                  -> last change applied to `replica`, written with it
  *
  * `upload_queue` holds exactly the records PostgreSQL lacks in their current
  * version; "mark uploaded" removes an entry only at the version uploaded, so a
@@ -101,6 +103,8 @@ export class Store {
   readonly accounts: Database<unknown, string>;
   readonly batches: Database<unknown, string>;
   readonly uploadQueue: Database<null, string>;
+  readonly replica: Database<unknown, number>;
+  readonly replicaMeta: Database<unknown, string>;
   private failure: StoreFailedError | undefined;
   private readonly log: StoreLog | undefined;
 
@@ -110,6 +114,8 @@ export class Store {
     this.accounts = env.openDB<unknown, string>({ name: 'accounts' });
     this.batches = env.openDB<unknown, string>({ name: 'batches' });
     this.uploadQueue = env.openDB<null, string>({ name: 'upload_queue', useVersions: true });
+    this.replica = env.openDB<unknown, number>({ name: 'replica' });
+    this.replicaMeta = env.openDB<unknown, string>({ name: 'replica_meta' });
   }
 
   /** Opens (creating if needed) the environment in `dataDir`: directory 0700, files 0600 (see Permissions above). */
@@ -128,8 +134,8 @@ export class Store {
       // Never start a commit mid-turn; the setImmediate that commitDelay 0 schedules starts it.
       txnStartThreshold: Number.MAX_SAFE_INTEGER,
       commitDelay: 0,
-      // Three databases; lmdb reserves a slot per name.
-      maxDbs: 4,
+      // Five databases; lmdb reserves a slot per name.
+      maxDbs: 6,
     };
     const env = open(options);
     // lmdb created any missing file as 0600 minus the umask; make it exactly 0600 (an owner-unwritable file could not be reopened).

@@ -49,7 +49,7 @@ async function storeWithIdsPastOldTable(dir: string): Promise<AccountRecord[]> {
     created_at: new Date().toISOString(),
   }));
   await store.write(() => {
-    for (const r of recs) void store.accounts.put(r.uuid, r);
+    for (const r of recs) void store.accounts.put(r.uuid!, r);
   });
   await store.close();
   return recs;
@@ -73,10 +73,10 @@ test('accounts with ids past the old 2^19-account table start the relay and are 
   let nonce = 0;
   for (const rec of [below!, at!]) {
     const tx = await signed1559({ nonce: nonce++ });
-    const single = await rpc(relay.base, rec.uuid, 'eth_sendRawTransaction', [tx.hex]);
+    const single = await rpc(relay.base, rec.uuid!, 'eth_sendRawTransaction', [tx.hex]);
     assert.equal(single.status, 202, JSON.stringify(single.json));
     assert.equal(single.json.result, tx.hash);
-    const b = await rpc(relay.base, rec.uuid, 'svc_sendRawTransactionBatch', [(await signed1559({ nonce: nonce++ })).hex]);
+    const b = await rpc(relay.base, rec.uuid!, 'svc_sendRawTransactionBatch', [(await signed1559({ nonce: nonce++ })).hex]);
     assert.equal(b.status, 202, JSON.stringify(b.json));
   }
 
@@ -87,8 +87,8 @@ test('accounts with ids past the old 2^19-account table start the relay and are 
   assert.equal(fresh.status, 202, JSON.stringify(fresh.json));
 
   // TPS 0, burst 1: one admission, then a 429 whose wait is finite (the crash path went through an infinite one).
-  assert.equal((await rpc(relay.base, zeroTps!.uuid, 'eth_sendRawTransaction', [(await signed1559({ nonce: nonce++ })).hex])).status, 202);
-  const limited = await rpc(relay.base, zeroTps!.uuid, 'eth_sendRawTransaction', [(await signed1559({ nonce: nonce++ })).hex]);
+  assert.equal((await rpc(relay.base, zeroTps!.uuid!, 'eth_sendRawTransaction', [(await signed1559({ nonce: nonce++ })).hex])).status, 202);
+  const limited = await rpc(relay.base, zeroTps!.uuid!, 'eth_sendRawTransaction', [(await signed1559({ nonce: nonce++ })).hex]);
   assert.equal(limited.status, 429);
   assert.equal(limited.json.error.code, -32005);
   assert.equal(limited.headers.get('retry-after'), '60');
@@ -107,7 +107,7 @@ test('at the live-account cap the admin API answers 507 TXR_ACCOUNT_LIMIT and st
   const config = loadConfig({ env: {}, overrides: { storage: { data_dir: dir }, admin: { token } } });
   // Whichever acceptor this Node gets by default (node:http where no uWS build loads).
   const { uws } = loadAcceptor('auto');
-  const reply = new Replier({ coalesce: true, ack: new AckFirst() });
+  const reply = new Replier({ coalesce: true, ack: new AckFirst(), node: 'test' });
   const app = createAdminApp({ uws, reply, plans: config.plans, token, accounts, settled: () => Promise.resolve(), batches: null, metrics: new Metrics(), health: () => ({ ok: true }) });
   const port = await new Promise<number>((resolve, reject) =>
     app.listen('127.0.0.1', 0, (s) => {

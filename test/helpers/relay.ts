@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.js';
 import { Relay } from '../../src/relay.js';
-import type { AccountRecord } from '../../src/store/accounts.js';
+import type { NewAccount } from '../../src/store/accounts.js';
 
 export const ADMIN_TOKEN = 'test-admin-token';
 
@@ -18,7 +18,7 @@ export interface TestRelay {
   admin: string;
   udpPort: number;
   dataDir: string;
-  createAccount(body?: Record<string, unknown>): Promise<AccountRecord>;
+  createAccount(body?: Record<string, unknown>): Promise<NewAccount>;
   adminCall(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }>;
   metric(name: string, labels?: Record<string, string>): Promise<number>;
   stop(opts?: { keepData?: boolean }): Promise<void>;
@@ -64,7 +64,7 @@ export async function startTestRelay(overrides: Record<string, any> = {}, dataDi
     async createAccount(body = {}) {
       const r = await adminCall('POST', '/admin/accounts', body);
       if (r.status !== 201) throw new Error(`create account: ${r.status} ${JSON.stringify(r.json)}`);
-      return r.json as AccountRecord;
+      return r.json as NewAccount;
     },
     async metric(name, labels = {}) {
       const text = await (await fetch(adminBase + '/metrics')).text();

@@ -17,8 +17,8 @@ import { Replier, type Res } from '../../src/ingress/reply.js';
 import { AckFirst } from '../../src/ingress/ack-first.js';
 
 /** A relay's replier, coalescing as by default; `plain` is one with `http.coalesce_answers` off. */
-const rp = new Replier({ coalesce: true, ack: new AckFirst() });
-const plain = new Replier({ coalesce: false, ack: new AckFirst() });
+const rp = new Replier({ coalesce: true, ack: new AckFirst(), node: 'test' });
+const plain = new Replier({ coalesce: false, ack: new AckFirst(), node: 'test' });
 import { loadAcceptor, type HttpResponse, type us_listen_socket } from '../../src/ingress/uws.js';
 import { RawConnection } from '../helpers/raw-http.js';
 

@@ -93,7 +93,7 @@ test('the table grows with the live accounts up to the cap, and is sized to seat
   assert.equal(again.accounts.live, 40);
   const reg2 = AccountRegistry.create(again.accounts, again.tick);
   assert.equal(reg2.seated, 40);
-  for (const r of made) assert.equal(reg2.take(again.accounts.get(r.uuid)!, 'evm', 1), 0);
+  for (const r of made) assert.equal(reg2.take(again.accounts.get(r.uuid!)!, 'evm', 1), 0);
 });
 
 test('a table too small for the store is refused at construction, naming both numbers', async (t) => {

@@ -20,7 +20,7 @@ import { JobTable } from '../../src/exec/jobs.js';
 import { Verifier } from '../../src/exec/verifier.js';
 import { Forwarder } from '../../src/forward/forwarder.js';
 import { Store } from '../../src/store/db.js';
-import { AccountStore, type AccountRecord } from '../../src/store/accounts.js';
+import { AccountStore, type NewAccount } from '../../src/store/accounts.js';
 import { BatchStore, storedItems } from '../../src/store/batches.js';
 import { nextBatchId } from '../../src/store/ids.js';
 import { AccountRegistry } from '../../src/pipeline/accounts.js';
@@ -45,7 +45,7 @@ interface Harness {
   verifier: Verifier;
   forwarder: Forwarder;
   batches: BatchStore;
-  account(input?: Record<string, unknown>): Promise<AccountRecord>;
+  account(input?: Record<string, unknown>): Promise<NewAccount>;
   /** Admits `sub` and resolves with the outcomes its sink got (more than one would be a bug). */
   admit(sub: Submission): Promise<Outcome[]>;
   close(): Promise<void>;

@@ -1,0 +1,119 @@
+/**
+ * The account registry's tables in PostgreSQL (docs/operations.md#regional-nodes),
+ * as numbered migrations. `migrate` applies the missing ones in one
+ * transaction behind an advisory lock, so nodes starting together apply each
+ * exactly once, and it refuses a schema newer than this binary knows.
+ *
+ *   txrelay_schema_migrations  version applied, when
+ *   txrelay_accounts           one row per account: id (the batch records'
+ *                              account reference), SHA-256 of the key, plan,
+ *                              limits, revoked, version, seq of its last change
+ *   txrelay_account_changes    the change log: seq -> account and version;
+ *                              pruned after registry.change_retention_s
+ *   txrelay_registry_meta      pruned_through: the highest seq pruned
+ */
+import type pg from 'pg';
+import { E, TxrelayError } from '../errors.js';
+import { freeze, type AccountRecord } from './accounts.js';
+
+const MIGRATIONS: readonly { version: number; sql: string }[] = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE txrelay_accounts (
+        id bigserial PRIMARY KEY,
+        key_sha256 bytea NOT NULL UNIQUE CHECK (length(key_sha256) = 32),
+        plan text NOT NULL CHECK (plan IN ('free', 'paid')),
+        evm jsonb NOT NULL,
+        solana jsonb NOT NULL,
+        revoked boolean NOT NULL DEFAULT false,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        version integer NOT NULL DEFAULT 1,
+        seq bigint NOT NULL DEFAULT 0
+      );
+      CREATE TABLE txrelay_account_changes (
+        seq bigserial PRIMARY KEY,
+        account_id bigint NOT NULL REFERENCES txrelay_accounts (id),
+        version integer NOT NULL,
+        changed_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX txrelay_account_changes_changed_at ON txrelay_account_changes (changed_at);
+      CREATE TABLE txrelay_registry_meta (k text PRIMARY KEY, v bigint NOT NULL);
+      INSERT INTO txrelay_registry_meta (k, v) VALUES ('pruned_through', 0);
+    `,
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+
+/** Advisory lock keys (one 64-bit space per database): migrations, and the one writer of the change log at a time. */
+export const MIGRATE_LOCK = 0x7478_726c_0001n;
+export const WRITE_LOCK = 0x7478_726c_0002n;
+
+/** The notification channel; its payload is the change's seq, nothing else. */
+export const CHANNEL = 'txrelay_accounts';
+
+/** Brings the schema up to this binary's version; returns the versions before and after. */
+export async function migrate(client: pg.ClientBase): Promise<{ from: number; to: number }> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATE_LOCK.toString()]);
+    await client.query('CREATE TABLE IF NOT EXISTS txrelay_schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
+    const { rows } = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM txrelay_schema_migrations');
+    const from = rows[0]?.v ?? 0;
+    if (from > SCHEMA_VERSION) {
+      throw new TxrelayError(
+        E.REGISTRY_START,
+        `the registry schema in PostgreSQL is version ${from}, newer than this txrelay knows (${SCHEMA_VERSION}); upgrade txrelay on this node`,
+      );
+    }
+    for (const m of MIGRATIONS) {
+      if (m.version <= from) continue;
+      await client.query(m.sql);
+      await client.query('INSERT INTO txrelay_schema_migrations (version) VALUES ($1)', [m.version]);
+    }
+    await client.query('COMMIT');
+    return { from, to: Math.max(from, SCHEMA_VERSION) };
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw e;
+  }
+}
+
+/** A row of txrelay_accounts as pg returns it. */
+export interface AccountRow {
+  id: string;
+  key_sha256: Buffer;
+  plan: 'free' | 'paid';
+  evm: AccountRecord['evm'];
+  solana: AccountRecord['solana'];
+  revoked: boolean;
+  created_at: Date;
+  version: number;
+}
+
+export const ROW_COLUMNS = 'id, key_sha256, plan, evm, solana, revoked, created_at, version';
+
+export function recordOf(r: AccountRow): AccountRecord {
+  return freeze({
+    id: Number(r.id),
+    key_sha256: r.key_sha256.toString('hex'),
+    plan: r.plan,
+    evm: r.evm,
+    solana: r.solana,
+    revoked: r.revoked,
+    created_at: r.created_at.toISOString(),
+    version: r.version,
+  });
+}
+
+/** Host, port and database of a URL, for messages: never its credentials. */
+export function describeUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || 5432}${u.pathname}`;
+  } catch {
+    return 'the configured database';
+  }
+}
+
