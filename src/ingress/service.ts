@@ -132,13 +132,14 @@ export class HttpService {
       maxBatch: cfg.evm.max_batch,
       enabled: { evm: cfg.evm.enabled, solana: cfg.solana.enabled },
       timer: (door) => accept.labels(door),
+      node: cfg.node.name,
     };
     registerPing(doors);
     if (cfg.solana.enabled) registerSolanaDoors(doors);
     if (cfg.evm.enabled) registerEvmTextDoor(doors);
     registerJsonRpcDoor(doors);
     app.any('/*', (res) => {
-      res.cork(() => res.writeStatus('404 Not Found').writeHeader('content-type', TEXT_TYPE).end('Not Found'));
+      res.cork(() => res.writeStatus('404 Not Found').writeHeader('content-type', TEXT_TYPE).writeHeader('x-svc-node', cfg.node.name).end('Not Found'));
     });
     return new HttpService(d.name, app, pipeline, verifier, forwarder, reply, slab, d.accounts, accept);
   }

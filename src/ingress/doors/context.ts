@@ -17,6 +17,8 @@ export interface DoorContext {
   maxBatch: number;
   enabled: { evm: boolean; solana: boolean };
   timer(door: string): LatencyTimer | undefined;
+  /** `node.name`, for the `x-svc-node` header of answers written outside the Replier. */
+  node: string;
 }
 
 /** The request is valid only while the handler runs, which is when the pipeline asks. */

@@ -52,9 +52,10 @@ export function registerSolanaDoors(ctx: DoorContext): void {
 
 /** `GET /ping`: liveness, and the heartbeat that keeps a client's connection open. */
 export function registerPing(ctx: DoorContext): void {
+  const node = ctx.node;
   ctx.app.get('/ping', (res) => {
     res.cork(() => {
-      res.writeStatus('200 OK').writeHeader('content-type', TEXT_TYPE).end('pong');
+      res.writeStatus('200 OK').writeHeader('content-type', TEXT_TYPE).writeHeader('x-svc-node', node).end('pong');
     });
   });
 }
