@@ -52,7 +52,7 @@ program
   .addHelpText('after', '\nConfiguration keys (env override in brackets):\n' + describeKeys().map((k) => `  ${k.key} = ${JSON.stringify(k.default)}  [${k.env}]`).join('\n'))
   .action(async (opts: { config?: string }) => {
     const cfg = config(opts.config);
-    const log = createLogger(cfg.log.level);
+    const log = createLogger(cfg.log.level, undefined, cfg.node.name);
     let relay: Relay;
     try {
       relay = await Relay.start({ config: cfg, logger: log });

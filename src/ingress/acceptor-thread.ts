@@ -50,6 +50,7 @@ const log = createLogger(
       done();
     },
   }),
+  d.cfg.node.name,
 );
 
 await initKeccak();

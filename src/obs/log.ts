@@ -14,11 +14,12 @@ export function scrub(text: string): string {
   return text.replace(UUID_RE, '<redacted>');
 }
 
-export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
+/** Every line carries `svc` and, given one, the node's name (`node.name`): several regions' logs can be read together. */
+export function createLogger(level: string, destination?: NodeJS.WritableStream, node?: string): Logger {
   return pino(
     {
       level,
-      base: { svc: 'txrelay' },
+      base: node === undefined ? { svc: 'txrelay' } : { svc: 'txrelay', node },
       redact: {
         paths: ['uuid', 'api_key', 'apiKey', 'auth', 'authorization', '*.uuid', '*.api_key', '*.authorization', 'req.headers.authorization', 'req.headers["api-key"]'],
         censor: '<redacted>',
