@@ -112,6 +112,22 @@ test('revoke: the UUID stops authenticating, the record stays visible, and revok
   assert.equal(accounts.get(a.uuid)?.revoked, true);
   assert.equal(await accounts.revoke(a.uuid), accounts.get(a.uuid));
   assert.equal(accounts.list().length, 1);
+  // Revocation is final: a change to a revoked account is refused and changes nothing.
+  await assert.rejects(accounts.update(a.uuid, { evm: { tps: 9 } }), (e: unknown) => e instanceof AccountError && e.code === 'TXR_ACCOUNT_REVOKED');
+  assert.equal(accounts.get(a.uuid)?.evm.tps, 5);
+});
+
+test('an account is addressed by its key or by its id', async (t) => {
+  const { accounts } = await open(t);
+  await accounts.create({}, plans);
+  const b = await accounts.create({ plan: 'paid' }, plans);
+  assert.equal(accounts.require(String(b.id)), b);
+  assert.equal(accounts.require(b.uuid.toUpperCase()), b);
+  const changed = await accounts.update(String(b.id), { solana: { tps: 7 } });
+  assert.equal(accounts.get(b.uuid), changed);
+  assert.equal((await accounts.revoke(String(b.id))).revoked, true);
+  assert.equal(accounts.lookup(b.uuid), undefined);
+  for (const ref of ['0', '99', '-1', '1.0', '01']) assert.equal(accounts.get(ref), undefined, ref);
 });
 
 test('unknown or malformed UUIDs: get is undefined, update and revoke fail with TXR_ACCOUNT_NOT_FOUND without echoing the UUID', async (t) => {
