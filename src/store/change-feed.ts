@@ -187,6 +187,7 @@ export class ChangeFeed {
 
   private tick(): void {
     if (this.stopped) return;
+    if (this.connected && !this.nameHeld) void this.claimName();
     if (this.connected) void this.kick();
     else if (this.client === null && Date.now() >= this.retryAt) {
       this.connect(false).catch((e: unknown) => this.lost(null, e));
@@ -233,6 +234,24 @@ export class ChangeFeed {
       this.socket?.destroy();
       await client.end().catch(() => {});
       throw e;
+    }
+  }
+
+  /**
+   * Retried while connected without the name: after a network cut the old
+   * session can hold it until PostgreSQL notices the dead connection.
+   */
+  private async claimName(): Promise<void> {
+    const c = this.client;
+    if (c === null) return;
+    try {
+      const { rows } = await c.query<{ ok: boolean }>(NODE_LOCK_SQL, [this.o.node]);
+      if (rows[0]!.ok && !this.nameHeld) {
+        this.nameHeld = true;
+        this.o.log.info(`registry: holding the node name "${this.o.node}" again`);
+      }
+    } catch {
+      // The next tick retries; a broken connection is reported by its own events.
     }
   }
 
