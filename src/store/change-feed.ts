@@ -55,6 +55,7 @@ const PRUNE_INTERVAL_MS = 3600_000;
 /** Stored beside the replica rows: the last applied seq, and when the replica was last known current. */
 const META_SEQ = 'seq';
 const META_SYNCED_AT = 'synced_at';
+const META_REGISTRY = 'registry_id';
 
 /** A session advisory lock key for a node name (hashtextextended is PostgreSQL's own 64-bit text hash). */
 const NODE_LOCK_SQL = "SELECT pg_try_advisory_lock(hashtextextended('txrelay node ' || $1, 0)) AS ok";
@@ -64,6 +65,8 @@ export class ChangeFeed {
   seq = 0;
   /** Whether this replica ever completed a sync (stored). */
   synced = false;
+  /** The registry_id of the database this replica copies (stored). */
+  private registry: string | null = null;
   /** Wall-clock ms when the replica was last known current: the end of the last catch-up. */
   currentAt = 0;
   /** Changes applied and full resyncs since start (metrics). */
@@ -73,6 +76,8 @@ export class ChangeFeed {
   private client: pg.Client | null = null;
   private socket: net.Socket | null = null;
   private running: Promise<void> | null = null;
+  /** Every use of the connection, one after another: a prune inside a catch-up's snapshot would break both. */
+  private turn: Promise<unknown> = Promise.resolve();
   private again = false;
   private waiters: { seq: number; done: (ok: boolean) => void }[] = [];
   private timer: NodeJS.Timeout | null = null;
@@ -92,6 +97,7 @@ export class ChangeFeed {
     this.synced = typeof seq === 'number';
     this.seq = this.synced ? (seq as number) : 0;
     this.currentAt = (st.replicaMeta.get(META_SYNCED_AT) as number | undefined) ?? 0;
+    this.registry = (st.replicaMeta.get(META_REGISTRY) as string | undefined) ?? null;
     return [...st.replica.getRange()].map(({ value }) => Object.freeze(value as AccountRecord));
   }
 
@@ -153,12 +159,12 @@ export class ChangeFeed {
     }
     const c = this.client;
     if (c === null || !this.connected) return Promise.resolve();
-    this.running = (async () => {
+    this.running = this.exclusive(async () => {
       do {
         this.again = false;
         await this.catchUp(c);
       } while (this.again && !this.stopped);
-    })()
+    })
       .catch((e: unknown) => this.lost(c, e))
       .finally(() => (this.running = null));
     return this.running;
@@ -168,7 +174,7 @@ export class ChangeFeed {
   async prune(retentionS = this.o.retentionS): Promise<number> {
     const c = this.client;
     if (c === null || !this.connected) return 0;
-    return pruneChangeLog(c, retentionS);
+    return this.exclusive(() => pruneChangeLog(c, retentionS));
   }
 
   async stop(): Promise<void> {
@@ -225,7 +231,7 @@ export class ChangeFeed {
       this.failures = 0;
       this.backoff = BACKOFF_MIN_MS;
       // The first catch-up of a start must succeed for start-up to succeed; later ones retry on their own.
-      if (first) await this.catchUp(client);
+      if (first) await this.exclusive(() => this.catchUp(client));
       else void this.kick();
       if (first) void this.prune().catch(() => {});
     } catch (e) {
@@ -245,7 +251,7 @@ export class ChangeFeed {
     const c = this.client;
     if (c === null) return;
     try {
-      const { rows } = await c.query<{ ok: boolean }>(NODE_LOCK_SQL, [this.o.node]);
+      const { rows } = await this.exclusive(() => c.query<{ ok: boolean }>(NODE_LOCK_SQL, [this.o.node]));
       if (rows[0]!.ok && !this.nameHeld) {
         this.nameHeld = true;
         this.o.log.info(`registry: holding the node name "${this.o.node}" again`);
@@ -253,6 +259,12 @@ export class ChangeFeed {
     } catch {
       // The next tick retries; a broken connection is reported by its own events.
     }
+  }
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(fn, fn);
+    this.turn = run.catch(() => undefined);
+    return run;
   }
 
   /** The connection failed: drop it and retry after a back-off (jittered, so nodes do not reconnect in step). */
@@ -275,12 +287,20 @@ export class ChangeFeed {
   private async catchUp(c: pg.Client): Promise<void> {
     await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     try {
-      const { rows } = await c.query<{ pruned: string; head: string }>(
-        "SELECT (SELECT v FROM txrelay_registry_meta WHERE k = 'pruned_through') AS pruned, (SELECT coalesce(max(seq), 0) FROM txrelay_account_changes) AS head",
+      const { rows } = await c.query<{ pruned: string; head: string; registry: string }>(
+        `SELECT (SELECT v FROM txrelay_registry_meta WHERE k = 'pruned_through') AS pruned,
+                (SELECT v FROM txrelay_registry_meta WHERE k = 'registry_id') AS registry,
+                (SELECT coalesce(max(seq), 0) FROM txrelay_account_changes) AS head`,
       );
       const pruned = Number(rows[0]!.pruned);
       const head = Math.max(Number(rows[0]!.head), pruned);
-      if (!this.synced || this.seq < pruned || this.seq > head) await this.resync(c, head);
+      const registry = rows[0]!.registry;
+      let why: string | null = null;
+      if (!this.synced) why = 'first sync';
+      else if (this.registry !== registry) why = 'the database is another registry than the one this replica copied (rebuilt or replaced)';
+      else if (this.seq > head) why = `the database's change log ends at ${head}, before this replica's ${this.seq}`;
+      else if (this.seq < pruned) why = `change ${this.seq} is past the change log's retention`;
+      if (why !== null) await this.resync(c, head, registry, why);
       else await this.replay(c);
       await c.query('COMMIT');
     } catch (e) {
@@ -313,7 +333,7 @@ export class ChangeFeed {
   }
 
   /** Every account as of this snapshot, swapped in at once; `head` is the snapshot's last seq. */
-  private async resync(c: pg.Client, head: number): Promise<void> {
+  private async resync(c: pg.Client, head: number, registry: string, why: string): Promise<void> {
     const started = Date.now();
     const records: AccountRecord[] = [];
     let after = '0';
@@ -323,25 +343,31 @@ export class ChangeFeed {
       if (rows.length < RESYNC_PAGE) break;
       after = rows[rows.length - 1]!.id;
     }
-    const why = !this.synced ? 'first sync' : this.seq > head ? `the database's change log ends at ${head}, before this replica's ${this.seq}` : `change ${this.seq} is past the change log's retention`;
     this.o.replica.replaceAll(records);
-    // Stored in chunks; the seq goes with the last, so an interrupted resync resumes from the old position and converges.
+    // Stored in chunks; the position goes with the last, which also drops the rows the snapshot no longer has,
+    // so an interrupted resync resumes from the old position (and identity) and converges.
     for (let i = 0; i < records.length; i += STORE_CHUNK) await this.store(records.slice(i, i + STORE_CHUNK), null);
-    await this.store([], head);
+    const keep = new Set(records.map((r) => r.id));
+    const gone = [...this.o.store.replica.getKeys()].filter((id) => !keep.has(id));
+    this.registry = registry;
+    await this.store([], head, gone);
     this.synced = true;
     this.resyncs++;
     this.advance(head);
     this.o.log.info(`registry: ${why}: ${records.length} accounts as of change ${head} in ${Date.now() - started} ms`);
   }
 
-  private store(records: AccountRecord[], seq: number | null): Promise<void> {
+  private store(records: AccountRecord[], seq: number | null, gone: number[] = []): Promise<void> {
     const st = this.o.store;
     const at = Date.now();
+    const registry = this.registry;
     return st.write(() => {
       for (const rec of records) void st.replica.put(rec.id, rec);
+      for (const id of gone) void st.replica.remove(id);
       if (seq !== null) {
         void st.replicaMeta.put(META_SEQ, seq);
         void st.replicaMeta.put(META_SYNCED_AT, at);
+        void st.replicaMeta.put(META_REGISTRY, registry);
       }
     });
   }

@@ -10,7 +10,8 @@
  *                              limits, revoked, version, seq of its last change
  *   txrelay_account_changes    the change log: seq -> account and version;
  *                              pruned after registry.change_retention_s
- *   txrelay_registry_meta      pruned_through: the highest seq pruned
+ *   txrelay_registry_meta      pruned_through: the highest seq pruned;
+ *                              registry_id: this registry's identity
  */
 import type pg from 'pg';
 import { E, TxrelayError } from '../errors.js';
@@ -40,6 +41,8 @@ const MIGRATIONS: readonly { version: number; sql: string }[] = [
       CREATE INDEX txrelay_account_changes_changed_at ON txrelay_account_changes (changed_at);
       CREATE TABLE txrelay_registry_meta (k text PRIMARY KEY, v bigint NOT NULL);
       INSERT INTO txrelay_registry_meta (k, v) VALUES ('pruned_through', 0);
+      -- Which registry this is: a replica of another (a rebuilt or different database) must resync, whatever its seqs say.
+      INSERT INTO txrelay_registry_meta (k, v) VALUES ('registry_id', (random() * 9e15)::bigint);
     `,
   },
 ];
