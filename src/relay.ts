@@ -240,7 +240,6 @@ export class Relay {
 
     log.info(
       {
-        node: cfg.node.name,
         registry: cfg.registry.mode,
         http: `${cfg.http.host}:${ports.http}`,
         admin: `${cfg.admin.host}:${ports.admin}`,

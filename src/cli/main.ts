@@ -101,6 +101,10 @@ function adminTarget(file?: string): AdminTarget {
 }
 
 async function admin(t: AdminTarget, method: string, path: string, body?: unknown): Promise<any> {
+  return (await adminCall(t, method, path, body)).json;
+}
+
+async function adminCall(t: AdminTarget, method: string, path: string, body?: unknown): Promise<{ json: any; next: string | null }> {
   let res;
   try {
     res = await request(t.base + path, {
@@ -118,7 +122,8 @@ async function admin(t: AdminTarget, method: string, path: string, body?: unknow
     process.stderr.write(`txrelay: ${json?.error?.message ?? `admin API answered ${res.statusCode}`}\n`);
     process.exit(1);
   }
-  return json;
+  const next = res.headers['x-svc-next-after'];
+  return { json, next: typeof next === 'string' ? next : null };
 }
 
 interface AccountFlags {
@@ -175,7 +180,15 @@ accounts
   .description('list every account as JSON')
   .option('-c, --config <file>', 'configuration file')
   .action(async (o: { config?: string }) => {
-    process.stdout.write(JSON.stringify(await admin(adminTarget(o.config), 'GET', '/admin/accounts'), null, 2) + '\n');
+    // Page by page (docs/protocol.md#admin-api), printed as one array.
+    const t = adminTarget(o.config);
+    const all: unknown[] = [];
+    for (let after: string | null = '0'; after !== null; ) {
+      const page: { json: unknown[]; next: string | null } = await adminCall(t, 'GET', `/admin/accounts?after=${after}&limit=10000`);
+      all.push(...page.json);
+      after = page.next;
+    }
+    process.stdout.write(JSON.stringify(all, null, 2) + '\n');
   });
 
 accounts

@@ -4,7 +4,7 @@
  * Account changes are in effect on every thread before the answer.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { E, specOf, type ErrorSpec } from '../errors.js';
+import { E, TxrelayError, specOf, type ErrorSpec } from '../errors.js';
 import type { AccountInput, Registry } from '../store/accounts.js';
 import type { Plans } from '../store/accounts.js';
 import type { Metrics } from '../obs/metrics.js';
@@ -31,7 +31,11 @@ interface AdminDeps {
 /** A key's digest stays inside the registry: an operator addresses accounts by id or key. */
 const publicFields = (k: string, v: unknown): unknown => (k === 'key_sha256' ? undefined : v);
 
-type Handler = (params: string[], body: unknown) => Promise<[number, unknown]>;
+type Handler = (params: string[], body: unknown) => Promise<[number, unknown] | [number, unknown, [string, string][]]>;
+
+/** Accounts per page of `GET /admin/accounts`: a page is serialised on the thread that admits, so it stays small. */
+const PAGE_DEFAULT = 1000;
+const PAGE_MAX = 10_000;
 
 export function createAdminApp(d: AdminDeps): TemplatedApp {
   const app = d.uws.App();
@@ -49,7 +53,7 @@ export function createAdminApp(d: AdminDeps): TemplatedApp {
 
   const run = (res: Res, fn: Handler, params: string[], body: unknown): void => {
     fn(params, body).then(
-      ([status, out]) => reply.send(res, status, JSON_TYPE, JSON.stringify(out, publicFields)),
+      ([status, out, headers]) => reply.send(res, status, JSON_TYPE, JSON.stringify(out, publicFields), headers),
       (e: unknown) => fail(res, specOf(e), (e as Error).message),
     );
   };
@@ -86,7 +90,7 @@ export function createAdminApp(d: AdminDeps): TemplatedApp {
     return (r: HttpResponse, req: HttpRequest) => {
       const res = reply.guard(r);
       if (!authorized(req)) return fail(res, E.ADMIN_AUTH);
-      const params = [req.getParameter(0) ?? ''];
+      const params = [req.getParameter(0) ?? '', req.getQuery('after') ?? '', req.getQuery('limit') ?? ''];
       if (!withBody) return run(res, fn, params, undefined);
       readBodyTo(res, req, MAX_ADMIN_BODY, new JsonBody(res, fn, params), null);
     };
@@ -98,7 +102,19 @@ export function createAdminApp(d: AdminDeps): TemplatedApp {
     return r;
   };
   app.post('/admin/accounts', route(true, async (_p, body) => [201, await applied(d.accounts.create(body as AccountInput, d.plans))]));
-  app.get('/admin/accounts', route(false, async () => [200, d.accounts.list()]));
+  app.get(
+    '/admin/accounts',
+    route(false, async ([, after, limit]) => {
+      const from = after === '' ? 0 : Number(after);
+      const n = limit === '' ? PAGE_DEFAULT : Number(limit);
+      if (!Number.isSafeInteger(from) || from < 0) throw new TxrelayError(E.ACCOUNT_INVALID, 'after must be an account id (a non-negative integer)');
+      if (!Number.isInteger(n) || n < 1 || n > PAGE_MAX) throw new TxrelayError(E.ACCOUNT_INVALID, `limit must be 1 to ${PAGE_MAX}`);
+      const page = d.accounts.page(from, n);
+      // More after this page: the client asks again with after = the last id (docs/protocol.md#admin-api).
+      const more = page.length === n && d.accounts.page(page[n - 1]!.id, 1).length > 0;
+      return more ? [200, page, [['x-svc-next-after', String(page[n - 1]!.id)]]] : [200, page];
+    }),
+  );
   app.get('/admin/accounts/:id', route(false, async ([id]) => [200, d.accounts.require(id!)]));
   app.patch('/admin/accounts/:id', route(true, async ([id], body) => [200, await applied(d.accounts.update(id!, body as AccountInput))]));
   app.del('/admin/accounts/:id', route(false, async ([id]) => [200, await applied(d.accounts.revoke(id!))]));

@@ -55,6 +55,8 @@ export interface Registry {
   readonly live: number;
   /** Every account, revoked included, by id. */
   list(): AccountRecord[];
+  /** Up to `limit` accounts with ids above `after`, by id: a page costs its length, not the registry's size. */
+  page(after: number, limit: number): AccountRecord[];
   /** By key (UUID text) or id (decimal); throws TXR_ACCOUNT_NOT_FOUND. */
   require(ref: string): AccountRecord;
   create(input: unknown, plans: Plans): Promise<NewAccount>;
@@ -166,6 +168,16 @@ export function freeze<R extends AccountRecord>(rec: R): R {
 /** Scratch for the hot lookups; single-threaded, so one is enough. */
 const scratch: UuidWords = new Int32Array(4);
 
+/** Ids are dense (from 1, gaps only where a create failed), so a page walks ids rather than sorting every record. */
+export function pageOf(byId: ReadonlyMap<number, AccountRecord>, maxId: number, after: number, limit: number): AccountRecord[] {
+  const out: AccountRecord[] = [];
+  for (let id = Math.floor(after) + 1; id <= maxId && out.length < limit; id++) {
+    const rec = byId.get(id);
+    if (rec !== undefined) out.push(rec);
+  }
+  return out;
+}
+
 export class AccountStore implements Registry {
   readonly mode = 'embedded' as const;
   private readonly byUuid = new Map<string, AccountRecord>();
@@ -264,6 +276,10 @@ export class AccountStore implements Registry {
   /** Every account, revoked included, in creation order. */
   list(): AccountRecord[] {
     return [...this.byId.values()].sort((a, b) => a.id - b.id);
+  }
+
+  page(after: number, limit: number): AccountRecord[] {
+    return pageOf(this.byId, this.lastId, after, limit);
   }
 
   /** Applies a partial body of the create shape. A plan change relabels only: TPS values stay as they are. */

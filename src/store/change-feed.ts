@@ -17,7 +17,7 @@ import pg from 'pg';
 import { E, TxrelayError } from '../errors.js';
 import type { Store } from './db.js';
 import type { AccountRecord } from './accounts.js';
-import { CHANNEL, ROW_COLUMNS, WRITE_LOCK, describeUrl, migrate, recordOf, type AccountRow } from './pg-schema.js';
+import { CHANNEL, ROW_COLUMNS, WRITE_LOCK, describeUrl, migrate, recordOf, rowColumns, type AccountRow } from './pg-schema.js';
 
 export interface FeedLog {
   info(msg: string): void;
@@ -314,7 +314,7 @@ export class ChangeFeed {
   private async replay(c: pg.Client): Promise<void> {
     for (;;) {
       const { rows } = await c.query<AccountRow & { change: string }>(
-        `SELECT ch.seq AS change, ${ROW_COLUMNS.split(', ').map((k) => 'a.' + k).join(', ')}
+        `SELECT ch.seq AS change, ${rowColumns('a')}
            FROM txrelay_account_changes ch JOIN txrelay_accounts a ON a.id = ch.account_id
           WHERE ch.seq > $1 ORDER BY ch.seq LIMIT ${CHANGE_PAGE}`,
         [this.seq],

@@ -27,6 +27,7 @@ import {
   limitReached,
   mergeRate,
   notFound,
+  pageOf,
   revokedAccount,
   type AccountRecord,
   type NewAccount,
@@ -72,6 +73,8 @@ export class PgRegistry implements Registry {
   private byId = new Map<number, AccountRecord>();
   private active = new KeyIndex<AccountRecord>(true);
   private liveCount = 0;
+  /** The highest account id seen: pages walk ids up to it. */
+  private maxId = 0;
   private readonly listeners = new Set<(rec: AccountRecord) => void>();
   private readonly pool: pg.Pool;
   private readonly words: UuidWords = new Int32Array(4);
@@ -118,6 +121,10 @@ export class PgRegistry implements Registry {
   /** Every account, revoked included, by id. */
   list(): AccountRecord[] {
     return [...this.byId.values()].sort((a, b) => a.id - b.id);
+  }
+
+  page(after: number, limit: number): AccountRecord[] {
+    return pageOf(this.byId, this.maxId, after, limit);
   }
 
   require(ref: string): AccountRecord {
@@ -220,6 +227,7 @@ export class PgRegistry implements Registry {
     if (prev !== undefined && (prev.version ?? 0) >= (rec.version ?? 0) && prev.revoked === rec.revoked) return;
     this.liveCount += (rec.revoked ? 0 : 1) - (prev && !prev.revoked ? 1 : 0);
     this.byId.set(rec.id, rec);
+    if (rec.id > this.maxId) this.maxId = rec.id;
     if (rec.revoked) this.active.delete(rec);
     else this.active.set(rec);
     if (notify) for (const cb of this.listeners) cb(rec);
@@ -231,8 +239,10 @@ export class PgRegistry implements Registry {
     const byId = new Map<number, AccountRecord>();
     const active = new KeyIndex<AccountRecord>(true);
     let live = 0;
+    let maxId = 0;
     for (const rec of records) {
       byId.set(rec.id, rec);
+      if (rec.id > maxId) maxId = rec.id;
       if (!rec.revoked) {
         active.set(rec);
         live++;
@@ -241,6 +251,7 @@ export class PgRegistry implements Registry {
     this.byId = byId;
     this.active = active;
     this.liveCount = live;
+    this.maxId = maxId;
     for (const rec of records) {
       const prev = before.get(rec.id);
       if (prev === undefined || prev.version !== rec.version || prev.revoked !== rec.revoked) for (const cb of this.listeners) cb(rec);

@@ -83,29 +83,42 @@ export async function migrate(client: pg.ClientBase): Promise<{ from: number; to
   }
 }
 
-/** A row of txrelay_accounts as pg returns it. */
+/** A row of txrelay_accounts as `rowColumns` selects it: the digest as hex and the time as ISO text, made by PostgreSQL. */
 export interface AccountRow {
   id: string;
-  key_sha256: Buffer;
+  key_hex: string;
   plan: 'free' | 'paid';
   evm: AccountRecord['evm'];
   solana: AccountRecord['solana'];
   revoked: boolean;
-  created_at: Date;
+  created_at: string;
   version: number;
 }
 
-export const ROW_COLUMNS = 'id, key_sha256, plan, evm, solana, revoked, created_at, version';
+/**
+ * The columns of an AccountRow, of the table aliased `t` (or unqualified).
+ * Converting in SQL spares a first sync of a million accounts a Date and a
+ * Buffer per row, which it only turned back into strings.
+ */
+export function rowColumns(t = ''): string {
+  const p = t ? `${t}.` : '';
+  return (
+    `${p}id, encode(${p}key_sha256, 'hex') AS key_hex, ${p}plan, ${p}evm, ${p}solana, ${p}revoked, ` +
+    `to_char(${p}created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at, ${p}version`
+  );
+}
+
+export const ROW_COLUMNS = rowColumns();
 
 export function recordOf(r: AccountRow): AccountRecord {
   return freeze({
     id: Number(r.id),
-    key_sha256: r.key_sha256.toString('hex'),
+    key_sha256: r.key_hex,
     plan: r.plan,
     evm: r.evm,
     solana: r.solana,
     revoked: r.revoked,
-    created_at: r.created_at.toISOString(),
+    created_at: r.created_at,
     version: r.version,
   });
 }

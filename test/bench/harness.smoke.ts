@@ -101,3 +101,29 @@ test('bench:ab --no-upstream pairs a relay forwarding to the sink with the same 
     assert.ok(Number(m[1]) > 0, `${relay}: transactions admitted`);
   }
 });
+
+test('bench:registry --smoke runs every measurement against real nodes and PostgreSQL and prints its summary', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
+  const { spawn } = await import('node:child_process');
+  const pg = (await import('pg')).default;
+  const url = process.env['TXRELAY_TEST_PG'] || 'postgres://postgres@127.0.0.1:5432/test';
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  c.on('error', () => {});
+  const up = await c.connect().then(
+    () => true,
+    () => false,
+  );
+  await c.end().catch(() => {});
+  if (!up) return t.skip(`PostgreSQL not reachable at ${new URL(url).host}: skipping the bench:registry smoke run`);
+  const script = new URL('../../bench/registry.js', import.meta.url).pathname;
+  const child = spawn('nice', ['-n', '19', process.execPath, script, '--smoke'], { env: { ...process.env, TXRELAY_BENCH_PG: url }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (err += d));
+  const code = await new Promise((r) => child.on('close', r));
+  assert.equal(code, 0, err.slice(-3000));
+  for (const row of ['1. revocation reaches the other nodes', '2. lost notification', '3. catch-up of', '4. 10,000 accounts: first sync', '5. admin write while stopped']) {
+    assert.ok(out.includes(`| ${row}`), `summary row "${row}"`);
+  }
+  assert.match(out, /503 TXR_REGISTRY_UNAVAILABLE/);
+});

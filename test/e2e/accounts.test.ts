@@ -147,3 +147,50 @@ test('at the live-account cap the admin API answers 507 TXR_ACCOUNT_LIMIT and st
   assert.equal((await call('DELETE', `/admin/accounts/${first.json.uuid}`)).status, 200);
   assert.equal((await call('POST', '/admin/accounts', {})).status, 201);
 });
+
+test('the account list comes in pages by id, with the next page named in x-svc-next-after; the CLI follows them', async (t) => {
+  const r = await startTestRelay();
+  t.after(() => r.stop());
+  const made = [];
+  for (let i = 0; i < 5; i++) made.push(await r.createAccount());
+  await r.adminCall('DELETE', `/admin/accounts/${made[1]!.uuid}`);
+  const page = async (q: string) => {
+    const res = await fetch(`${r.admin}/admin/accounts${q}`, { headers: { authorization: 'Bearer test-admin-token' } });
+    return { status: res.status, next: res.headers.get('x-svc-next-after'), json: (await res.json()) as any };
+  };
+  const first = await page('?limit=2');
+  assert.deepEqual(
+    first.json.map((a: AccountRecord) => a.id),
+    [made[0]!.id, made[1]!.id],
+  );
+  assert.equal(first.json[1].revoked, true, 'revoked accounts are listed');
+  assert.equal(first.next, String(made[1]!.id));
+  const second = await page(`?after=${first.next}&limit=2`);
+  assert.deepEqual(
+    second.json.map((a: AccountRecord) => a.id),
+    [made[2]!.id, made[3]!.id],
+  );
+  const last = await page(`?after=${second.next}&limit=2`);
+  assert.deepEqual(
+    last.json.map((a: AccountRecord) => a.id),
+    [made[4]!.id],
+  );
+  assert.equal(last.next, null, 'no header on the last page');
+  const exact = await page('?limit=5');
+  assert.equal(exact.json.length, 5);
+  assert.equal(exact.next, null, 'a full last page says no more');
+  assert.equal((await page('')).json.length, 5, 'default: the first 1,000');
+  for (const bad of ['?limit=0', '?limit=10001', '?limit=x', '?after=-1', '?after=1.5']) {
+    const res = await page(bad);
+    assert.equal(res.status, 400, bad);
+    assert.equal(res.json.error.code, 'TXR_ACCOUNT_INVALID');
+  }
+  const env = { ...process.env, TXRELAY_ADMIN_PORT: new URL(r.admin).port, TXRELAY_ADMIN_TOKEN: 'test-admin-token' };
+  const out = await new Promise<string>((resolve, reject) =>
+    execFile(process.execPath, [CLI, 'accounts', 'list'], { env }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
+  );
+  assert.deepEqual(
+    (JSON.parse(out) as AccountRecord[]).map((a) => a.id),
+    made.map((a) => a.id),
+  );
+});
