@@ -10,7 +10,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,45 +19,13 @@ import { eventually } from '../helpers/relay.js';
 import { PgCluster, clusterUnavailable } from '../helpers/pg-cluster.js';
 import { freePorts } from '../../bench/e2e/relay.js';
 import { uuidToBytes } from '../../src/store/ids.js';
+import { PG_URL, freshDatabase, pgSkip, sql } from '../helpers/pg.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
-const PG_URL = process.env['TXRELAY_TEST_PG'] || 'postgres://postgres@127.0.0.1:5432/test';
 const TOKEN = 'regional-test-token';
 
-async function reachable(url: string): Promise<boolean> {
-  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  try {
-    await c.connect();
-    await c.end();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const pgUp = await reachable(PG_URL);
-const skipShared = pgUp ? false : `PostgreSQL not reachable at ${new URL(PG_URL).host}: skipping`;
+const skipShared = await pgSkip();
 const skipOutage = clusterUnavailable() ?? false;
-
-async function sql(url: string, text: string, params: unknown[] = []): Promise<pg.QueryResult> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return await c.query(text, params);
-  } finally {
-    await c.end();
-  }
-}
-
-/** A fresh database on the server at `serverUrl`, dropped after the test. */
-async function freshDatabase(t: TestContext, serverUrl: string): Promise<string> {
-  const name = `txr_regional_${randomBytes(5).toString('hex')}`;
-  await sql(serverUrl, `CREATE DATABASE ${name}`);
-  t.after(() => sql(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {}));
-  const u = new URL(serverUrl);
-  u.pathname = '/' + name;
-  return u.toString();
-}
 
 interface Node {
   name: string;
@@ -68,10 +36,10 @@ interface Node {
   out: () => string;
 }
 
-/** Spawns `txrelay serve` in postgres registry mode; resolves once listening, rejects with its output if it exits. */
-async function startNode(t: TestContext, name: string, dataDir: string, url: string, extra: Record<string, string> = {}): Promise<Node> {
+/** A postgres-mode node's environment on fresh ports. */
+async function nodeEnv(name: string, dataDir: string, url: string, extra: Record<string, string> = {}): Promise<NodeJS.ProcessEnv> {
   const [http, admin] = (await freePorts(2)) as [number, number];
-  const env = {
+  return {
     ...process.env,
     TXRELAY_REGISTRY_MODE: 'postgres',
     TXRELAY_DATABASE_URL: url,
@@ -90,36 +58,32 @@ async function startNode(t: TestContext, name: string, dataDir: string, url: str
     TXRELAY_PLANS_PAID_SOLANA_TPS: '100000',
     ...extra,
   };
+}
+
+function serve(env: NodeJS.ProcessEnv): { child: ChildProcess; out: () => string } {
   const child = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
+  return { child, out: () => out };
+}
+
+/** Spawns `txrelay serve` in postgres registry mode; resolves once listening, rejects with its output if it exits. */
+async function startNode(t: TestContext, name: string, dataDir: string, url: string, extra: Record<string, string> = {}): Promise<Node> {
+  const env = await nodeEnv(name, dataDir, url, extra);
+  const { child, out } = serve(env);
   t.after(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
-  await eventually(() => out.includes('txrelay listening') || child.exitCode !== null, 20_000, `node ${name} start`);
-  if (child.exitCode !== null) throw new Error(`node ${name} exited ${child.exitCode}: ${out}`);
-  return { name, child, base: `http://127.0.0.1:${http}`, admin: `http://127.0.0.1:${admin}`, env, out: () => out };
+  await eventually(() => out().includes('txrelay listening') || child.exitCode !== null, 20_000, `node ${name} start`);
+  if (child.exitCode !== null) throw new Error(`node ${name} exited ${child.exitCode}: ${out()}`);
+  const port = (k: string) => `http://127.0.0.1:${env[k]}`;
+  return { name, child, base: port('TXRELAY_HTTP_PORT'), admin: port('TXRELAY_ADMIN_PORT'), env, out };
 }
 
 /** Runs `txrelay serve` expecting it to refuse to start; resolves with its exit code and output. */
 async function refusedStart(name: string, dataDir: string, url: string): Promise<{ code: number | null; out: string }> {
-  const [http, admin] = (await freePorts(2)) as [number, number];
-  const env = {
-    ...process.env,
-    TXRELAY_REGISTRY_MODE: 'postgres',
-    TXRELAY_DATABASE_URL: url,
-    TXRELAY_NODE_NAME: name,
-    TXRELAY_STORAGE_DATA_DIR: dataDir,
-    TXRELAY_HTTP_PORT: String(http),
-    TXRELAY_ADMIN_PORT: String(admin),
-    TXRELAY_ADMIN_TOKEN: TOKEN,
-    TXRELAY_UDP_ENABLED: 'false',
-  };
-  const child = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
+  const { child, out } = serve(await nodeEnv(name, dataDir, url));
   const code = await new Promise<number | null>((resolve) => {
     const kill = setTimeout(() => child.kill('SIGKILL'), 20_000);
     child.once('exit', (c) => {
@@ -127,7 +91,7 @@ async function refusedStart(name: string, dataDir: string, url: string): Promise
       resolve(c);
     });
   });
-  return { code, out };
+  return { code, out: out() };
 }
 
 async function stopNode(n: Node): Promise<void> {
@@ -169,7 +133,7 @@ function cli(n: Node, ...args: string[]): string {
 }
 
 test('three nodes share one registry: made on one, changed on another, revoked on a third, in effect on all', { skip: skipShared }, async (t) => {
-  const url = await freshDatabase(t, PG_URL);
+  const url = await freshDatabase(t, 'txr_regional');
   // Node c serves HTTP from two acceptor threads (where the uWS build can), each with its own copy of the replica.
   const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((n) => startNode(t, `node-${n}`, tempDir(t), url, n === 'c' ? { TXRELAY_HTTP_ACCEPTORS: '2' } : {})));
   const nodes = [a!, b!, c!];
@@ -247,7 +211,7 @@ test('three nodes share one registry: made on one, changed on another, revoked o
 });
 
 test('a node that was down catches up on start, and one past the change log resyncs from a snapshot', { skip: skipShared }, async (t) => {
-  const url = await freshDatabase(t, PG_URL);
+  const url = await freshDatabase(t, 'txr_regional');
   const dirB = tempDir(t);
   const a = await startNode(t, 'catch-a', tempDir(t), url);
   let b = await startNode(t, 'catch-b', dirB, url);
@@ -333,7 +297,7 @@ test('PostgreSQL down: nodes admit from their replicas, account changes answer 5
 });
 
 test('a schema newer than this binary is refused by the node and by db migrate, changing nothing', { skip: skipShared }, async (t) => {
-  const url = await freshDatabase(t, PG_URL);
+  const url = await freshDatabase(t, 'txr_regional');
   const env = { ...process.env, TXRELAY_DATABASE_URL: url };
   const out = execFileSync(process.execPath, [CLI, 'db', 'migrate'], { env, encoding: 'utf8' });
   assert.match(out, /version 0 -> 1/);

@@ -20,8 +20,8 @@ import { PgRegistry, importAccounts } from '../../src/store/pg-registry.js';
 import { pruneChangeLog } from '../../src/store/change-feed.js';
 import { SCHEMA_VERSION, migrate } from '../../src/store/pg-schema.js';
 import { uuidToBytes } from '../../src/store/ids.js';
+import { PG_URL, pgSkip, sql } from '../helpers/pg.js';
 
-const PG_URL = process.env['TXRELAY_TEST_PG'] || 'postgres://postgres@127.0.0.1:5432/test';
 /** Nothing listens on port 1. */
 const DEAD_URL = 'postgres://postgres@127.0.0.1:1/x';
 const PLANS: Plans = {
@@ -31,43 +31,7 @@ const PLANS: Plans = {
 const POLL_MS = 200;
 const RETENTION_S = 86_400;
 
-/** The URL without credentials, for the skip line. */
-function shown(url: string): string {
-  try {
-    const u = new URL(url);
-    u.username = '';
-    u.password = '';
-    return u.toString();
-  } catch {
-    return 'TXRELAY_TEST_PG';
-  }
-}
-
-async function reachable(): Promise<boolean> {
-  const c = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
-  c.on('error', () => {});
-  try {
-    await c.connect();
-    await c.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await c.end().catch(() => {});
-  }
-}
-
-const skip = (await reachable()) ? false : `PostgreSQL not reachable at ${shown(PG_URL)}: skipping`;
-
-async function adminSql(text: string): Promise<void> {
-  const c = new pg.Client({ connectionString: PG_URL });
-  await c.connect();
-  try {
-    await c.query(text);
-  } finally {
-    await c.end();
-  }
-}
+const skip = await pgSkip();
 
 async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const end = Date.now() + timeoutMs;
@@ -133,7 +97,7 @@ interface Env {
 
 async function setup(t: TestContext): Promise<Env> {
   const db = `txr_t_${randomBytes(8).toString('hex')}`;
-  await adminSql(`CREATE DATABASE ${db}`);
+  await sql(PG_URL, `CREATE DATABASE ${db}`);
   const u = new URL(PG_URL);
   u.pathname = '/' + db;
   const url = u.toString();
@@ -145,7 +109,7 @@ async function setup(t: TestContext): Promise<Env> {
     for (const n of nodes) await n.close();
     await pool.end().catch(() => {});
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
-    await adminSql(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+    await sql(PG_URL, `DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
   });
   const env: Env = {
     url,

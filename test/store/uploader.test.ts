@@ -14,48 +14,12 @@ import pg from 'pg';
 import { Store, type StoreLog } from '../../src/store/db.js';
 import { BatchStore, newBatch, type NewBatch } from '../../src/store/batches.js';
 import { Uploader } from '../../src/store/uploader.js';
+import { PG_URL, pgSkip, sql as pgSql } from '../helpers/pg.js';
 
-const PG_URL = process.env['TXRELAY_TEST_PG'] || 'postgres://postgres@127.0.0.1:5432/test';
 const hash = (i: number) => '0x' + i.toString(16).padStart(64, '0');
 
-/** The URL without credentials, for the skip line. */
-function shown(url: string): string {
-  try {
-    const u = new URL(url);
-    u.username = '';
-    u.password = '';
-    return u.toString();
-  } catch {
-    return 'TXRELAY_TEST_PG';
-  }
-}
-
-async function reachable(): Promise<boolean> {
-  const c = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
-  c.on('error', () => {});
-  try {
-    await c.connect();
-    await c.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await c.end().catch(() => {});
-  }
-}
-
-const pgUp = await reachable();
-const skip = pgUp ? false : `PostgreSQL not reachable at ${shown(PG_URL)}: skipping`;
-
-async function sql(text: string, params: unknown[] = []): Promise<pg.QueryResult> {
-  const c = new pg.Client({ connectionString: PG_URL });
-  await c.connect();
-  try {
-    return await c.query(text, params);
-  } finally {
-    await c.end();
-  }
-}
+const skip = await pgSkip();
+const sql = (text: string, params: unknown[] = []) => pgSql(PG_URL, text, params);
 
 async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const end = Date.now() + timeoutMs;
