@@ -19,7 +19,7 @@ import { eventually } from '../helpers/relay.js';
 import { PgCluster, clusterUnavailable } from '../helpers/pg-cluster.js';
 import { freePorts } from '../../bench/e2e/relay.js';
 import { uuidToBytes } from '../../src/store/ids.js';
-import { PG_URL, freshDatabase, pgSkip, sql } from '../helpers/pg.js';
+import { freshDatabase, pgSkip, sql } from '../helpers/pg.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 const TOKEN = 'regional-test-token';

@@ -5,6 +5,7 @@
  */
 import type { TestContext } from 'node:test';
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import pg from 'pg';
 
 export const PG_URL = process.env['TXRELAY_TEST_PG'] || 'postgres://postgres@127.0.0.1:5432/test';
@@ -59,4 +60,59 @@ export async function freshDatabase(t: TestContext, prefix: string, serverUrl = 
   const u = new URL(serverUrl);
   u.pathname = '/' + name;
   return u.toString();
+}
+
+/** A TCP proxy to the PostgreSQL server that can cut every connection and refuse, or silently hold, new ones. */
+export class PgProxy {
+  private readonly server = net.createServer((client) => this.accept(client));
+  private readonly sockets = new Set<net.Socket>();
+  private mode: 'up' | 'down' | 'blackhole' = 'up';
+  private readonly target: { host: string; port: number };
+
+  constructor(private readonly url: string) {
+    const u = new URL(url);
+    this.target = { host: u.hostname || '127.0.0.1', port: Number(u.port || 5432) };
+  }
+
+  async listen(): Promise<string> {
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    const u = new URL(this.url);
+    u.hostname = '127.0.0.1';
+    u.port = String((this.server.address() as net.AddressInfo).port);
+    return u.toString();
+  }
+
+  down(mode: 'down' | 'blackhole' = 'down'): void {
+    this.mode = mode;
+    for (const s of this.sockets) s.destroy();
+  }
+
+  restore(): void {
+    this.mode = 'up';
+  }
+
+  close(): Promise<void> {
+    this.down();
+    return new Promise((r) => this.server.close(() => r()));
+  }
+
+  private accept(client: net.Socket): void {
+    if (this.mode === 'down') return void client.destroy();
+    if (this.mode === 'blackhole') {
+      this.sockets.add(client);
+      client.on('error', () => {});
+      client.on('close', () => this.sockets.delete(client));
+      return;
+    }
+    const upstream = net.connect(this.target);
+    for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+      this.sockets.add(a);
+      a.on('error', () => b.destroy());
+      a.on('close', () => {
+        this.sockets.delete(a);
+        b.destroy();
+      });
+      a.pipe(b);
+    }
+  }
 }

@@ -9,7 +9,6 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -20,7 +19,7 @@ import { PgRegistry, importAccounts } from '../../src/store/pg-registry.js';
 import { pruneChangeLog } from '../../src/store/change-feed.js';
 import { SCHEMA_VERSION, migrate } from '../../src/store/pg-schema.js';
 import { uuidToBytes } from '../../src/store/ids.js';
-import { PG_URL, pgSkip, sql } from '../helpers/pg.js';
+import { PG_URL, PgProxy, pgSkip, sql } from '../helpers/pg.js';
 
 /** Nothing listens on port 1. */
 const DEAD_URL = 'postgres://postgres@127.0.0.1:1/x';
@@ -160,58 +159,6 @@ async function setup(t: TestContext): Promise<Env> {
     },
   };
   return env;
-}
-
-/** A TCP proxy to the PostgreSQL server that can cut every connection and refuse new ones. */
-class Proxy {
-  private readonly server = net.createServer((client) => this.accept(client));
-  private readonly sockets = new Set<net.Socket>();
-  private up = true;
-  private readonly target: { host: string; port: number };
-
-  constructor(private readonly url: string) {
-    const u = new URL(url);
-    this.target = { host: u.hostname || '127.0.0.1', port: Number(u.port || 5432) };
-  }
-
-  async listen(): Promise<string> {
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
-    const u = new URL(this.url);
-    u.hostname = '127.0.0.1';
-    u.port = String((this.server.address() as net.AddressInfo).port);
-    return u.toString();
-  }
-
-  down(): void {
-    this.up = false;
-    for (const s of this.sockets) s.destroy();
-  }
-
-  restore(): void {
-    this.up = true;
-  }
-
-  close(): Promise<void> {
-    this.down();
-    return new Promise((r) => this.server.close(() => r()));
-  }
-
-  private accept(client: net.Socket): void {
-    if (!this.up) return void client.destroy();
-    const upstream = net.connect(this.target);
-    for (const [a, b] of [
-      [client, upstream],
-      [upstream, client],
-    ] as const) {
-      this.sockets.add(a);
-      a.on('error', () => b.destroy());
-      a.on('close', () => {
-        this.sockets.delete(a);
-        b.destroy();
-      });
-      a.pipe(b);
-    }
-  }
 }
 
 // ---- 1. migrations ------------------------------------------------------------
@@ -575,7 +522,7 @@ test(
 
 test('onChange: changes from the feed are announced in seq order; a resync announces only what changed', { skip }, async (t) => {
   const env = await setup(t);
-  const proxy = new Proxy(env.url);
+  const proxy = new PgProxy(env.url);
   const via = await proxy.listen();
   t.after(() => proxy.close());
   const n1 = await env.open('n1');

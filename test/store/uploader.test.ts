@@ -7,14 +7,12 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { Store, type StoreLog } from '../../src/store/db.js';
 import { BatchStore, newBatch, type NewBatch } from '../../src/store/batches.js';
 import { Uploader } from '../../src/store/uploader.js';
-import { PG_URL, pgSkip, sql as pgSql } from '../helpers/pg.js';
+import { PG_URL, PgProxy, pgSkip, sql as pgSql } from '../helpers/pg.js';
 
 const hash = (i: number) => '0x' + i.toString(16).padStart(64, '0');
 
@@ -75,61 +73,6 @@ async function persistMany(batches: BatchStore, n: number, account = 1): Promise
 async function rows(table: string): Promise<Map<string, { items: unknown; account_id: string }>> {
   const r = await sql(`SELECT batch_id, items, account_id FROM ${table}`);
   return new Map(r.rows.map((x) => [x.batch_id as string, x]));
-}
-
-/** A TCP proxy to the PostgreSQL server that can cut every connection and refuse, or silently hold, new ones. */
-class Proxy {
-  private readonly server = net.createServer((client) => this.accept(client));
-  private readonly sockets = new Set<net.Socket>();
-  private mode: 'up' | 'down' | 'blackhole' = 'up';
-  private readonly target: { host: string; port: number };
-
-  constructor(url: string) {
-    const u = new URL(url);
-    this.target = { host: u.hostname || '127.0.0.1', port: Number(u.port || 5432) };
-  }
-
-  async listen(): Promise<string> {
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
-    const u = new URL(PG_URL);
-    u.hostname = '127.0.0.1';
-    u.port = String((this.server.address() as net.AddressInfo).port);
-    return u.toString();
-  }
-
-  down(mode: 'down' | 'blackhole' = 'down'): void {
-    this.mode = mode;
-    for (const s of this.sockets) s.destroy();
-  }
-
-  restore(): void {
-    this.mode = 'up';
-  }
-
-  close(): Promise<void> {
-    this.down();
-    return new Promise((r) => this.server.close(() => r()));
-  }
-
-  private accept(client: net.Socket): void {
-    if (this.mode === 'down') return void client.destroy();
-    if (this.mode === 'blackhole') {
-      this.sockets.add(client);
-      client.on('error', () => {});
-      client.on('close', () => this.sockets.delete(client));
-      return;
-    }
-    const upstream = net.connect(this.target);
-    for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
-      this.sockets.add(a);
-      a.on('error', () => b.destroy());
-      a.on('close', () => {
-        this.sockets.delete(a);
-        b.destroy();
-      });
-      a.pipe(b);
-    }
-  }
 }
 
 test('uploader: every record lands in PostgreSQL once, with its fields, and is marked uploaded', { skip }, async (t) => {
@@ -218,7 +161,7 @@ test('uploader: a commit PostgreSQL refuses leaves every record of the statement
 
 test('uploader: through a database outage in the middle, all records end in PostgreSQL exactly once', { skip }, async (t) => {
   const env = setup(t);
-  const proxy = new Proxy(PG_URL);
+  const proxy = new PgProxy(PG_URL);
   const url = await proxy.listen();
   t.after(() => proxy.close());
   // Small statements, so the outage lands while the queue is being drained.
@@ -261,7 +204,7 @@ test('uploader: through a database outage in the middle, all records end in Post
 
 test('uploader: stop() makes a last upload of what is queued, and returns within its timeout when the database is gone', { skip }, async (t) => {
   const env = setup(t);
-  const proxy = new Proxy(PG_URL);
+  const proxy = new PgProxy(PG_URL);
   const url = await proxy.listen();
   t.after(() => proxy.close());
 
