@@ -192,6 +192,38 @@ export const configSchema = {
       },
       'The account registry.',
     ),
+    status: section(
+      {
+        enabled: {
+          type: 'boolean',
+          default: true,
+          description: 'Trace each admitted transaction after its acknowledgement (upstream attempts and answers) for the status API (docs/protocol.md#status). Off: every id reads `unknown`.',
+        },
+        retention_s: {
+          type: 'integer',
+          minimum: 10,
+          maximum: 86_400,
+          default: 900,
+          description: 'How long a transaction\'s status is kept; after it, the id reads `expired`. Batch records keep their batches\' history for longer.',
+        },
+        max_tracked: {
+          type: 'integer',
+          minimum: 1000,
+          maximum: 10_000_000,
+          default: 200_000,
+          description: 'At most this many statuses are held on each HTTP thread; past it the oldest leave early (about 0.5 KB each, more with many upstream attempts).',
+        },
+        reads_per_s: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 100_000,
+          default: 20,
+          description: 'Status reads an account may make per second on a node (a request of up to 100 ids is one read); they never take submission quota.',
+        },
+        reads_burst: { type: 'integer', minimum: 1, maximum: 200_000, default: 40, description: 'Burst of an account\'s status reads.' },
+      },
+      'The status API: what happened to a transaction after its acknowledgement.',
+    ),
     node: section(
       {
         name: {
@@ -371,6 +403,7 @@ export interface Config {
   database: { url: string };
   registry: { mode: 'embedded' | 'postgres'; poll_interval_ms: number; change_retention_s: number };
   node: { name: string };
+  status: { enabled: boolean; retention_s: number; max_tracked: number; reads_per_s: number; reads_burst: number };
   limits: { ip_rps: number; ip_burst: number; queue_capacity: number; queue_target_ms: number; queue_max_ms: number; shed_hold_ms: number };
   dedup: { window_s: number };
   evm: { enabled: boolean; chain_id: number; upstreams: { paid: string[]; free: string[] }; max_batch: number };

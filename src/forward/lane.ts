@@ -40,6 +40,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { Breaker, Permit, type BreakerOptions, type BreakerState } from './breaker.js';
 import { ForwardConfigError, PostStatus, UPSTREAM_CONNECTIONS, UpstreamClient, parseUpstreamUrl, type LogLevel, type LogSink, type PostResult, type UpstreamOptions, type UpstreamStats } from './upstream.js';
 import { CallKind, callLength, writeCall, type BodyWriter } from './wire.js';
+import type { Trace } from '../status/tracker.js';
 
 export type LaneName = 'evm-paid' | 'evm-free' | 'solana-single' | 'solana-bundle';
 export const LANE_NAMES: readonly LaneName[] = ['evm-paid', 'evm-free', 'solana-single', 'solana-bundle'];
@@ -207,6 +208,15 @@ class Outlet {
   }
 }
 
+/** How an item ended, for its status: accepted by some upstream, refused by all that answered, or given up. */
+function endOf(verdict: number, reason: number, t: Trace): ['forwarded' | 'upstream_rejected' | 'failed' | 'dropped', string | null] {
+  if (verdict === ACCEPTED) return ['forwarded', null];
+  if (verdict === REJECTED) return ['upstream_rejected', 'every upstream that answered refused it'];
+  if (reason === R_SHUTDOWN) return ['dropped', 'the node shut down before an upstream accepted it'];
+  // Expired: tried and failed everywhere it went, or never got out (breakers open, a backlog).
+  return t.attempts.length > 0 ? ['failed', 'no upstream accepted it before it expired'] : ['dropped', 'expired in the queue before any upstream took it'];
+}
+
 export class Lane<N extends LaneName = LaneName> {
   readonly name: N;
   readonly capacity: number;
@@ -225,6 +235,8 @@ export class Lane<N extends LaneName = LaneName> {
   // never reset; `&` takes them modulo 2^32, which the power-of-two size divides.
   private readonly mask: number;
   private readonly items: (LaneItem<N> | undefined)[];
+  /** The status trace of each item (docs/protocol.md#status), where one is kept. */
+  private readonly traces: (Trace | undefined)[];
   private readonly done: Uint32Array;
   private readonly verdict: Uint8Array;
   /** Admission time, for MAX_AGE_MS; monotone in seq, so expiry is always a prefix of the ring. */
@@ -295,6 +307,7 @@ export class Lane<N extends LaneName = LaneName> {
     while (size < need) size *= 2;
     this.mask = size - 1;
     this.items = new Array<LaneItem<N> | undefined>(size).fill(undefined);
+    this.traces = new Array<Trace | undefined>(size).fill(undefined);
     this.done = new Uint32Array(size);
     this.verdict = new Uint8Array(size);
     this.born = new Float64Array(size);
@@ -326,11 +339,12 @@ export class Lane<N extends LaneName = LaneName> {
   }
 
   /** Queues one item for every upstream; false when full (503 capacity) or draining. A dry lane discards it. */
-  offer(item: LaneItem<N>): boolean {
+  offer(item: LaneItem<N>, trace?: Trace): boolean {
     if (!this.accepting) return false;
     if (this.outlets.length === 0) {
       this.admittedCount++;
       this.discardedCount++;
+      trace?.final('dropped', 'no upstream is configured for this lane', this.now());
       return true;
     }
     const now = this.now();
@@ -340,6 +354,7 @@ export class Lane<N extends LaneName = LaneName> {
     }
     const i = this.tail & this.mask;
     this.items[i] = item;
+    this.traces[i] = trace;
     this.done[i] = 0;
     this.verdict[i] = NONE;
     this.born[i] = now;
@@ -485,6 +500,7 @@ export class Lane<N extends LaneName = LaneName> {
       }
       o.inFlight++;
       o.inFlightItems += n;
+      for (let i = 0; i < n; i++) this.traces[(from + i) & this.mask]?.sent(o.client.label, now);
       o.client.post(this.body, from, n, n > 1, (res) => this.complete(o, from, n, permit, res));
     }
     return Infinity;
@@ -512,12 +528,15 @@ export class Lane<N extends LaneName = LaneName> {
             o.batching = false;
             this.say('warn', 'upstream refuses JSON-RPC batches: sending one transaction per request from now on', o, { reason: r.reason });
           }
+          this.answeredAll(o, from, n, now, r.httpStatus, 'refused as a batch: resent one per request');
           this.requeue(o, from, n, now);
         } else {
           const acc = r.accepted!;
           for (let i = 0; i < n; i++) {
             const seq = from + i;
-            if (!this.stale(o, seq)) this.mark(o, seq, acc[i] === 1 ? ACCEPTED : REJECTED, R_REJECTED);
+            if (this.stale(o, seq)) continue;
+            this.traces[seq & this.mask]?.answered(o.client.label, now, acc[i] === 1 ? 'ok' : 'rejected', r.httpStatus, acc[i] === 1 ? null : r.reason);
+            this.mark(o, seq, acc[i] === 1 ? ACCEPTED : REJECTED, R_REJECTED);
           }
           if (r.okCount < n) {
             const held = o.rpcLog.pass(now);
@@ -528,13 +547,16 @@ export class Lane<N extends LaneName = LaneName> {
         o.failures = 0;
         if (n > 1) {
           // The batch may be what was refused (its size, its shape): each item gets a request of its own.
+          this.answeredAll(o, from, n, now, r.httpStatus, `${r.reason}: resent one per request`);
           for (let i = 0; i < n; i++) this.requeue(o, from + i, 1, now);
         } else if (!this.stale(o, from)) {
+          this.traces[from & this.mask]?.answered(o.client.label, now, 'rejected', r.httpStatus, r.reason);
           this.mark(o, from, REJECTED, R_REJECTED);
         }
         const held = o.rpcLog.pass(now);
         if (held >= 0) this.say('info', n > 1 ? 'upstream refused a batch request: resending its transactions one per request' : 'upstream refused transactions', o, { items: n, reason: r.reason, suppressed: held });
       } else {
+        this.answeredAll(o, from, n, now, r.httpStatus, r.reason);
         o.failures++;
         const backoff = Math.min(RETRY_BACKOFF_MS * 2 ** (o.failures - 1), RETRY_BACKOFF_MAX_MS);
         this.requeue(o, from, n, now + backoff);
@@ -546,6 +568,13 @@ export class Lane<N extends LaneName = LaneName> {
       this.internal(err);
     } finally {
       this.checkIdle();
+    }
+  }
+
+  /** A request that will be resent: each traced item's attempt failed. */
+  private answeredAll(o: Outlet, from: number, n: number, now: number, httpStatus: number, why: string): void {
+    for (let i = 0; i < n; i++) {
+      if (!this.stale(o, from + i)) this.traces[(from + i) & this.mask]?.answered(o.client.label, now, 'failed', httpStatus || null, why);
     }
   }
 
@@ -681,6 +710,11 @@ export class Lane<N extends LaneName = LaneName> {
     if (final !== ACCEPTED) {
       if (final === NONE) this.open--;
       this.dropped(final === REJECTED ? R_REJECTED : reason);
+    }
+    const t = this.traces[i];
+    if (t !== undefined) {
+      this.traces[i] = undefined;
+      t.final(...endOf(final, reason, t), this.now());
     }
     this.items[i] = undefined;
     while (this.head < this.tail && this.done[this.head & this.mask] === this.allMask) this.head++;

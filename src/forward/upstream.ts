@@ -79,6 +79,8 @@ export interface PostResult {
   reason: string;
   /** A batch array answered by a single error object: this upstream does not take JSON-RPC batches. */
   batchRefused: boolean;
+  /** The answer's HTTP status; 0 when there was none (a transport failure). */
+  httpStatus: number;
 }
 
 type PostDone = (r: PostResult) => void;
@@ -145,7 +147,7 @@ class Connection {
   writeBuf: Buffer | null = null;
   readonly parser = new ResponseParser({ maxBodyBytes: MAX_RESPONSE_BYTES });
   readonly scan: AnswerScan = { bad: '', accepted: new Uint8Array(64), okCount: 0, reason: '', batchRefused: false };
-  readonly result: PostResult = { outcome: PostStatus.OK, accepted: null, okCount: 0, reason: '', batchRefused: false };
+  readonly result: PostResult = { outcome: PostStatus.OK, accepted: null, okCount: 0, reason: '', batchRefused: false, httpStatus: 0 };
 }
 
 export class UpstreamClient {
@@ -209,7 +211,7 @@ export class UpstreamClient {
     const c = this.closing ? null : this.pick();
     if (c === null) {
       // Only a caller bug (more in flight than connections) or a post after close gets here.
-      const r: PostResult = { outcome: this.closing ? PostStatus.ABORTED : PostStatus.CONN_ERROR, accepted: null, okCount: 0, reason: 'no free connection', batchRefused: false };
+      const r: PostResult = { outcome: this.closing ? PostStatus.ABORTED : PostStatus.CONN_ERROR, accepted: null, okCount: 0, reason: 'no free connection', batchRefused: false, httpStatus: 0 };
       if (this.closing) this.aborted += count;
       else this.connErrors += count;
       queueMicrotask(() => done(r));
@@ -410,14 +412,14 @@ export class UpstreamClient {
     const count = c.count;
     if (p.status < 200 || p.status >= 300) {
       this.httpErrors += count;
-      failed(r, p.status >= 400 && p.status < 500 && p.status !== 408 && p.status !== 429 ? PostStatus.REFUSED : PostStatus.HTTP_ERROR, 'http ' + p.status);
+      failed(r, p.status >= 400 && p.status < 500 && p.status !== 408 && p.status !== 429 ? PostStatus.REFUSED : PostStatus.HTTP_ERROR, 'http ' + p.status, p.status);
     } else {
       const scan = c.scan;
       if (scan.accepted.length < count) scan.accepted = new Uint8Array(count);
       readAnswer(p.bodyBuffer(), p.bodyStart(), p.bodyEnd(), c.firstId, count, c.batch, scan);
       if (scan.bad !== '') {
         this.httpErrors += count;
-        failed(r, PostStatus.BAD_RESPONSE, scan.bad);
+        failed(r, PostStatus.BAD_RESPONSE, scan.bad, p.status);
       } else {
         if (scan.batchRefused) this.rpcErrors += count;
         else {
@@ -425,6 +427,7 @@ export class UpstreamClient {
           this.rpcErrors += count - scan.okCount;
         }
         r.outcome = PostStatus.OK;
+        r.httpStatus = p.status;
         r.accepted = scan.accepted;
         r.okCount = scan.okCount;
         r.reason = scan.reason;
@@ -489,8 +492,9 @@ export class UpstreamClient {
 }
 
 /** A request that failed as a whole: no per-item verdicts. */
-function failed(r: PostResult, outcome: PostStatus, reason: string): PostResult {
+function failed(r: PostResult, outcome: PostStatus, reason: string, httpStatus = 0): PostResult {
   r.outcome = outcome;
+  r.httpStatus = httpStatus;
   r.accepted = null;
   r.okCount = 0;
   r.reason = reason;

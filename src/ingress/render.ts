@@ -35,6 +35,11 @@ export function solanaResult(result: string, id: string): string {
   return `{"jsonrpc":"2.0","result":${result},"id":${id}}`;
 }
 
+/** A status read's answer: `{"statuses":[...]}` over HTTP, the array as a JSON-RPC result (docs/protocol.md#status). */
+export function statusesJson(o: Outcome): string {
+  return JSON.stringify(o.statuses);
+}
+
 export function signaturesJson(o: Outcome): string {
   if (o.ids === null) return `"${o.id}"`;
   return '["' + o.ids.join('","') + '"]';

@@ -35,10 +35,13 @@ export interface Res extends HttpResponse {
   /** When the handler started, for the accept-latency histogram. */
   t0?: number;
   timer?: LatencyTimer | undefined;
+  /** Set by a door on an acknowledgement: sent as `x-svc-request-id` (docs/protocol.md#status). */
+  requestId?: string | null;
 }
 
 const CONTENT_TYPE = bytesOf('content-type');
 const NODE = bytesOf('x-svc-node');
+const REQUEST_ID = bytesOf('x-svc-request-id');
 export const JSON_TYPE = 'application/json';
 export const TEXT_TYPE = 'text/plain; charset=utf-8';
 
@@ -152,6 +155,7 @@ export class Replier {
     r.done = false;
     r.watching = false;
     r.timer = timer;
+    r.requestId = null;
     if (timer) r.t0 = performance.now();
     return r;
   }
@@ -248,6 +252,7 @@ export class Replier {
     res.writeStatus(bytesOf(statusLine(this.wStatus)));
     if (this.wType) res.writeHeader(CONTENT_TYPE, bytesOf(this.wType));
     res.writeHeader(NODE, this.node);
+    if (res.requestId) res.writeHeader(REQUEST_ID, res.requestId);
     const h = this.wHeaders;
     if (h) {
       const enc = encodedOf(h);

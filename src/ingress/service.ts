@@ -11,13 +11,17 @@ import { scrub } from '../obs/log.js';
 import { LabelledHistogram } from '../obs/metrics.js';
 import type { ServiceStats } from '../obs/service-stats.js';
 import type { DedupFilter } from '../tables/dedup.js';
-import type { IpLimiter } from '../tables/ip-limiter.js';
+import { IpLimiter } from '../tables/ip-limiter.js';
 import { Slab } from '../tables/slab.js';
 import { JobTable } from '../exec/jobs.js';
 import { Verifier } from '../exec/verifier.js';
 import { Forwarder } from '../forward/forwarder.js';
 import type { TipAccounts } from '../chains/solana/tip.js';
 import { Pipeline } from '../pipeline/admit.js';
+import { Outcome } from '../pipeline/outcome.js';
+import { Tracker, unknownStatus } from '../status/tracker.js';
+import { E, RelayError } from '../errors.js';
+import type { AccountRecord } from '../store/accounts.js';
 import type { Accounts } from '../pipeline/accounts.js';
 import type { BatchRecorder } from '../pipeline/evm-batch.js';
 import type { TemplatedApp, Uws } from './uws.js';
@@ -26,6 +30,7 @@ import { Replier, TEXT_TYPE } from './reply.js';
 import { clientIp } from './client-ip.js';
 import type { DoorContext } from './doors/context.js';
 import { registerJsonRpcDoor } from './doors/jsonrpc.js';
+import { registerStatusDoor } from './doors/status.js';
 import { registerPing, registerSolanaDoors } from './doors/solana.js';
 import { registerEvmTextDoor } from './doors/evm.js';
 
@@ -100,6 +105,14 @@ export class HttpService {
       // What every service would say alike is said once, by the main thread's.
       warnDry: d.name === 'main',
     });
+    const tracker = cfg.status.enabled ? new Tracker({ retentionMs: cfg.status.retention_s * 1000, maxEntries: cfg.status.max_tracked, node: cfg.node.name }) : null;
+    const reads = IpLimiter.create({ nowMs: clock(), rate: cfg.status.reads_per_s, burst: cfg.status.reads_burst, capacity: 4096 });
+    const statuses = (account: AccountRecord, ids: readonly string[]): Outcome => {
+      const wait = reads.tryTake(`account ${account.id}`, 1, clock());
+      if (wait > 0) return Outcome.refused(new RelayError(E.RATE_ACCOUNT, String(cfg.status.reads_per_s), wait));
+      const node = cfg.node.name;
+      return Outcome.answered(ids.map((id) => tracker?.status(id, account.id) ?? unknownStatus(id, node)));
+    };
     const pipeline = new Pipeline({
       clock,
       accounts: d.accounts,
@@ -119,6 +132,8 @@ export class HttpService {
       heldRefusals: reply.heldRefusals,
       batches: d.batches,
       maxBody: cfg.http.max_body_bytes,
+      tracker,
+      statuses,
     });
     const accept = new LabelledHistogram(ACCEPT_BUCKETS);
     const app = d.uws.App();
@@ -138,6 +153,7 @@ export class HttpService {
     if (cfg.solana.enabled) registerSolanaDoors(doors);
     if (cfg.evm.enabled) registerEvmTextDoor(doors);
     registerJsonRpcDoor(doors);
+    registerStatusDoor(doors);
     app.any('/*', (res) => {
       res.cork(() => res.writeStatus('404 Not Found').writeHeader('content-type', TEXT_TYPE).writeHeader('x-svc-node', cfg.node.name).end('Not Found'));
     });

@@ -25,6 +25,9 @@ import { MAX_BUNDLE_BODY, bundleVerdict, memberViews, placeBundle, prepareBundle
 import { prepareItem, type BatchRecorder } from './evm-batch.js';
 import { Outcome } from './outcome.js';
 import { Kind, Submission, type BodySink, type Sink } from './submission.js';
+import type { Trace, Tracker } from '../status/tracker.js';
+import { nextRequestId } from '../status/request-id.js';
+import type { AccountRecord } from '../store/accounts.js';
 
 interface PipelineDeps extends GateDeps {
   dedup: DedupFilter;
@@ -36,9 +39,16 @@ interface PipelineDeps extends GateDeps {
   batches: BatchRecorder | null;
   /** `http.max_body_bytes`, named in the answer to a body over it. */
   maxBody: number;
+  /** Where admitted transactions are traced for status reads (docs/protocol.md#status); null: not traced. */
+  tracker: Tracker | null;
+  /** A status read for an authenticated account: its answer, or its refusal (the reads' own rate limit). */
+  statuses: (account: AccountRecord, ids: readonly string[]) => Outcome;
 }
 
 const SIGNATURE_BYTES = 64;
+
+/** The door a status names: a datagram's is `udp`. */
+const doorOf = (sub: Submission): string => (sub.overUdp ? 'udp' : sub.door || (sub.parent?.door ?? ''));
 const QUEUES_FULL = 'verification or forwarding queue full';
 const LANE_FULL = 'forwarding queue full';
 
@@ -78,10 +88,12 @@ export class Pipeline implements BodySink {
   /** The one way in. `sink` gets the outcome exactly once, possibly before `admit` returns. */
   admit(sub: Submission, sink: Sink): void {
     sub.sink = sink;
+    sub.requestId ??= nextRequestId();
     if (sub.refused !== null) return this.finish(sub, Outcome.refused(sub.refused));
     const refused = this.gate.pass(sub);
     if (refused !== null) return this.finish(sub, Outcome.refused(refused, sub.hash));
     if (sub.invalid !== null) return this.finish(sub, Outcome.refused(sub.invalid, sub.hash));
+    if (sub.kind === Kind.Query && sub.queryIds !== null) return this.finish(sub, this.d.statuses(sub.account!, sub.queryIds));
     if (sub.maxBody > 0) {
       // The rest continues as the body arrives (bodyInto, bodyArrived).
       sub.body = this;
@@ -129,6 +141,11 @@ export class Pipeline implements BodySink {
       }
       case Kind.Calls:
         return this.expand(sub, bytes);
+      case Kind.Query: {
+        const ids = sub.io.query!(sub, bytes);
+        if (ids instanceof RelayError) return this.finish(sub, Outcome.refused(ids));
+        return this.finish(sub, this.d.statuses(sub.account!, ids));
+      }
       default:
         return this.finish(sub, Outcome.refused(new RelayError(E.INTERNAL)));
     }
@@ -138,6 +155,7 @@ export class Pipeline implements BodySink {
     let err: RelayError;
     if (sub.kind === Kind.SolanaTx) err = new RelayError(E.SOL_DECODE, `transaction is ${n} bytes, more than ${MAX_V1_TX_SIZE}`);
     else if (sub.kind === Kind.Bundle) err = new RelayError(E.BATCH_DECODE, `body is ${n} bytes, more than ${MAX_BUNDLE_BODY}`);
+    else if (sub.kind === Kind.Query) err = new RelayError(E.TOO_LARGE, `a status read's body of ${n} bytes exceeds ${sub.maxBody}`);
     else err = new RelayError(E.TOO_LARGE, `body of ${n} bytes exceeds http.max_body_bytes (${this.d.maxBody})`);
     this.finish(sub, Outcome.refused(err));
   }
@@ -182,6 +200,7 @@ export class Pipeline implements BodySink {
       m.parent = group;
       m.arrived = true;
       m.ip = group.ip;
+      m.requestId = group.requestId;
       this.admit(m, this.memberSettled);
     }
   }
@@ -193,6 +212,8 @@ export class Pipeline implements BodySink {
     // One call (the usual case) answers with its own outcome. Members were counted as they settled.
     if (g.kind === Kind.Calls) return g.sink!(g, g.children!.length === 1 ? o : Outcome.group(null, g.children!.map((c) => c.outcome!)));
     const items = g.children!.map((c) => c.outcome!);
+    const sent = items.filter((x) => x.sent && x.id !== null).map((x) => x.id!);
+    if (this.d.tracker !== null && sent.length > 0) this.d.tracker.batch(g.batchId!, g.requestId!, g.account!.id, g.door, sent);
     // Durable before the answer, so a crash after it leaves the record complete. A failed write does
     // not change the answer (the record holds every hash); the recorder counts it.
     const answer = (): void => g.sink!(g, Outcome.group(g.batchId, items));
@@ -216,6 +237,7 @@ export class Pipeline implements BodySink {
       item.lane = sub.lane;
       item.text = texts[i]!;
       item.textForwarded = true;
+      item.requestId = sub.requestId;
       const err = this.place.hex(item, item.text);
       if (err !== null) item.invalid = err;
       else {
@@ -278,9 +300,14 @@ export class Pipeline implements BodySink {
     if (bad >= 0) return this.finish(sub, Outcome.refused(this.checkError(slots[bad]!, E.BATCH_DECODE, `transaction ${bad}: `)));
     const ids = sub.ids!;
     const key = sub.key!;
-    if (!this.d.dedup.claim(key, this.clock())) return this.finish(sub, Outcome.duplicate(ids[0]!, ids));
+    if (!this.d.dedup.claim(key, this.clock())) {
+      this.traceDuplicate(sub, ids[0]!);
+      return this.finish(sub, Outcome.duplicate(ids[0]!, ids));
+    }
     const payload = sub.offsets!.map((o, i) => this.place.buf.toString('base64', o, o + sub.lengths![i]!));
-    if (!this.d.forwarder.lane('solana-bundle').offer(payload)) {
+    const trace = this.trace(sub, ids[0]!);
+    if (!this.d.forwarder.lane('solana-bundle').offer(payload, trace)) {
+      if (trace) this.d.tracker!.forget(trace);
       this.d.dedup.release(key, this.clock());
       return this.finish(sub, Outcome.refused(new RelayError(E.CAPACITY, LANE_FULL)));
     }
@@ -333,25 +360,44 @@ export class Pipeline implements BodySink {
     if (solana) {
       const sigAt = sub.offset + this.jobs.field(s, S_AUX0);
       id = base58EncodeAt(this.place.bytes, sigAt, SIGNATURE_BYTES);
-      if (r === JobResult.Duplicate) return this.finish(sub, Outcome.duplicate(id));
+      if (r === JobResult.Duplicate) {
+        this.traceDuplicate(sub, id);
+        return this.finish(sub, Outcome.duplicate(id));
+      }
       // Base64 that decoded is canonical: the client's own text is forwarded, saving an encode.
       payload = sub.textForwarded ? sub.text! : this.place.buf.toString('base64', sub.offset, sub.offset + sub.length);
-      if (!this.d.forwarder.lane(sub.lane).offer(payload)) {
+      const trace = this.trace(sub, id);
+      if (!this.d.forwarder.lane(sub.lane).offer(payload, trace)) {
+        if (trace) this.d.tracker!.forget(trace);
         this.unclaim(KEY_SOLANA_SINGLE, this.place.bytes, sigAt, SIGNATURE_BYTES);
         return this.finish(sub, Outcome.refused(new RelayError(E.CAPACITY, LANE_FULL)));
       }
     } else {
       const keyAt = this.jobs.keyAt(s);
       id = sub.hash ?? '0x' + this.jobsBuf.toString('hex', keyAt, keyAt + KEY_BYTES);
-      if (r === JobResult.Duplicate) return this.finish(sub, Outcome.duplicate(id));
+      if (r === JobResult.Duplicate) {
+        this.traceDuplicate(sub, id);
+        return this.finish(sub, Outcome.duplicate(id));
+      }
       payload = sub.text ?? '0x' + this.place.buf.toString('hex', sub.offset, sub.offset + sub.length);
-      if (!this.d.forwarder.lane(sub.lane).offer(payload)) {
+      const trace = this.trace(sub, id);
+      if (!this.d.forwarder.lane(sub.lane).offer(payload, trace)) {
+        if (trace) this.d.tracker!.forget(trace);
         this.unclaim(KEY_EVM, this.jobs.bytes, keyAt, KEY_BYTES);
         return this.finish(sub, Outcome.refused(new RelayError(E.CAPACITY, LANE_FULL), id));
       }
     }
     this.finish(sub, Outcome.queued(id));
   };
+
+  /** A trace for a transaction about to be queued; undefined when tracing is off. */
+  private trace(sub: Submission, id: string): Trace | undefined {
+    return this.d.tracker?.open(id, sub.requestId!, sub.account!.id, sub.family, doorOf(sub));
+  }
+
+  private traceDuplicate(sub: Submission, id: string): void {
+    this.d.tracker?.duplicate(id, sub.requestId!, sub.account!.id, sub.family, doorOf(sub));
+  }
 
   private checkError(s: number, decode: ErrorSpec, prefix: string): RelayError {
     const r = this.jobs.field(s, S_RESULT) as JobResult;

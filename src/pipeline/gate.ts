@@ -81,7 +81,8 @@ export class Gate {
       const refused = this.authenticate(sub);
       if (refused !== null) return refused;
     }
-    if (sub.kind === Kind.EvmBatch) return null;
+    // A status read has its own limit (the service's), and an EVM batch takes its credits item by item.
+    if (sub.kind === Kind.EvmBatch || sub.kind === Kind.Query) return null;
     return this.take(sub.account!, sub.family, 1);
   }
 
@@ -115,6 +116,10 @@ export class Gate {
     else if (sub.credential === null || sub.credential === '') return new RelayError(E.AUTH_MISSING);
     else rec = this.d.accounts.byText(sub.credential);
     if (rec === undefined || !rec[sub.family].enabled) return new RelayError(E.AUTH_INVALID);
+    if (sub.kind === Kind.Query) {
+      sub.account = rec;
+      return null;
+    }
     const lane = laneFor(sub.family, rec, sub.kind === Kind.Bundle);
     if (!this.d.forwarder.lane(lane).available()) return new RelayError(E.UNAVAILABLE, 'every upstream of this lane is failing');
     sub.account = rec;

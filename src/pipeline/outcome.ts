@@ -6,8 +6,10 @@
  * unless refused as a whole.
  */
 import type { RelayError, Retry } from '../errors.js';
+import type { StatusView } from '../status/tracker.js';
 
-export type Status = 'queued' | 'duplicate' | 'not-sent';
+/** `answered`: a status read, which queues nothing. */
+export type Status = 'queued' | 'duplicate' | 'not-sent' | 'answered';
 
 export class Outcome {
   constructor(
@@ -18,7 +20,13 @@ export class Outcome {
     /** A bundle's signatures in request order (the first is `id`). */
     readonly ids: readonly string[] | null = null,
     readonly items: readonly Outcome[] | null = null,
+    /** A status read's answer: the status objects, in the order asked. */
+    readonly statuses: readonly StatusView[] | null = null,
   ) {}
+
+  static answered(statuses: readonly StatusView[]): Outcome {
+    return new Outcome('answered', null, null, null, null, statuses);
+  }
 
   static queued(id: string, ids: readonly string[] | null = null): Outcome {
     return new Outcome('queued', id, null, ids);

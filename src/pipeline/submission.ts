@@ -22,6 +22,8 @@ export const enum Kind {
   EvmBatch = 3,
   /** The calls of one JSON-RPC request body, each admitted in turn. */
   Calls = 4,
+  /** A status read (docs/protocol.md#status): authenticated and limited, never queued. */
+  Query = 5,
 }
 
 export const enum Encoding {
@@ -47,6 +49,8 @@ export interface DoorIo {
   read(sub: Submission): void;
   /** A JSON-RPC body's calls, in order, or why the body is refused. */
   calls?(sub: Submission, body: Uint8Array): Submission[] | RelayError;
+  /** A status read's body: the ids it asks for, or why it is refused. */
+  query?(sub: Submission, body: Uint8Array): readonly string[] | RelayError;
 }
 
 export interface BodySink {
@@ -93,6 +97,11 @@ export class Submission {
   req: unknown = null;
   /** The JSON-RPC id as JSON text (`null` outside JSON-RPC). */
   rpcId = 'null';
+  /** A status read's ids. */
+  queryIds: readonly string[] | null = null;
+
+  /** The request's id (`x-svc-request-id`), given by the pipeline to each request it takes in; a member has its request's. */
+  requestId: string | null = null;
 
   // ---- set by the pipeline ------------------------------------------------
   sink: Sink | null = null;

@@ -60,7 +60,10 @@ class BatchNotFoundError extends TxrelayError {
 
 /** The stored and uploaded form of a batch's outcomes: status, duplicate flag, and a not-sent item's JSON-RPC code. */
 export function storedItems(outcomes: readonly Outcome[]): StoredItem[] {
-  return outcomes.map((o) => (o.error !== null ? { status: o.status, duplicate: false, error_code: o.error.spec.rpc } : { status: o.status, duplicate: o.status === 'duplicate' }));
+  // A batch's items are transactions: their outcome is never a status read's `answered`.
+  return outcomes.map((o) =>
+    o.error !== null ? { status: 'not-sent', duplicate: false, error_code: o.error.spec.rpc } : { status: o.status as ItemStatus, duplicate: o.status === 'duplicate' },
+  );
 }
 
 /** A new record with a fresh batch id; received_at is the id's millisecond. */

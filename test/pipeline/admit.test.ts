@@ -21,13 +21,14 @@ import { Verifier } from '../../src/exec/verifier.js';
 import { Forwarder } from '../../src/forward/forwarder.js';
 import { Store } from '../../src/store/db.js';
 import { AccountStore, type NewAccount } from '../../src/store/accounts.js';
+import { Tracker } from '../../src/status/tracker.js';
 import { BatchStore, storedItems } from '../../src/store/batches.js';
 import { nextBatchId } from '../../src/store/ids.js';
 import { AccountRegistry } from '../../src/pipeline/accounts.js';
 import { TipAccounts } from '../../src/chains/solana/tip.js';
 import { initKeccak } from '../../src/chains/evm/hash.js';
 import { Pipeline } from '../../src/pipeline/admit.js';
-import type { Outcome } from '../../src/pipeline/outcome.js';
+import { Outcome } from '../../src/pipeline/outcome.js';
 import { Encoding, Kind, Submission, type DoorIo } from '../../src/pipeline/submission.js';
 import * as sol from '../helpers/solana.js';
 import * as evm from '../helpers/evm.js';
@@ -40,6 +41,7 @@ const TIP = sol.randomAddress().toBase58();
 
 interface Harness {
   pipeline: Pipeline;
+  tracker: Tracker;
   slab: Slab;
   jobs: JobTable;
   verifier: Verifier;
@@ -66,6 +68,7 @@ async function harness(opts: { ipRps?: number; ipBurst?: number; slabBytes?: num
   const forwarder = new Forwarder({ lanes: {} });
   const registry = AccountRegistry.create(accounts, clock);
   const ip = () => IpLimiter.create({ nowMs: clock(), rate: opts.ipRps ?? 1000, burst: opts.ipBurst ?? 2000 });
+  const tracker = new Tracker({ retentionMs: 60_000, maxEntries: 1000, node: 'test' });
   const pipeline = new Pipeline({
     clock,
     accounts: registry,
@@ -89,9 +92,12 @@ async function harness(opts: { ipRps?: number; ipBurst?: number; slabBytes?: num
       updateOutcome: (id, o) => batches.updateOutcome(id, storedItems(o)),
     },
     maxBody: 131072,
+    tracker,
+    statuses: (account, ids) => Outcome.answered(ids.map((id) => tracker.status(id, account.id))),
   });
   return {
     pipeline,
+    tracker,
     slab,
     jobs,
     verifier,

@@ -99,6 +99,7 @@ export function registerEvmTextDoor(ctx: DoorContext): void {
       const err = o.error;
       return reply.sendHeld(res, err.holdMs, err.spec.http, JSON_TYPE, rpcError(err, 'null'), joinHeaders(retryHeaders(err), CORS));
     }
+    res.requestId = sub.requestId;
     reply.send(res, 202, JSON_TYPE, evmAccepted(o.id!, 'null'), o.status === 'duplicate' ? QUEUED_DUPLICATE_CORS : QUEUED_CORS);
   };
 

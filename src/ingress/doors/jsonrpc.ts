@@ -17,7 +17,7 @@ import { E, RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
 import { Encoding, Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
 import { joinHeaders, retryAfterHeaders, retryHeaders, type Headers } from '../headers.js';
-import { DUPLICATE, QUEUED, QUEUED_DUPLICATE, evmAccepted, evmBatch, rpcError, signaturesJson, solanaResult } from '../render.js';
+import { DUPLICATE, QUEUED, QUEUED_DUPLICATE, evmAccepted, evmBatch, rpcError, signaturesJson, solanaResult, statusesJson } from '../render.js';
 import { JSON_TYPE, TEXT_TYPE, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
@@ -39,11 +39,13 @@ interface RpcRequest {
 }
 
 const ARRAY_METHODS = new Set(['eth_sendRawTransaction']);
-const METHODS = new Set(['eth_sendRawTransaction', 'svc_sendRawTransactionBatch', 'sendTransaction']);
+const METHODS = new Set(['eth_sendRawTransaction', 'svc_sendRawTransactionBatch', 'sendTransaction', 'txrelay_getStatuses']);
+/** Ids per status read (docs/protocol.md#status). */
+export const MAX_STATUS_IDS = 100;
 
 export function registerJsonRpcDoor(ctx: DoorContext): void {
   const { app, pipeline, reply } = ctx;
-  const methods = new Set([...METHODS].filter((m) => (m === 'sendTransaction' ? ctx.enabled.solana : ctx.enabled.evm)));
+  const methods = new Set([...METHODS].filter((m) => (m === 'txrelay_getStatuses' ? true : m === 'sendTransaction' ? ctx.enabled.solana : ctx.enabled.evm)));
   const maxArray = ctx.maxBatch;
 
   const io: DoorIo = {
@@ -76,6 +78,13 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
         // Base64 that decodes is canonical (strict decoding): the lane forwards the client's own text.
         sub.textForwarded = tx.encoding === Encoding.Base64;
       }
+    } else if (m === 'txrelay_getStatuses') {
+      // Either family's credential: the statuses are the account's, whichever door sent them.
+      sub = new Submission(Kind.Query, rq.apiKey !== null ? 'solana' : 'evm', io);
+      sub.credential = rq.apiKey ?? bearer(rq.authorization);
+      const ids = statusIds(Array.isArray(p) && p.length === 1 ? p[0] : undefined);
+      if (ids instanceof RelayError) sub.invalid = ids;
+      else sub.queryIds = ids;
     } else if (m === 'eth_sendRawTransaction') {
       sub = new Submission(Kind.EvmTx, 'evm', io);
       sub.credential = bearer(rq.authorization);
@@ -140,6 +149,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
       return [err.spec.http, JSON_TYPE, rpcError(err, c.rpcId), retryHeaders(err)];
     }
     if (c.kind === Kind.SolanaTx) return [200, JSON_TYPE, solanaResult(signaturesJson(o), c.rpcId), o.status === 'duplicate' ? DUPLICATE : undefined];
+    if (c.kind === Kind.Query) return [200, JSON_TYPE, solanaResult(statusesJson(o), c.rpcId), undefined];
     return [202, JSON_TYPE, evmAccepted(o.id!, c.rpcId), o.status === 'duplicate' ? QUEUED_DUPLICATE : QUEUED];
   };
 
@@ -154,6 +164,8 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
       return reply.sendHeld(rq.res, err.holdMs, err.spec.http, JSON_TYPE, rpcError(err, 'null'), err.spec.http === 429 ? retryHeaders(err) : undefined);
     }
     if (calls === null) return;
+    // A request that queued anything carries its id, for status reads.
+    if (o.sent) rq.res.requestId = sub.requestId;
     if (!rq.array) {
       const [status, type, body, headers] = answerOf(calls[0]!, o);
       return reply.send(rq.res, status, type, body, headers);
@@ -175,6 +187,13 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
     sub.maxBody = ctx.maxBody;
     pipeline.admit(sub, sink);
   });
+}
+
+/** The ids of a status read: 1 to 100 non-empty strings of at most 128 characters. */
+export function statusIds(v: unknown): string[] | RelayError {
+  if (!Array.isArray(v) || v.length < 1 || v.length > MAX_STATUS_IDS) return new RelayError(E.INVALID_PARAMS, `ids must be an array of 1 to ${MAX_STATUS_IDS} ids`);
+  for (const id of v) if (typeof id !== 'string' || id.length === 0 || id.length > 128) return new RelayError(E.INVALID_PARAMS, 'each id must be a string of 1 to 128 characters');
+  return v as string[];
 }
 
 /** `sendTransaction` params: `[transaction, {encoding}]`, encoding base64 (default) or base58. */

@@ -31,6 +31,7 @@ export function registerSolanaDoors(ctx: DoorContext): void {
   const sink: Sink = (sub: Submission, o: Outcome) => {
     const res = sub.ctx as Res;
     if (o.error !== null) return sendPlainError(reply, res, o.error);
+    res.requestId = sub.requestId;
     reply.send(res, 200, JSON_TYPE, solanaResult(signaturesJson(o), 'null'), o.status === 'duplicate' ? DUPLICATE : undefined);
   };
 

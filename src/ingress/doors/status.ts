@@ -1,0 +1,81 @@
+/**
+ * The status API over HTTP (docs/protocol.md#status): `GET /v1/status/{id}`
+ * and `POST /v1/status` with `{"ids": [...]}`. Same credentials as
+ * submission, either family's header; a read of its own rate, never the
+ * account's submission quota. Answers are JSON; errors are the JSON-RPC
+ * error object with id null, as on the EVM doors.
+ */
+import { E, RelayError } from '../../errors.js';
+import type { Outcome } from '../../pipeline/outcome.js';
+import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
+import { retryHeaders } from '../headers.js';
+import { rpcError, statusesJson } from '../render.js';
+import { JSON_TYPE, type Res } from '../reply.js';
+import type { HttpRequest, HttpResponse } from '../uws.js';
+import { httpIo, type DoorContext } from './context.js';
+import { bearer } from './evm.js';
+import { statusIds } from './jsonrpc.js';
+
+/** `{"ids": [100 ids of 128 characters]}` fits with room to spare. */
+const MAX_STATUS_BODY = 16 * 1024;
+
+export function registerStatusDoor(ctx: DoorContext): void {
+  const { app, pipeline, reply } = ctx;
+  const io: DoorIo = {
+    ...httpIo(ctx),
+    head: (sub) => {
+      const req = sub.req as HttpRequest;
+      const apiKey = req.getHeader('api-key') || null;
+      sub.credential = apiKey ?? bearer(req.getHeader('authorization') || null);
+      return null;
+    },
+    query: (_sub, body) => {
+      let msg: unknown;
+      try {
+        msg = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.length).toString('utf8'));
+      } catch {
+        return new RelayError(E.PARSE, 'body is not valid JSON');
+      }
+      return statusIds((msg as { ids?: unknown } | null)?.ids);
+    },
+  };
+
+  const answer = (one: boolean): Sink => (sub: Submission, o: Outcome) => {
+    const res = sub.ctx as Res;
+    const err = o.error;
+    if (err !== null) return reply.sendHeld(res, err.holdMs, err.spec.http, JSON_TYPE, rpcError(err, 'null'), retryHeaders(err));
+    const body = statusesJson(o);
+    // One object for GET; `{"statuses": [...]}` for POST.
+    reply.send(res, 200, JSON_TYPE, one ? body.slice(1, -1) : `{"statuses":${body}}`);
+  };
+  const one = answer(true);
+  const many = answer(false);
+
+  const timer = ctx.timer('status');
+  const start = (r: HttpResponse, req: HttpRequest): Submission => {
+    // The family only picks whose credential header is read first; reads are the account's, across families.
+    const sub = new Submission(Kind.Query, req.getHeader('api-key') ? 'solana' : 'evm', io);
+    sub.door = 'status';
+    sub.ctx = reply.begin(r, timer);
+    sub.req = req;
+    return sub;
+  };
+  app.get('/v1/status/:id', (r: HttpResponse, req: HttpRequest) => {
+    const sub = start(r, req);
+    let id = '';
+    try {
+      id = decodeURIComponent(req.getParameter(0) ?? '');
+    } catch {
+      // Broken percent-encoding: refused below as an empty id.
+    }
+    const ids = statusIds([id]);
+    if (ids instanceof RelayError) sub.invalid = ids;
+    else sub.queryIds = ids;
+    pipeline.admit(sub, one);
+  });
+  app.post('/v1/status', (r: HttpResponse, req: HttpRequest) => {
+    const sub = start(r, req);
+    sub.maxBody = MAX_STATUS_BODY;
+    pipeline.admit(sub, many);
+  });
+}

@@ -1,0 +1,269 @@
+/**
+ * What happened to each admitted transaction on this node after its
+ * acknowledgement (docs/protocol.md#status): queued, each upstream attempt
+ * and its answer, and the end (forwarded, upstream_rejected, failed, dropped),
+ * or a duplicate naming the first request. Never "landed": the relay does not
+ * see inclusion.
+ *
+ * Bounded: entries leave after `retentionMs` or when `maxEntries` are held,
+ * oldest first; an id that left is remembered (by account, within the same
+ * bounds) so it answers `expired` rather than `unknown`. The hot path pays one
+ * object per admitted transaction and one per upstream attempt; everything
+ * else happens when someone reads a status.
+ */
+
+export type TrackedState = 'queued' | 'forwarded' | 'upstream_rejected' | 'failed' | 'dropped' | 'duplicate';
+export type StatusState = TrackedState | 'unknown' | 'expired';
+
+/** One request to one upstream carrying the transaction. */
+interface Attempt {
+  upstream: string;
+  /** 1 for the first request to this upstream, then each resend. */
+  attempt: number;
+  sentAt: number;
+  /** 0 until answered. */
+  answeredAt: number;
+  /** `ok`: the upstream took it; `rejected`: it answered with an error; `failed`: no usable answer (resent if time allows). */
+  outcome: 'ok' | 'rejected' | 'failed' | null;
+  httpStatus: number | null;
+  error: string | null;
+}
+
+export class Trace {
+  state: TrackedState = 'queued';
+  reason: string | null = null;
+  /** Stage and wall-clock ms, in order. */
+  readonly events: [string, number][];
+  readonly attempts: Attempt[] = [];
+  /** An EVM batch's items, by id (their traces live on their own). */
+  items: readonly string[] | null = null;
+
+  constructor(
+    /** Hash (EVM), first signature (Solana, bundles) or batch_id. */
+    readonly id: string,
+    readonly requestId: string,
+    readonly accountId: number,
+    readonly chain: 'evm' | 'solana',
+    readonly door: string,
+    readonly receivedAt: number,
+  ) {
+    this.events = [['received', receivedAt]];
+  }
+
+  /** A request carrying it went to `upstream`. */
+  sent(upstream: string, now: number): void {
+    if (this.state !== 'queued') return;
+    let n = 0;
+    for (const a of this.attempts) if (a.upstream === upstream) n++;
+    this.attempts.push({ upstream, attempt: n + 1, sentAt: now, answeredAt: 0, outcome: null, httpStatus: null, error: null });
+  }
+
+  /** `upstream` answered its latest request for it. */
+  answered(upstream: string, now: number, outcome: 'ok' | 'rejected' | 'failed', httpStatus: number | null, error: string | null): void {
+    for (let i = this.attempts.length - 1; i >= 0; i--) {
+      const a = this.attempts[i]!;
+      if (a.upstream !== upstream || a.answeredAt !== 0) continue;
+      a.answeredAt = now;
+      a.outcome = outcome;
+      a.httpStatus = httpStatus;
+      a.error = error;
+      return;
+    }
+  }
+
+  /** The end: every upstream is done with it. */
+  final(state: TrackedState, reason: string | null, now: number): void {
+    if (this.state !== 'queued') return;
+    this.state = state;
+    this.reason = reason;
+    this.events.push([state, now]);
+  }
+}
+
+/** The status object of docs/protocol.md#status. */
+export interface StatusView {
+  id: string;
+  request_id: string | null;
+  chain: 'evm' | 'solana' | null;
+  door: string | null;
+  node: string | null;
+  received_at: string | null;
+  state: StatusState;
+  reason: string | null;
+  events: { stage: string; at: string }[];
+  forwards: {
+    upstream: string;
+    attempt: number;
+    sent_at: string;
+    latency_ms: number | null;
+    http_status: number | null;
+    upstream_result?: 'accepted';
+    upstream_error?: { code: number | null; message: string };
+  }[];
+  /** An EVM batch's item ids, in request order. */
+  items?: readonly string[];
+}
+
+interface TrackerOptions {
+  retentionMs: number;
+  maxEntries: number;
+  node: string;
+  now?: () => number;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** The upstream's JSON-RPC error as answer.ts words it (`rpc CODE: message`), else a transport failure's own words. */
+function errorOf(text: string): { code: number | null; message: string } {
+  const m = /^rpc (-?\d+|\?)(?:: (.*))?$/s.exec(text);
+  if (m === null) return { code: null, message: text };
+  return { code: m[1] === '?' ? null : Number(m[1]), message: m[2] ?? 'rpc error' };
+}
+
+/** An id with nothing to show: never seen here (or another account's, or tracing is off), or past retention. */
+export function unknownStatus(id: string, node: string, state: 'unknown' | 'expired' = 'unknown'): StatusView {
+  return { id, request_id: null, chain: null, door: null, node, received_at: null, state, reason: null, events: [], forwards: [] };
+}
+
+export class Tracker {
+  /** Id or request id -> trace: the index reads go through. */
+  private readonly byId = new Map<string, Trace>();
+  /** Every trace held, oldest first (from `head`): what eviction walks. */
+  private queue: Trace[] = [];
+  private head = 0;
+  /** Ids whose trace left, -> account id, oldest first. */
+  private readonly gone = new Map<string, number>();
+  private readonly now: () => number;
+
+  constructor(private readonly o: TrackerOptions) {
+    this.now = o.now ?? Date.now;
+  }
+
+  /** Traces held. */
+  get size(): number {
+    return this.queue.length - this.head;
+  }
+
+  /** A new trace, findable by its id and its request id; the oldest leave to keep the bounds. */
+  open(id: string, requestId: string, accountId: number, chain: 'evm' | 'solana', door: string): Trace {
+    const t = new Trace(id, requestId, accountId, chain, door, this.now());
+    this.add(t, true, false);
+    return t;
+  }
+
+  /** An EVM batch: its items' traces exist; the batch answers for its batch_id and for the request id. */
+  batch(batchId: string, requestId: string, accountId: number, door: string, items: readonly string[]): Trace {
+    const t = new Trace(batchId, requestId, accountId, 'evm', door, this.now());
+    t.items = items;
+    this.add(t, true, true);
+    return t;
+  }
+
+  /**
+   * A duplicate: final at once, naming the request that first brought the
+   * transaction when this node still traces it. Findable by its request id;
+   * by the transaction's id only when no earlier trace holds it.
+   */
+  duplicate(id: string, requestId: string, accountId: number, chain: 'evm' | 'solana', door: string): Trace {
+    const t = new Trace(id, requestId, accountId, chain, door, this.now());
+    const first = this.byId.get(id);
+    const mine = first !== undefined && first.accountId === accountId;
+    t.final('duplicate', mine ? `duplicate of request ${first.requestId}` : 'a duplicate of a transaction this node saw within its duplicate window', t.receivedAt);
+    this.add(t, !mine, false);
+    return t;
+  }
+
+  /** The trace of `id` as account `accountId` may see it. */
+  find(id: string, accountId: number): Trace | undefined {
+    const t = this.byId.get(id);
+    return t !== undefined && t.accountId === accountId ? t : undefined;
+  }
+
+  /** A trace whose transaction was not queued after all: it leaves at once, as if never made. */
+  forget(t: Trace): void {
+    this.unindex(t);
+    const i = this.queue.lastIndexOf(t);
+    if (i >= this.head) this.queue.splice(i, 1);
+  }
+
+  /** The status of `id` as account `accountId` may see it: another account's id is `unknown`, exactly as one never sent. */
+  status(id: string, accountId: number): StatusView {
+    this.evict(this.now());
+    const t = this.byId.get(id);
+    if (t !== undefined && t.accountId === accountId) return this.view(t);
+    return unknownStatus(id, this.o.node, this.gone.get(id) === accountId ? 'expired' : 'unknown');
+  }
+
+  /** Drops what is past retention or over the count (also called on reads, and by the relay's timer when idle). */
+  evict(now: number): void {
+    const limit = now - this.o.retentionMs;
+    const q = this.queue;
+    while (this.head < q.length && (q.length - this.head > this.o.maxEntries || q[this.head]!.receivedAt <= limit)) {
+      const t = q[this.head]!;
+      q[this.head++] = undefined as unknown as Trace;
+      this.unindex(t);
+      this.gone.delete(t.id);
+      this.gone.set(t.id, t.accountId);
+    }
+    if (this.head > 1024 && this.head * 2 > q.length) {
+      this.queue = q.slice(this.head);
+      this.head = 0;
+    }
+    // The expired ids are kept within the same count.
+    for (const key of this.gone.keys()) {
+      if (this.gone.size <= this.o.maxEntries) break;
+      this.gone.delete(key);
+    }
+  }
+
+  private add(t: Trace, byTxId: boolean, ownsRequest: boolean): void {
+    this.evict(t.receivedAt);
+    this.queue.push(t);
+    if (byTxId) this.byId.set(t.id, t);
+    // A request's first trace answers for its request id (a JSON-RPC array has one), a batch for its own.
+    if (ownsRequest || !this.byId.has(t.requestId)) this.byId.set(t.requestId, t);
+  }
+
+  private unindex(t: Trace): void {
+    if (this.byId.get(t.id) === t) this.byId.delete(t.id);
+    if (this.byId.get(t.requestId) === t) this.byId.delete(t.requestId);
+  }
+
+  private view(t: Trace): StatusView {
+    let state: StatusState = t.state;
+    let reason = t.reason;
+    if (t.items !== null) {
+      // A batch is as far as its items: queued while any is, else forwarded if all were, else its first other end.
+      const items = t.items.map((x) => this.byId.get(x));
+      const ends = items.map((x) => x?.state ?? 'expired');
+      if (ends.includes('queued')) state = 'queued';
+      else if (ends.every((s) => s === 'forwarded' || s === 'duplicate')) state = 'forwarded';
+      else {
+        const k = ends.findIndex((s) => s !== 'forwarded' && s !== 'duplicate');
+        state = ends[k] as StatusState;
+        reason = `item ${k}: ${items[k]?.reason ?? state}`;
+      }
+    }
+    return {
+      id: t.id,
+      request_id: t.requestId,
+      chain: t.chain,
+      door: t.door,
+      node: this.o.node,
+      received_at: iso(t.receivedAt),
+      state,
+      reason,
+      events: t.events.map(([stage, at]) => ({ stage, at: iso(at) })),
+      forwards: t.attempts.map((a) => ({
+        upstream: a.upstream,
+        attempt: a.attempt,
+        sent_at: iso(a.sentAt),
+        latency_ms: a.answeredAt === 0 ? null : a.answeredAt - a.sentAt,
+        http_status: a.httpStatus,
+        ...(a.outcome === 'ok' ? { upstream_result: 'accepted' as const } : {}),
+        ...(a.outcome === 'rejected' || a.outcome === 'failed' ? { upstream_error: errorOf(a.error ?? a.outcome) } : {}),
+      })),
+      ...(t.items !== null ? { items: t.items } : {}),
+    };
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * The status API (docs/protocol.md#status) end to end: transactions signed
+ * by real chain libraries go through a real relay to real upstream servers
+ * that accept, reject with a JSON-RPC error, or hang; their statuses are read
+ * over `GET /v1/status/{id}`, `POST /v1/status` and `txrelay_getStatuses`.
+ */
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestRelay, eventually, type TestRelay } from '../helpers/relay.js';
+import { startUpstream, type TestUpstream, type UpstreamMode } from '../helpers/upstream.js';
+import { signed1559 } from '../helpers/evm.js';
+import { legacyTransfer } from '../helpers/solana.js';
+
+async function setup(t: TestContext, mode: UpstreamMode = 'ok', extra: Record<string, unknown> = {}): Promise<{ r: TestRelay; up: TestUpstream }> {
+  const up = await startUpstream({ mode });
+  t.after(() => up.close());
+  const r = await startTestRelay({ evm: { upstreams: { paid: [up.url], free: [up.url] } }, solana: { rpc_upstreams: [up.url] }, ...extra });
+  t.after(() => r.stop());
+  return { r, up };
+}
+
+async function sendEvm(r: TestRelay, key: string, hex: string): Promise<Response> {
+  return fetch(r.base + '/', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_sendRawTransaction', params: [hex] }),
+  });
+}
+
+async function status(r: TestRelay, key: string, id: string, header: 'api-key' | 'bearer' = 'bearer'): Promise<any> {
+  const headers: Record<string, string> = header === 'bearer' ? { authorization: `Bearer ${key}` } : { 'api-key': key };
+  const res = await fetch(`${r.base}/v1/status/${encodeURIComponent(id)}`, { headers });
+  assert.equal(res.status, 200, await res.clone().text());
+  return res.json();
+}
+
+test('an EVM transaction an upstream accepts reads queued, then forwarded, with the attempt; by hash and by request id', async (t) => {
+  const { r, up } = await setup(t);
+  const acct = await r.createAccount({ plan: 'paid' });
+  const tx = await signed1559();
+  const res = await sendEvm(r, acct.uuid, tx.hex);
+  assert.equal(res.status, 202);
+  const requestId = res.headers.get('x-svc-request-id');
+  assert.ok(requestId, 'the acknowledgement names its request');
+  await res.arrayBuffer();
+  await up.waitForCalls(1);
+  await eventually(async () => (await status(r, acct.uuid, tx.hash)).state === 'forwarded', 5000, 'forwarded');
+  const s = await status(r, acct.uuid, tx.hash);
+  assert.equal(s.id, tx.hash);
+  assert.equal(s.request_id, requestId);
+  assert.equal(s.chain, 'evm');
+  assert.equal(s.door, 'jsonrpc');
+  assert.equal(s.reason, null);
+  assert.deepEqual(
+    s.events.map((e: any) => e.stage),
+    ['received', 'forwarded'],
+  );
+  assert.equal(s.forwards.length, 1);
+  const f = s.forwards[0];
+  assert.equal(f.upstream, new URL(up.url).origin, 'the upstream by origin only');
+  assert.equal(f.attempt, 1);
+  assert.equal(f.http_status, 200);
+  assert.equal(f.upstream_result, 'accepted');
+  assert.ok(f.latency_ms >= 0);
+  // The same status under the request id, and with the other family's header.
+  assert.deepEqual(await status(r, acct.uuid, requestId!), s);
+  assert.deepEqual(await status(r, acct.uuid, tx.hash, 'api-key'), s);
+});
+
+test('a Solana transaction an upstream rejects reads upstream_rejected with the upstream error; POST /v1/status and txrelay_getStatuses answer in order', async (t) => {
+  const { r } = await setup(t, { rejectIf: () => true, message: () => 'Blockhash not found' });
+  const acct = await r.createAccount();
+  const tx = legacyTransfer();
+  const res = await fetch(r.base + '/v2', { method: 'POST', headers: { 'api-key': acct.uuid }, body: tx.bytes });
+  assert.equal(res.status, 200);
+  await res.arrayBuffer();
+  await eventually(async () => (await status(r, acct.uuid, tx.signature, 'api-key')).state !== 'queued', 5000, 'an end');
+  const s = await status(r, acct.uuid, tx.signature, 'api-key');
+  assert.equal(s.state, 'upstream_rejected');
+  assert.equal(s.door, 'solana-v2');
+  assert.equal(s.forwards[0].upstream_error.message, 'Blockhash not found');
+  assert.equal(typeof s.forwards[0].upstream_error.code, 'number');
+
+  const many = await fetch(r.base + '/v1/status', {
+    method: 'POST',
+    headers: { 'api-key': acct.uuid, 'content-type': 'application/json' },
+    body: JSON.stringify({ ids: ['nope', tx.signature] }),
+  });
+  assert.equal(many.status, 200);
+  const body = (await many.json()) as any;
+  assert.deepEqual(
+    body.statuses.map((x: any) => [x.id, x.state]),
+    [
+      ['nope', 'unknown'],
+      [tx.signature, 'upstream_rejected'],
+    ],
+  );
+  const rpc = await fetch(r.base + '/', {
+    method: 'POST',
+    headers: { 'api-key': acct.uuid, 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'txrelay_getStatuses', params: [[tx.signature, 'nope']] }),
+  });
+  const answer = (await rpc.json()) as any;
+  assert.equal(answer.id, 7);
+  assert.deepEqual(
+    answer.result.map((x: any) => x.state),
+    ['upstream_rejected', 'unknown'],
+  );
+});
+
+test("another account's transaction answers exactly as one never sent; a duplicate names the first request", async (t) => {
+  const { r } = await setup(t);
+  const a = await r.createAccount({ plan: 'paid' });
+  const b = await r.createAccount({ plan: 'paid' });
+  const tx = await signed1559();
+  const first = await sendEvm(r, a.uuid, tx.hex);
+  const firstId = first.headers.get('x-svc-request-id');
+  await first.arrayBuffer();
+  const mine = await status(r, a.uuid, tx.hash);
+  assert.notEqual(mine.state, 'unknown');
+  const theirs = await status(r, b.uuid, tx.hash);
+  const never = await status(r, b.uuid, '0x' + 'ab'.repeat(32));
+  assert.deepEqual({ ...theirs, id: null }, { ...never, id: null });
+  assert.equal(theirs.state, 'unknown');
+  assert.equal((await status(r, b.uuid, firstId!)).state, 'unknown', 'nor by its request id');
+
+  const again = await sendEvm(r, a.uuid, tx.hex);
+  assert.equal(again.headers.get('x-svc-duplicate'), 'true');
+  const dupId = again.headers.get('x-svc-request-id')!;
+  await again.arrayBuffer();
+  const dup = await status(r, a.uuid, dupId);
+  assert.equal(dup.state, 'duplicate');
+  assert.equal(dup.reason, `duplicate of request ${firstId}`);
+  assert.notEqual((await status(r, a.uuid, tx.hash)).state, 'duplicate', 'the hash still reads the first submission');
+});
+
+test('an upstream that hangs leaves the transaction queued with an attempt in flight, then failed when it expires; no upstream at all reads dropped', async (t) => {
+  const { r } = await setup(t, 'hang');
+  const acct = await r.createAccount({ plan: 'paid' });
+  const tx = await signed1559();
+  (await sendEvm(r, acct.uuid, tx.hex)).body?.cancel();
+  await eventually(async () => (await status(r, acct.uuid, tx.hash)).forwards.length > 0, 5000, 'an attempt');
+  const s = await status(r, acct.uuid, tx.hash);
+  assert.equal(s.state, 'queued');
+  assert.equal(s.forwards[0].latency_ms, null, 'no answer yet');
+
+  const dry = await startTestRelay();
+  t.after(() => dry.stop());
+  const k = await dry.createAccount({ plan: 'paid' });
+  const tx2 = await signed1559();
+  (await sendEvm(dry, k.uuid, tx2.hex)).body?.cancel();
+  const d = await status(dry, k.uuid, tx2.hash);
+  assert.equal(d.state, 'dropped');
+  assert.match(d.reason, /no upstream/);
+});
+
+test('status reads are authenticated, bounded and limited on their own', async (t) => {
+  const { r } = await setup(t, 'ok', { status: { reads_per_s: 2, reads_burst: 2 } });
+  const acct = await r.createAccount({ plan: 'paid', evm: { tps: 1, burst: 1 } });
+  assert.equal((await fetch(`${r.base}/v1/status/x`)).status, 401);
+  assert.equal((await fetch(`${r.base}/v1/status/x`, { headers: { authorization: `Bearer ${crypto.randomUUID()}` } })).status, 401);
+  const post = (body: string) =>
+    fetch(r.base + '/v1/status', { method: 'POST', headers: { authorization: `Bearer ${acct.uuid}`, 'content-type': 'application/json' }, body });
+  const tooMany = await post(JSON.stringify({ ids: Array.from({ length: 101 }, (_, i) => String(i)) }));
+  assert.equal(tooMany.status, 400);
+  assert.match(((await tooMany.json()) as any).error.message, /1 to 100 ids/);
+  assert.equal((await post('not json')).status, 400);
+  assert.equal((await post(JSON.stringify({ ids: [42] }))).status, 400);
+  // Refused requests read nothing; the burst of 2 reads is still whole, then the third waits.
+  const get = () => fetch(`${r.base}/v1/status/x`, { headers: { authorization: `Bearer ${acct.uuid}` } });
+  assert.equal((await get()).status, 200);
+  assert.equal((await get()).status, 200);
+  const limited = await get();
+  assert.equal(limited.status, 429);
+  assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+  // Submission quota is untouched by reads: the account's one EVM credit is still there.
+  const tx = await signed1559();
+  assert.equal((await sendEvm(r, acct.uuid, tx.hex)).status, 202);
+});
