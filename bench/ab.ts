@@ -7,6 +7,7 @@
  *   npm run bench:coalesce                          http.coalesce_answers on vs off
  *   npm run bench:ab -- --no-upstream               forwarding to the sink vs no upstream at all
  *   npm run bench:ab -- --shed-hold                 door sheds held up to 100 ms (limits.shed_hold_ms) vs written at once
+ *   npm run bench:ab -- --status                    status tracing on vs off (status.enabled)
  *
  * Each round starts each relay fresh (dedup state empty), pinned to core 0
  * (`--layout default`: unpinned, workers auto, as a user starts it), warms
@@ -59,6 +60,7 @@ const { values: opt } = parseArgs({
     coalesce: { type: 'boolean', default: false },
     'no-upstream': { type: 'boolean', default: false },
     'shed-hold': { type: 'boolean', default: false },
+    status: { type: 'boolean', default: false },
     doors: { type: 'string', default: 'solana-v2' },
     runs: { type: 'string', default: 'saturation,refusal' },
     rounds: { type: 'string', default: '3' },
@@ -101,6 +103,12 @@ if (opt.coalesce) {
     { label: 'sheds held (limits.shed_hold_ms 100)', main: MAIN, env: { TXRELAY_LIMITS_SHED_HOLD_MS: '100' } },
     { label: 'sheds written at once (limits.shed_hold_ms 0)', main: MAIN, env: { TXRELAY_LIMITS_SHED_HOLD_MS: '0' } },
   ];
+} else if (opt.status) {
+  // What tracing each transaction for the status API costs admission.
+  variants = [
+    { label: 'status tracing on (status.enabled true)', main: MAIN, env: { TXRELAY_STATUS_ENABLED: 'true' } },
+    { label: 'status tracing off', main: MAIN, env: { TXRELAY_STATUS_ENABLED: 'false' } },
+  ];
 } else if (opt.base) {
   const baseMain = resolve(opt.base, 'dist', 'src', 'cli', 'main.js');
   if (!existsSync(baseMain)) throw new Error(`${baseMain} not found: build the base checkout first (npm ci)`);
@@ -109,7 +117,7 @@ if (opt.coalesce) {
     { label: `base (${opt.base})`, main: baseMain, env: {} },
   ];
 } else {
-  throw new Error('say what to compare: --base <other checkout>, --coalesce, --no-upstream or --shed-hold');
+  throw new Error('say what to compare: --base <other checkout>, --coalesce, --no-upstream, --shed-hold or --status');
 }
 
 type Kind = 'serial' | 'saturation' | 'overload' | 'refusal' | 'shed' | 'openloop';
@@ -284,5 +292,7 @@ for (const d of doors) {
     print(`| ${d.name} | ${what} | B ÷ A | ${(b.cpu / a.cpu).toFixed(2)}x | ${pairedText} | ${(b.rate / a.rate).toFixed(2)}x | | | |`);
   }
 }
-// The latest paired run is kept as bench/results/ab.md (a smoke run's figures mean nothing).
-if (!opt.smoke) writeFileSync(join(ROOT, 'bench', 'results', 'ab.md'), lines.join('\n') + '\n');
+// The latest paired run of each comparison is kept: bench/results/ab.md against a base checkout,
+// ab-<option>.md for the others (a smoke run's figures mean nothing).
+const which = opt.base ? '' : opt.coalesce ? '-coalesce' : opt['no-upstream'] ? '-no-upstream' : opt['shed-hold'] ? '-shed-hold' : '-status';
+if (!opt.smoke) writeFileSync(join(ROOT, 'bench', 'results', `ab${which}.md`), lines.join('\n') + '\n');

@@ -72,7 +72,7 @@ export const DUPLICATE = fixedHeaders([['x-svc-duplicate', 'true']]);
 /** A browser may read these response headers of the plain-text door (docs/protocol.md#evm-single-transactions). */
 export const CORS = fixedHeaders([
   ['access-control-allow-origin', '*'],
-  ['access-control-expose-headers', 'x-svc-submission-state, x-svc-duplicate, retry-after, x-ratelimit-retry-after-ms, x-svc-node'],
+  ['access-control-expose-headers', 'x-svc-submission-state, x-svc-duplicate, retry-after, x-ratelimit-retry-after-ms, x-svc-node, x-svc-request-id'],
 ]);
 export const QUEUED_CORS = fixedHeaders([...QUEUED, ...CORS]);
 export const QUEUED_DUPLICATE_CORS = fixedHeaders([...QUEUED_DUPLICATE, ...CORS]);
