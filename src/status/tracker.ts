@@ -32,9 +32,10 @@ interface Attempt {
 export class Trace {
   state: TrackedState = 'queued';
   reason: string | null = null;
-  /** Stage and wall-clock ms, in order. */
-  readonly events: [string, number][];
-  readonly attempts: Attempt[] = [];
+  /** When it ended (0: not yet). With `receivedAt` these are its events: fewer objects per admitted transaction. */
+  endedAt = 0;
+  /** Made on the first request to an upstream. */
+  attempts: Attempt[] | null = null;
   /** An EVM batch's items, by id (their traces live on their own). */
   items: readonly string[] | null = null;
 
@@ -46,22 +47,23 @@ export class Trace {
     readonly chain: 'evm' | 'solana',
     readonly door: string,
     readonly receivedAt: number,
-  ) {
-    this.events = [['received', receivedAt]];
-  }
+  ) {}
 
   /** A request carrying it went to `upstream`. */
   sent(upstream: string, now: number): void {
     if (this.state !== 'queued') return;
     let n = 0;
-    for (const a of this.attempts) if (a.upstream === upstream) n++;
-    this.attempts.push({ upstream, attempt: n + 1, sentAt: now, answeredAt: 0, outcome: null, httpStatus: null, error: null });
+    const all = (this.attempts ??= []);
+    for (const a of all) if (a.upstream === upstream) n++;
+    all.push({ upstream, attempt: n + 1, sentAt: now, answeredAt: 0, outcome: null, httpStatus: null, error: null });
   }
 
   /** `upstream` answered its latest request for it. */
   answered(upstream: string, now: number, outcome: 'ok' | 'rejected' | 'failed', httpStatus: number | null, error: string | null): void {
-    for (let i = this.attempts.length - 1; i >= 0; i--) {
-      const a = this.attempts[i]!;
+    const all = this.attempts;
+    if (all === null) return;
+    for (let i = all.length - 1; i >= 0; i--) {
+      const a = all[i]!;
       if (a.upstream !== upstream || a.answeredAt !== 0) continue;
       a.answeredAt = now;
       a.outcome = outcome;
@@ -76,7 +78,7 @@ export class Trace {
     if (this.state !== 'queued') return;
     this.state = state;
     this.reason = reason;
-    this.events.push([state, now]);
+    this.endedAt = now;
   }
 }
 
@@ -210,9 +212,11 @@ export class Tracker {
       this.head = 0;
     }
     // The expired ids are kept within the same count.
-    for (const key of this.gone.keys()) {
-      if (this.gone.size <= this.o.maxEntries) break;
-      this.gone.delete(key);
+    if (this.gone.size > this.o.maxEntries) {
+      for (const key of this.gone.keys()) {
+        if (this.gone.size <= this.o.maxEntries) break;
+        this.gone.delete(key);
+      }
     }
   }
 
@@ -253,8 +257,8 @@ export class Tracker {
       received_at: iso(t.receivedAt),
       state,
       reason,
-      events: t.events.map(([stage, at]) => ({ stage, at: iso(at) })),
-      forwards: t.attempts.map((a) => ({
+      events: t.endedAt === 0 ? [{ stage: 'received', at: iso(t.receivedAt) }] : [{ stage: 'received', at: iso(t.receivedAt) }, { stage: t.state, at: iso(t.endedAt) }],
+      forwards: (t.attempts ?? []).map((a) => ({
         upstream: a.upstream,
         attempt: a.attempt,
         sent_at: iso(a.sentAt),
