@@ -131,6 +131,8 @@ export class Relay {
 
     const t0 = clock();
     const ipLimiter = IpLimiter.create({ nowMs: t0, rate: cfg.limits.ip_rps, burst: cfg.limits.ip_burst });
+    // Status reads per account, one budget however many threads answer them.
+    const statusReads = IpLimiter.create({ nowMs: t0, rate: cfg.status.reads_per_s, burst: cfg.status.reads_burst, capacity: 4096 });
     const udpIpLimiter = IpLimiter.create({ nowMs: t0, rate: cfg.udp.ip_rps, burst: cfg.udp.ip_burst });
     const dedup = DedupFilter.create({ windowMs: cfg.dedup.window_s * 1000 });
     let tips: TipAccounts | null = null;
@@ -154,8 +156,8 @@ export class Relay {
     // Acceptor threads check inline; the main thread's service is then left UDP.
     const verifyThreads = threads > 1 ? 0 : workerThreads(cfg.workers.threads);
     // No other thread: the main thread is the tables' only user, so their locks are skipped (src/tables/lock.ts).
-    if (verifyThreads === 0 && threads === 1) for (const t of [dedup, ipLimiter, udpIpLimiter, registry.buckets]) t.soleThread();
-    const service = await HttpService.start({ cfg, uws, clock, log, accounts: registry, dedup, ipLimiter, udpIpLimiter, tips, batches: recorder, threads: verifyThreads, name: 'main' });
+    if (verifyThreads === 0 && threads === 1) for (const t of [dedup, ipLimiter, udpIpLimiter, statusReads, registry.buckets]) t.soleThread();
+    const service = await HttpService.start({ cfg, uws, clock, log, accounts: registry, dedup, ipLimiter, udpIpLimiter, statusReads, tips, batches: recorder, threads: verifyThreads, name: 'main' });
 
     let uploader: Uploader | null = null;
     let pruneTimer: NodeJS.Timeout | null = null;
@@ -171,7 +173,9 @@ export class Relay {
     const udp = cfg.solana.enabled && cfg.udp.enabled ? new UdpIngress(service.pipeline) : null;
     const listener = threads > 1 ? uws.App() : service.app;
     const acceptors =
-      threads > 1 ? await AcceptorThreads.start({ n: threads, cfg, listener, registry, batches, dedup, ipLimiter, udpIpLimiter, log }) : null;
+      threads > 1
+        ? await AcceptorThreads.start({ n: threads, cfg, listener, registry, batches, dedup, ipLimiter, udpIpLimiter, statusReads, log, localStatuses: service.localStatuses })
+        : null;
     // Every service's figures, gathered once per scrape.
     const metrics = new Metrics();
     let services: ServiceStats[] = [];

@@ -17,6 +17,7 @@ import { importAccounts } from '../store/pg-registry.js';
 import { describeUrl, migrate } from '../store/pg-schema.js';
 import { createLogger } from '../obs/log.js';
 import { registerSendCommand } from './send.js';
+import { registerStatusCommand } from './status.js';
 import { registerBenchCommands } from '../bench/cli.js';
 
 const program = new Command();
@@ -286,6 +287,7 @@ program
   });
 
 registerSendCommand(program);
+registerStatusCommand(program);
 registerBenchCommands(program);
 
 program.parseAsync(process.argv).catch((e) => {

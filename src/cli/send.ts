@@ -2,11 +2,13 @@
  * `txrelay send`: submits one transaction (or a bundle / batch) to any door
  * through the client library and prints the typed outcome as JSON. Exit code
  * 0 when the relay acknowledged it (queued, duplicate, accepted), 1 otherwise.
+ * With `--wait`, it then waits for the forward outcome (docs/protocol.md#status),
+ * prints it as `forward`, and exits 0 only when it is `forwarded`.
  */
 import { readFileSync } from 'node:fs';
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import bs58 from 'bs58';
-import { EvmClient, SolanaClient, UdpSender } from '../client/index.js';
+import { EvmClient, SolanaClient, UdpSender, firstSignature, waitForwardAll, type ForwardWait } from '../client/index.js';
 
 const SEND_DOORS = ['evm-rpc', 'evm-text', 'evm-batch', 'solana-rpc', 'solana-v2', 'solana-bundle', 'solana-udp'] as const;
 type SendDoor = (typeof SEND_DOORS)[number];
@@ -42,6 +44,32 @@ interface SendFlags {
   udpHost: string;
   udpPort: number;
   via?: string;
+  wait?: boolean;
+  /** Milliseconds, for `--wait`. */
+  timeout?: number;
+}
+
+/** `10s`, `500ms`, `2m`, or a bare number of seconds. */
+export function durationMs(v: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(v.trim());
+  if (!m) throw new InvalidArgumentError('expected a duration such as 10s, 500ms or 2m');
+  const n = Number(m[1]);
+  return Math.round(m[2] === 'ms' ? n : m[2] === 'm' ? n * 60_000 : n * 1000);
+}
+
+/**
+ * The id to wait on: the request id names this very request, but a
+ * duplicate's request is final at once, so it waits on the hash or signature,
+ * whose status is the first request's.
+ */
+function waitId(o: { kind: string; duplicate?: boolean; requestId?: string; hash?: string; signature?: string; signatures?: string[] }): string | undefined {
+  const key = o.hash ?? o.signature ?? o.signatures?.[0];
+  return o.kind === 'duplicate' || o.duplicate === true ? key : (o.requestId ?? key);
+}
+
+/** A failed wait must not hide the acknowledgement already received: it is printed as `forward.error`. */
+function settle<T extends ForwardWait | ForwardWait[]>(p: Promise<T>): Promise<T | { error: string }> {
+  return p.catch((e: unknown) => ({ error: e instanceof Error ? e.message : String(e) }));
 }
 
 export async function send(door: SendDoor, txArgs: string[], o: SendFlags): Promise<{ ok: boolean; outcome: unknown }> {
@@ -50,15 +78,31 @@ export async function send(door: SendDoor, txArgs: string[], o: SendFlags): Prom
   if (txs.length === 0) throw new Error('give at least one transaction');
   if (door !== 'evm-batch' && door !== 'solana-bundle' && txs.length > 1) throw new Error(`${door} takes one transaction`);
   const acked = (k: string) => k === 'queued' || k === 'duplicate' || k === 'accepted';
+  const waitOpts = { timeout: o.timeout ?? 10_000 };
+  const forwarded = (w: ForwardWait | { error: string } | null) => w !== null && 'state' in w && w.state === 'forwarded';
+  // Without --wait the acknowledgement is the answer; with it, the forward outcome is.
+  const afterAck = async (c: EvmClient | SolanaClient, out: Parameters<typeof waitId>[0]) => {
+    if (!o.wait || !acked(out.kind)) return { ok: acked(out.kind), outcome: out };
+    const id = waitId(out);
+    const forward = id ? await settle(c.waitForward(id, waitOpts)) : null;
+    return { ok: forwarded(forward), outcome: { ...out, forward } };
+  };
   if (family === 'evm') {
     const c = new EvmClient({ url: o.url, uuid: o.key, heartbeatMs: 0 });
     try {
       if (door === 'evm-batch') {
         const b = await c.sendBatch(txs.map((t) => t.hex));
-        return { ok: b.items.some((i) => acked(i.kind)), outcome: b };
+        const ok = b.items.some((i) => acked(i.kind));
+        if (!o.wait || !ok) return { ok, outcome: b };
+        // Acknowledged items are waited on by hash, all in one read per round; null for the others.
+        const ids = b.items.map((i) => (acked(i.kind) ? waitId(i) : undefined));
+        const want = ids.filter((x): x is string => x !== undefined);
+        const waited = await settle(waitForwardAll((x) => c.status(x), want, waitOpts));
+        const forward = ids.map((id) => (id === undefined ? null : Array.isArray(waited) ? waited.shift()! : waited));
+        return { ok: forward.every((w, k) => !acked(b.items[k]!.kind) || forwarded(w)), outcome: { ...b, forward } };
       }
       const out = await c.sendRawTransaction(txs[0]!.hex, { via: door === 'evm-text' ? 'text' : 'jsonrpc' });
-      return { ok: acked(out.kind), outcome: out };
+      return await afterAck(c, out);
     } finally {
       await c.close();
     }
@@ -68,7 +112,18 @@ export async function send(door: SendDoor, txArgs: string[], o: SendFlags): Prom
     try {
       await u.send(txs[0]!.bytes);
       // UDP has no answer: "sent" is all that can be said.
-      return { ok: true, outcome: { kind: 'sent', bytes: txs[0]!.bytes.length } };
+      const sent = { kind: 'sent', bytes: txs[0]!.bytes.length };
+      if (!o.wait) return { ok: true, outcome: sent };
+      // The node has no request id to give back, but knows the signature once the datagram arrived.
+      const signature = firstSignature(txs[0]!.bytes);
+      if (!signature) return { ok: false, outcome: sent };
+      const c = new SolanaClient({ url: o.url, apiKey: o.key, heartbeatMs: 0 });
+      try {
+        const forward = await settle(c.waitForward(signature, { ...waitOpts, waitWhileUnknown: true }));
+        return { ok: forwarded(forward), outcome: { ...sent, signature, forward } };
+      } finally {
+        await c.close();
+      }
     } finally {
       await u.close();
     }
@@ -81,7 +136,7 @@ export async function send(door: SendDoor, txArgs: string[], o: SendFlags): Prom
         : door === 'solana-rpc'
           ? await c.sendTransaction(txs[0]!.bytes)
           : await c.sendRaw(txs[0]!.bytes);
-    return { ok: acked(out.kind), outcome: out };
+    return await afterAck(c, out);
   } finally {
     await c.close();
   }
@@ -97,6 +152,8 @@ export function registerSendCommand(program: Command): void {
     .option('-u, --url <url>', 'relay HTTP address', 'http://127.0.0.1:8080')
     .option('--udp-host <host>', 'relay UDP host (resolved once)', '127.0.0.1')
     .option('--udp-port <port>', 'relay UDP port', (v) => Number(v), 16888)
+    .option('--wait', 'after the acknowledgement, wait for the forward outcome (printed as `forward`); exit 0 only when forwarded')
+    .option('--timeout <duration>', 'how long --wait waits: 10s (default), 500ms, 2m', durationMs)
     .action(async (door: string, txArgs: string[], o: SendFlags) => {
       if (!(SEND_DOORS as readonly string[]).includes(door)) throw new Error(`unknown door ${door}; one of ${SEND_DOORS.join(', ')}`);
       const r = await send(door as SendDoor, txArgs, o);

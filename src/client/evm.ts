@@ -3,11 +3,13 @@
  * typed outcome, retries only `not-sent` + `retry_safe` after the advertised
  * wait and within the caller's budget, never resends queued, duplicate or
  * uncertain transactions, and reconciles uncertain ones through the caller's
- * own chain RPC.
+ * own chain RPC. What the relay did after acknowledging is read through the
+ * status API (docs/protocol.md#status).
  */
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { HttpTransport, header, safeJson, sleep, errorText, type HttpResponse } from './http.js';
 import { DEFAULT_RETRY_WAIT_MS, isRetrySafe, type BatchOutcome, type RetryBudget, type RetryInstruction, type TxOutcome } from './outcome.js';
+import { fetchStatus, fetchStatuses, waitForward, type ForwardWait, type StatusObject, type WaitForwardOptions, type WithRequestId } from './status.js';
 
 export interface EvmClientOptions {
   url: string;
@@ -22,10 +24,16 @@ export interface SendOptions {
   via?: 'jsonrpc' | 'text';
 }
 
+/** A batch outcome plus the request id of every batch sent, when the answers carried one (docs/protocol.md#status). */
+export interface EvmBatchOutcome extends BatchOutcome {
+  requestIds?: string[];
+}
+
 const OLD_NODE_STATUSES = new Set(['dispatched', 'in-flight', 'unknown']);
 
 export class EvmClient {
   private readonly http: HttpTransport;
+  private readonly url: string;
   private readonly uuid: string;
   private readonly chainRpc: string | undefined;
   private readonly budget: RetryBudget;
@@ -33,12 +41,13 @@ export class EvmClient {
 
   constructor(o: EvmClientOptions) {
     this.http = new HttpTransport(o.url, o.heartbeatMs ?? 4000);
+    this.url = o.url;
     this.uuid = o.uuid;
     this.chainRpc = o.chainRpc;
     this.budget = o.retryBudget ?? { maxRetries: 2, maxWaitMs: 10_000 };
   }
 
-  async sendRawTransaction(hex: string, opts: SendOptions = {}): Promise<TxOutcome> {
+  async sendRawTransaction(hex: string, opts: SendOptions = {}): Promise<WithRequestId<TxOutcome>> {
     const via = opts.via ?? 'jsonrpc';
     const local = localTxHash(hex);
     let retries = 0;
@@ -54,7 +63,7 @@ export class EvmClient {
     }
   }
 
-  private async sendOnce(hex: string, via: 'jsonrpc' | 'text', local: string | undefined): Promise<TxOutcome> {
+  private async sendOnce(hex: string, via: 'jsonrpc' | 'text', local: string | undefined): Promise<WithRequestId<TxOutcome>> {
     let res: HttpResponse;
     try {
       res =
@@ -75,17 +84,18 @@ export class EvmClient {
       // The request may or may not have reached the relay: reconcile, never resend.
       return { kind: 'uncertain', hash: local, reason: `connection failed: ${errorText(e)}` };
     }
-    return classifySingle(res, local);
+    return withRequestId(classifySingle(res, local), res);
   }
 
   /**
    * Sends a family A batch. Only items `not-sent` + `retry_safe` are retried,
    * in a new batch, after waiting; the whole batch is never resent.
    */
-  async sendBatch(hexes: string[]): Promise<BatchOutcome> {
+  async sendBatch(hexes: string[]): Promise<EvmBatchOutcome> {
     const locals = hexes.map(localTxHash);
     const first = await this.batchOnce(hexes, locals);
-    const out: BatchOutcome = { batchId: first.batchId, batchIds: first.batchId ? [first.batchId] : [], items: first.items };
+    const out: EvmBatchOutcome = { batchId: first.batchId, batchIds: first.batchId ? [first.batchId] : [], items: first.items };
+    if (first.requestId) out.requestIds = [first.requestId];
     let retries = 0;
     let waited = 0;
     for (;;) {
@@ -101,11 +111,12 @@ export class EvmClient {
         idx.map((i) => locals[i]),
       );
       if (again.batchId) out.batchIds.push(again.batchId);
+      if (again.requestId) (out.requestIds ??= []).push(again.requestId);
       idx.forEach((i, k) => (out.items[i] = again.items[k]!));
     }
   }
 
-  private async batchOnce(hexes: string[], locals: (string | undefined)[]): Promise<{ batchId?: string; items: TxOutcome[] }> {
+  private async batchOnce(hexes: string[], locals: (string | undefined)[]): Promise<{ batchId?: string; requestId?: string; items: TxOutcome[] }> {
     let res: HttpResponse;
     try {
       res = await this.http.request({
@@ -118,7 +129,25 @@ export class EvmClient {
       const reason = `connection failed: ${errorText(e)}`;
       return { items: locals.map((hash) => ({ kind: 'uncertain', hash, reason })) };
     }
-    return classifyBatch(res, locals);
+    const requestId = acknowledged(res) ? header(res.headers, 'x-svc-request-id') : undefined;
+    return requestId ? { ...classifyBatch(res, locals), requestId } : classifyBatch(res, locals);
+  }
+
+  /**
+   * What the relay did with each id after acknowledging it (docs/protocol.md#status):
+   * a transaction hash, batch id or request id; another account's is `unknown`.
+   */
+  status(ids: string[]): Promise<StatusObject[]> {
+    return fetchStatuses(this.http, this.url, this.credentials(), ids, { budget: this.budget });
+  }
+
+  /** Reads `id`'s status until it is final; on timeout resolves with the last one and `timedOut: true`. */
+  waitForward(id: string, opts: WaitForwardOptions = {}): Promise<ForwardWait> {
+    return waitForward((i) => fetchStatus(this.http, this.url, this.credentials(), i, { budget: this.budget }), id, opts);
+  }
+
+  private credentials(): Record<string, string> {
+    return { authorization: `Bearer ${this.uuid}` };
   }
 
   /**
@@ -143,6 +172,16 @@ export class EvmClient {
   close(): Promise<void> {
     return this.http.close();
   }
+}
+
+function acknowledged(res: HttpResponse): boolean {
+  return res.status === 200 || res.status === 202;
+}
+
+/** Only acknowledgements carry `x-svc-request-id` (docs/protocol.md#status). */
+function withRequestId(o: TxOutcome, res: HttpResponse): WithRequestId<TxOutcome> {
+  const id = header(res.headers, 'x-svc-request-id');
+  return id && acknowledged(res) && (o.kind === 'queued' || o.kind === 'duplicate') ? { ...o, requestId: id } : o;
 }
 
 function retryAfterMs(res: HttpResponse): number | undefined {

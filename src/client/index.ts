@@ -1,5 +1,7 @@
 /** txrelay/client: typed clients for both families. */
-export { EvmClient, localTxHash, type EvmClientOptions, type SendOptions } from './evm.js';
+export { EvmClient, localTxHash, type EvmClientOptions, type SendOptions, type EvmBatchOutcome } from './evm.js';
 export { SolanaClient, UdpSender, bundleBody, udpPacket, uuidBytes, firstSignature, MAX_TX_BYTES, MAX_V1_TX_BYTES, type SolanaClientOptions, type UdpSenderOptions } from './solana.js';
 export type { TxOutcome, BatchOutcome, RetryBudget, RetryInstruction, SolanaOutcome, BundleOutcome } from './outcome.js';
 export { isRetrySafe } from './outcome.js';
+export { fetchStatuses, fetchStatus, waitForward, waitForwardAll, StatusError, FINAL_STATES, MAX_STATUS_IDS } from './status.js';
+export type { StatusObject, StatusState, StatusEvent, Forward, ForwardWait, WaitForwardOptions, WithRequestId, StatusTransport, StatusReadOptions } from './status.js';

@@ -1,19 +1,23 @@
 /**
  * Family B client: JSON-RPC `sendTransaction`, raw `/v2`, bundles on
- * `/v2/batch` (body checked before sending), and a UDP sender that resolves
- * its host once (docs/protocol.md#udp).
+ * `/v2/batch` (body checked before sending), the status API
+ * (docs/protocol.md#status), and a UDP sender that resolves its host once
+ * (docs/protocol.md#udp).
  */
 import dgram from 'node:dgram';
 import { lookup } from 'node:dns/promises';
 import bs58 from 'bs58';
 import { uuidToBytes } from '../store/ids.js';
 import { HttpTransport, header, safeJson, errorText, type HttpResponse } from './http.js';
-import type { BundleOutcome, SolanaOutcome } from './outcome.js';
+import type { BundleOutcome, RetryBudget, SolanaOutcome } from './outcome.js';
+import { fetchStatus, fetchStatuses, waitForward, type ForwardWait, type StatusObject, type WaitForwardOptions, type WithRequestId } from './status.js';
 
 export interface SolanaClientOptions {
   url: string;
   apiKey: string;
   heartbeatMs?: number;
+  /** Retries of status reads (429, 503, connection failures); sends are never retried. */
+  retryBudget?: RetryBudget;
 }
 
 export const MAX_TX_BYTES = 1232;
@@ -21,27 +25,31 @@ export const MAX_V1_TX_BYTES = 4096;
 
 export class SolanaClient {
   private readonly http: HttpTransport;
+  private readonly url: string;
   private readonly apiKey: string;
+  private readonly budget: RetryBudget;
   private nextId = 1;
 
   constructor(o: SolanaClientOptions) {
     this.http = new HttpTransport(o.url, o.heartbeatMs ?? 4000);
+    this.url = o.url;
     this.apiKey = o.apiKey;
+    this.budget = o.retryBudget ?? { maxRetries: 2, maxWaitMs: 10_000 };
   }
 
   /** JSON-RPC `sendTransaction` with a base64 transaction. */
-  async sendTransaction(bytes: Uint8Array): Promise<SolanaOutcome> {
+  async sendTransaction(bytes: Uint8Array): Promise<WithRequestId<SolanaOutcome>> {
     const body = JSON.stringify({ jsonrpc: '2.0', id: this.nextId++, method: 'sendTransaction', params: [Buffer.from(bytes).toString('base64'), { encoding: 'base64' }] });
     return this.single(bytes, { method: 'POST', path: '/', headers: { 'content-type': 'application/json', 'api-key': this.apiKey }, body });
   }
 
   /** Raw binary submit on `/v2`. */
-  async sendRaw(bytes: Uint8Array): Promise<SolanaOutcome> {
+  async sendRaw(bytes: Uint8Array): Promise<WithRequestId<SolanaOutcome>> {
     return this.single(bytes, { method: 'POST', path: '/v2', headers: { 'content-type': 'application/octet-stream', 'api-key': this.apiKey }, body: bytes });
   }
 
   /** Bundle of 1-4 transactions on `/v2/batch`; throws TypeError before sending when the body would be invalid. */
-  async sendBundle(txs: Uint8Array[]): Promise<BundleOutcome> {
+  async sendBundle(txs: Uint8Array[]): Promise<WithRequestId<BundleOutcome>> {
     const body = bundleBody(txs);
     let res: HttpResponse;
     try {
@@ -51,13 +59,13 @@ export class SolanaClient {
     }
     const j = res.status === 200 ? safeJson(res.text) : undefined;
     if (j && Array.isArray(j.result) && j.result.every((s: unknown) => typeof s === 'string')) {
-      return { kind: 'accepted', signatures: j.result, duplicate: header(res.headers, 'x-svc-duplicate') === 'true' };
+      return withRequestId({ kind: 'accepted', signatures: j.result, duplicate: header(res.headers, 'x-svc-duplicate') === 'true' }, res);
     }
     const bad = failure(res);
     return bad.kind === 'rejected' ? bad : { kind: 'uncertain', signatures: txs.map(firstSignature).filter((s): s is string => s !== undefined), reason: bad.reason };
   }
 
-  private async single(bytes: Uint8Array, req: Parameters<HttpTransport['request']>[0]): Promise<SolanaOutcome> {
+  private async single(bytes: Uint8Array, req: Parameters<HttpTransport['request']>[0]): Promise<WithRequestId<SolanaOutcome>> {
     let res: HttpResponse;
     try {
       res = await this.http.request(req);
@@ -65,14 +73,37 @@ export class SolanaClient {
       return { kind: 'uncertain', signature: firstSignature(bytes), reason: `connection failed: ${errorText(e)}` };
     }
     const j = res.status === 200 ? safeJson(res.text) : undefined;
-    if (j && typeof j.result === 'string') return { kind: 'accepted', signature: j.result, duplicate: header(res.headers, 'x-svc-duplicate') === 'true' };
+    if (j && typeof j.result === 'string') return withRequestId({ kind: 'accepted', signature: j.result, duplicate: header(res.headers, 'x-svc-duplicate') === 'true' }, res);
     const bad = failure(res);
     return bad.kind === 'rejected' ? bad : { kind: 'uncertain', signature: firstSignature(bytes), reason: bad.reason };
+  }
+
+  /**
+   * What the relay did with each id after acknowledging it (docs/protocol.md#status):
+   * a first signature (of a transaction or a bundle) or a request id; another account's is `unknown`.
+   */
+  status(ids: string[]): Promise<StatusObject[]> {
+    return fetchStatuses(this.http, this.url, this.credentials(), ids, { budget: this.budget });
+  }
+
+  /** Reads `id`'s status until it is final; on timeout resolves with the last one and `timedOut: true`. */
+  waitForward(id: string, opts: WaitForwardOptions = {}): Promise<ForwardWait> {
+    return waitForward((i) => fetchStatus(this.http, this.url, this.credentials(), i, { budget: this.budget }), id, opts);
+  }
+
+  private credentials(): Record<string, string> {
+    return { 'api-key': this.apiKey };
   }
 
   close(): Promise<void> {
     return this.http.close();
   }
+}
+
+/** Only acknowledgements carry `x-svc-request-id` (docs/protocol.md#status). */
+function withRequestId<T extends object>(o: T, res: HttpResponse): WithRequestId<T> {
+  const id = header(res.headers, 'x-svc-request-id');
+  return id ? { ...o, requestId: id } : o;
 }
 
 /** 4xx and the relay's "not sent" 503 are final rejections; any other 5xx, or an unreadable 200, may have been forwarded. */

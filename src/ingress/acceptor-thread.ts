@@ -22,6 +22,7 @@ import { storedItems } from '../store/batches.js';
 import { RelayError, E } from '../errors.js';
 import { loadAcceptor } from './uws.js';
 import { attachConnectionCaps, connectionCaps } from './conn-caps.js';
+import type { StatusView } from '../status/tracker.js';
 import { HttpService } from './service.js';
 import type { ToAcceptor, FromAcceptor } from './acceptors.js';
 
@@ -32,6 +33,7 @@ export interface AcceptorData {
   cfg: Config;
   dedup: DedupHandle;
   ipLimiter: IpLimiterHandle;
+  statusReads: IpLimiterHandle;
   udpIpLimiter: IpLimiterHandle;
   buckets: TokenBucketHandle;
   /** msgpack-encoded SeatedRecord[]. */
@@ -66,6 +68,7 @@ const call = (m: (id: number) => FromAcceptor): Promise<void> =>
     calls.set(id, { resolve, reject });
     post(m(id));
   });
+const asking = new Map<number, (lists: StatusView[][]) => void>();
 const batches: BatchRecorder = {
   newId: nextBatchId,
   persist: (rec) => call((id) => ({ t: 'persist', id, rec })),
@@ -81,12 +84,19 @@ const service = await HttpService.start({
   accounts,
   dedup: DedupFilter.attach(d.dedup),
   ipLimiter: IpLimiter.attach(d.ipLimiter),
+  statusReads: IpLimiter.attach(d.statusReads),
   udpIpLimiter: IpLimiter.attach(d.udpIpLimiter),
   tips: cfg.solana.tip_accounts.length > 0 ? new TipAccounts(cfg.solana.tip_accounts) : null,
   batches,
   // The acceptor threads are the node's cores: each checks its own transactions.
   threads: 0,
   name: String(d.index),
+  // Each thread traces what it admitted; a status read asks the others through the main thread.
+  statusesElsewhere: (account, ids, done) => {
+    const id = nextCall++;
+    asking.set(id, done);
+    post({ t: 'statuses', id, account, ids });
+  },
 });
 const caps = connectionCaps(cfg.http, acceptor, log, d.of);
 if (caps) attachConnectionCaps(service.app, caps);
@@ -104,6 +114,13 @@ port.on('message', (m: ToAcceptor) => {
       return post({ t: 'ack', seq: m.seq });
     case 'stats':
       return post({ t: 'stats', id: m.id, stats: service.stats() });
+    case 'statuses':
+      return post({ t: 'statuses-local', id: m.id, views: service.localStatuses(m.account, m.ids) });
+    case 'statuses-elsewhere': {
+      const done = asking.get(m.id);
+      asking.delete(m.id);
+      return done?.(m.lists);
+    }
     case 'record': {
       const c = calls.get(m.id);
       calls.delete(m.id);

@@ -22,6 +22,7 @@ import { pack } from 'msgpackr';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../obs/log.js';
 import { scrub } from '../obs/log.js';
+import type { StatusView } from '../status/tracker.js';
 import type { ServiceStats } from '../obs/service-stats.js';
 import type { AccountRegistry, SeatedRecord } from '../pipeline/accounts.js';
 import type { BatchStore, NewBatch, StoredItem } from '../store/batches.js';
@@ -36,7 +37,11 @@ export type ToAcceptor =
   | { t: 'stats'; id: number }
   | { t: 'record'; id: number; ok: boolean }
   | { t: 'drain'; deadline: number }
-  | { t: 'close' };
+  | { t: 'close' }
+  /** Asks a thread for what its tracker holds of these ids. */
+  | { t: 'statuses'; id: number; account: number; ids: readonly string[] }
+  /** Answers a thread's `statuses`: every other tracker's views. */
+  | { t: 'statuses-elsewhere'; id: number; lists: StatusView[][] };
 
 export type FromAcceptor =
   | { t: 'ready'; descriptor: number }
@@ -45,7 +50,11 @@ export type FromAcceptor =
   | { t: 'persist'; id: number; rec: NewBatch }
   | { t: 'outcome'; id: number; batchId: string; items: StoredItem[] }
   | { t: 'drained'; abandoned: number }
-  | { t: 'log'; line: string };
+  | { t: 'log'; line: string }
+  /** A status read on a thread: what the node's other trackers hold. */
+  | { t: 'statuses'; id: number; account: number; ids: readonly string[] }
+  /** A thread's answer to `statuses`. */
+  | { t: 'statuses-local'; id: number; views: StatusView[] };
 
 /** A scrape renders without a thread's figures after this. */
 const STATS_TIMEOUT_MS = 2000;
@@ -63,14 +72,21 @@ export interface AcceptorOptions {
   dedup: DedupFilter;
   ipLimiter: IpLimiter;
   udpIpLimiter: IpLimiter;
+  statusReads: IpLimiter;
   log: Logger;
+  /** The main thread's own tracker (UDP submissions). */
+  localStatuses: (accountId: number, ids: readonly string[]) => StatusView[];
 }
+
+/** A thread that does not answer a status question in this long is left out of the answer. */
+const STATUS_TIMEOUT_MS = 1000;
 
 class Thread {
   acked: number;
   descriptor = -1;
   alive = true;
   readonly waiting = new Map<number, (s: ServiceStats | null) => void>();
+  readonly asked = new Map<number, (views: StatusView[] | null) => void>();
   drained: ((abandoned: number) => void) | null = null;
 
   constructor(
@@ -89,6 +105,7 @@ class Thread {
 export class AcceptorThreads {
   private readonly threads: Thread[] = [];
   private seq = 0;
+  private nextQuestion = 0;
   private nextStats = 0;
   private closing = false;
   private listening: { host: string; port: number } | null = null;
@@ -196,6 +213,7 @@ export class AcceptorThreads {
       dedup: o.dedup.handle(),
       ipLimiter: o.ipLimiter.handle(),
       udpIpLimiter: o.udpIpLimiter.handle(),
+      statusReads: o.statusReads.handle(),
       buckets: o.registry.buckets.handle(),
       accounts: pack(o.registry.snapshot()),
     };
@@ -222,6 +240,8 @@ export class AcceptorThreads {
         t.alive = false;
         for (const w of t.waiting.values()) w(null);
         t.waiting.clear();
+        for (const w of t.asked.values()) w(null);
+        t.asked.clear();
         this.checkSettled();
         if (!ready) return reject(new Error(`acceptor thread ${index} exited (code ${code}) before it was ready`));
         if (t.descriptor >= 0) o.listener.removeChildAppDescriptor?.(t.descriptor);
@@ -268,8 +288,35 @@ export class AcceptorThreads {
         t.drained?.(m.abandoned);
         t.drained = null;
         return;
+      case 'statuses':
+        return this.statusesFor(t, m.id, m.account, m.ids);
+      case 'statuses-local': {
+        const w = t.asked.get(m.id);
+        t.asked.delete(m.id);
+        return w?.(m.views);
+      }
       case 'log':
         return this.relayLog(t, m.line);
+    }
+  }
+
+  /** Every tracker but the asking thread's: the main thread's, and each other thread's (those that answer in time). */
+  private statusesFor(asker: Thread, id: number, account: number, ids: readonly string[]): void {
+    const lists: StatusView[][] = [this.o.localStatuses(account, ids)];
+    const others = this.threads.filter((t) => t !== asker && t.alive);
+    let pending = others.length;
+    const reply = () => asker.post({ t: 'statuses-elsewhere', id, lists });
+    if (pending === 0) return reply();
+    for (const t of others) {
+      const q = this.nextQuestion++;
+      const timer = setTimeout(() => t.asked.get(q)?.(null), STATUS_TIMEOUT_MS);
+      t.asked.set(q, (views) => {
+        clearTimeout(timer);
+        t.asked.delete(q);
+        if (views !== null) lists.push(views);
+        if (--pending === 0) reply();
+      });
+      t.post({ t: 'statuses', id: q, account, ids });
     }
   }
 

@@ -11,7 +11,7 @@ import { scrub } from '../obs/log.js';
 import { LabelledHistogram } from '../obs/metrics.js';
 import type { ServiceStats } from '../obs/service-stats.js';
 import type { DedupFilter } from '../tables/dedup.js';
-import { IpLimiter } from '../tables/ip-limiter.js';
+import type { IpLimiter } from '../tables/ip-limiter.js';
 import { Slab } from '../tables/slab.js';
 import { JobTable } from '../exec/jobs.js';
 import { Verifier } from '../exec/verifier.js';
@@ -19,7 +19,7 @@ import { Forwarder } from '../forward/forwarder.js';
 import type { TipAccounts } from '../chains/solana/tip.js';
 import { Pipeline } from '../pipeline/admit.js';
 import { Outcome } from '../pipeline/outcome.js';
-import { Tracker, unknownStatus } from '../status/tracker.js';
+import { Tracker, mergeStatuses, unknownStatus, type StatusView } from '../status/tracker.js';
 import { E, RelayError } from '../errors.js';
 import type { AccountRecord } from '../store/accounts.js';
 import type { Accounts } from '../pipeline/accounts.js';
@@ -48,6 +48,8 @@ export interface ServiceDeps {
   dedup: DedupFilter;
   ipLimiter: IpLimiter;
   udpIpLimiter: IpLimiter;
+  /** Status reads per account (`status.reads_per_s`), shared by every thread. */
+  statusReads: IpLimiter;
   tips: TipAccounts | null;
   batches: BatchRecorder;
   /** Verification worker threads; 0 checks inline. */
@@ -55,9 +57,14 @@ export interface ServiceDeps {
   worker?: { filename: URL; data?: Record<string, unknown> };
   /** `main`, or an acceptor thread's index. */
   name: string;
+  /** Acceptor threads: the statuses the node's other trackers hold for these ids (docs/protocol.md#status). */
+  statusesElsewhere?: (accountId: number, ids: readonly string[], done: (lists: StatusView[][]) => void) => void;
 }
 
 export class HttpService {
+  /** The statuses this service's tracker holds for an account's ids (the others' asked for them). */
+  localStatuses: (accountId: number, ids: readonly string[]) => StatusView[] = () => [];
+
   private constructor(
     readonly name: string,
     readonly app: TemplatedApp,
@@ -106,12 +113,13 @@ export class HttpService {
       warnDry: d.name === 'main',
     });
     const tracker = cfg.status.enabled ? new Tracker({ retentionMs: cfg.status.retention_s * 1000, maxEntries: cfg.status.max_tracked, node: cfg.node.name }) : null;
-    const reads = IpLimiter.create({ nowMs: clock(), rate: cfg.status.reads_per_s, burst: cfg.status.reads_burst, capacity: 4096 });
-    const statuses = (account: AccountRecord, ids: readonly string[]): Outcome => {
-      const wait = reads.tryTake(`account ${account.id}`, 1, clock());
-      if (wait > 0) return Outcome.refused(new RelayError(E.RATE_ACCOUNT, String(cfg.status.reads_per_s), wait));
-      const node = cfg.node.name;
-      return Outcome.answered(ids.map((id) => tracker?.status(id, account.id) ?? unknownStatus(id, node)));
+    const local = (accountId: number, ids: readonly string[]): StatusView[] => ids.map((id) => tracker?.status(id, accountId) ?? unknownStatus(id, cfg.node.name));
+    const statuses = (account: AccountRecord, ids: readonly string[], done: (o: Outcome) => void): void => {
+      const wait = d.statusReads.tryTake(`account ${account.id}`, 1, clock());
+      if (wait > 0) return done(Outcome.refused(new RelayError(E.RATE_ACCOUNT, String(cfg.status.reads_per_s), wait)));
+      const mine = local(account.id, ids);
+      if (d.statusesElsewhere === undefined) return done(Outcome.answered(mine));
+      d.statusesElsewhere(account.id, ids, (lists) => done(Outcome.answered(mergeStatuses([mine, ...lists]))));
     };
     const pipeline = new Pipeline({
       clock,
@@ -157,7 +165,9 @@ export class HttpService {
     app.any('/*', (res) => {
       res.cork(() => res.writeStatus('404 Not Found').writeHeader('content-type', TEXT_TYPE).writeHeader('x-svc-node', cfg.node.name).end('Not Found'));
     });
-    return new HttpService(d.name, app, pipeline, verifier, forwarder, reply, slab, d.accounts, accept);
+    const service = new HttpService(d.name, app, pipeline, verifier, forwarder, reply, slab, d.accounts, accept);
+    service.localStatuses = local;
+    return service;
   }
 
   stats(): ServiceStats {

@@ -41,8 +41,8 @@ interface PipelineDeps extends GateDeps {
   maxBody: number;
   /** Where admitted transactions are traced for status reads (docs/protocol.md#status); null: not traced. */
   tracker: Tracker | null;
-  /** A status read for an authenticated account: its answer, or its refusal (the reads' own rate limit). */
-  statuses: (account: AccountRecord, ids: readonly string[]) => Outcome;
+  /** A status read for an authenticated account: its answer, or its refusal (the reads' own rate limit); maybe later (acceptor threads ask each other). */
+  statuses: (account: AccountRecord, ids: readonly string[], done: (o: Outcome) => void) => void;
 }
 
 const SIGNATURE_BYTES = 64;
@@ -93,7 +93,7 @@ export class Pipeline implements BodySink {
     const refused = this.gate.pass(sub);
     if (refused !== null) return this.finish(sub, Outcome.refused(refused, sub.hash));
     if (sub.invalid !== null) return this.finish(sub, Outcome.refused(sub.invalid, sub.hash));
-    if (sub.kind === Kind.Query && sub.queryIds !== null) return this.finish(sub, this.d.statuses(sub.account!, sub.queryIds));
+    if (sub.kind === Kind.Query && sub.queryIds !== null) return this.d.statuses(sub.account!, sub.queryIds, (o) => this.finish(sub, o));
     if (sub.maxBody > 0) {
       // The rest continues as the body arrives (bodyInto, bodyArrived).
       sub.body = this;
@@ -144,7 +144,7 @@ export class Pipeline implements BodySink {
       case Kind.Query: {
         const ids = sub.io.query!(sub, bytes);
         if (ids instanceof RelayError) return this.finish(sub, Outcome.refused(ids));
-        return this.finish(sub, this.d.statuses(sub.account!, ids));
+        return this.d.statuses(sub.account!, ids, (o) => this.finish(sub, o));
       }
       default:
         return this.finish(sub, Outcome.refused(new RelayError(E.INTERNAL)));

@@ -127,6 +127,21 @@ export function unknownStatus(id: string, node: string, state: 'unknown' | 'expi
   return { id, request_id: null, chain: null, door: null, node, received_at: null, state, reason: null, events: [], forwards: [] };
 }
 
+/**
+ * One answer per id from several trackers (acceptor threads, each with its
+ * own): the one that saw its first submission, else a duplicate's, else
+ * `expired` if one did, else `unknown`.
+ */
+export function mergeStatuses(lists: readonly (readonly StatusView[])[]): StatusView[] {
+  // A duplicate's trace stands for the transaction only where no tracker holds its first submission.
+  const rank = (v: StatusView): number => (v.state === 'unknown' ? 0 : v.state === 'expired' ? 1 : v.state === 'duplicate' ? 2 : 3);
+  return lists[0]!.map((first, i) => {
+    let best = first;
+    for (const l of lists) if (rank(l[i]!) > rank(best)) best = l[i]!;
+    return best;
+  });
+}
+
 export class Tracker {
   /** Id or request id -> trace: the index reads go through. */
   private readonly byId = new Map<string, Trace>();

