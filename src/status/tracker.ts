@@ -212,10 +212,10 @@ export class Tracker {
   }
 
   /** Drops what is past retention or over the count (also called on reads, and by the relay's timer when idle). */
-  evict(now: number): void {
+  evict(now: number, room = 0): void {
     const limit = now - this.o.retentionMs;
     const q = this.queue;
-    while (this.head < q.length && (q.length - this.head > this.o.maxEntries || q[this.head]!.receivedAt <= limit)) {
+    while (this.head < q.length && (q.length - this.head + room > this.o.maxEntries || q[this.head]!.receivedAt <= limit)) {
       const t = q[this.head]!;
       q[this.head++] = undefined as unknown as Trace;
       this.unindex(t);
@@ -236,7 +236,7 @@ export class Tracker {
   }
 
   private add(t: Trace, byTxId: boolean, ownsRequest: boolean): void {
-    this.evict(t.receivedAt);
+    this.evict(t.receivedAt, 1);
     this.queue.push(t);
     if (byTxId) this.byId.set(t.id, t);
     // A request's first trace answers for its request id (a JSON-RPC array has one), a batch for its own.

@@ -1,0 +1,139 @@
+/**
+ * Status traces (src/status/tracker.ts) on their own, and as real lanes fill
+ * them against real upstream servers: every end a transaction can come to,
+ * retention and the count cap, other accounts, and the merge of several
+ * threads' answers.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Tracker, mergeStatuses, unknownStatus } from '../../src/status/tracker.js';
+import { laneHarness } from '../helpers/lanes.js';
+
+const { upstream, lane } = laneHarness();
+const hexTx = (i: number): string => '0x02f8' + i.toString(16).padStart(8, '0') + 'ab'.repeat(40);
+
+function tracker(now: () => number = Date.now, maxEntries = 1000, retentionMs = 60_000): Tracker {
+  return new Tracker({ retentionMs, maxEntries, node: 'test', now });
+}
+
+test('through a real lane: an accepting upstream ends it forwarded, with the attempt, its status and latency', async () => {
+  const up = await upstream();
+  const l = lane('evm-paid', { upstreams: [up.url] });
+  const t = tracker();
+  const tr = t.open('0xaa', 'rq-1', 1, 'evm', 'jsonrpc');
+  assert.equal(l.offer(hexTx(1), tr), true);
+  assert.equal(t.status('0xaa', 1).state, 'queued');
+  await l.whenIdle();
+  const s = t.status('0xaa', 1);
+  assert.equal(s.state, 'forwarded');
+  assert.deepEqual(
+    s.events.map((e) => e.stage),
+    ['received', 'forwarded'],
+  );
+  assert.equal(s.forwards.length, 1);
+  assert.equal(s.forwards[0]!.upstream, new URL(up.url).origin);
+  assert.equal(s.forwards[0]!.http_status, 200);
+  assert.equal(s.forwards[0]!.upstream_result, 'accepted');
+  assert.ok(s.forwards[0]!.latency_ms! >= 0);
+  assert.deepEqual(t.status('rq-1', 1), s, 'the request id finds it too');
+});
+
+test('through a real lane: a JSON-RPC error from every upstream ends it upstream_rejected with the code and message', async () => {
+  const a = await upstream({ mode: 'rpc-error' });
+  const b = await upstream({ mode: { status: 400 } });
+  const l = lane('evm-paid', { upstreams: [a.url, b.url], batching: false });
+  const t = tracker();
+  l.offer(hexTx(2), t.open('0xbb', 'rq-2', 1, 'evm', 'jsonrpc'));
+  await l.whenIdle();
+  const s = t.status('0xbb', 1);
+  assert.equal(s.state, 'upstream_rejected');
+  const byUpstream = new Map(s.forwards.map((f) => [f.upstream, f]));
+  assert.equal(typeof byUpstream.get(new URL(a.url).origin)!.upstream_error!.code, 'number');
+  assert.equal(byUpstream.get(new URL(b.url).origin)!.http_status, 400);
+});
+
+test('through a real lane: an upstream that hangs until the item expires ends it failed; one never sent drops as expired', async () => {
+  const up = await upstream({ mode: 'hang' });
+  const l = lane('solana-single', { upstreams: [up.url], maxAgeMs: 300, timeoutMs: 5000 });
+  const t = tracker();
+  l.offer(Buffer.alloc(100, 1).toString('base64'), t.open('sigA', 'rq-3', 1, 'solana', 'solana-v2'));
+  await new Promise((r) => setTimeout(r, 50));
+  const inFlight = t.status('sigA', 1);
+  assert.equal(inFlight.state, 'queued');
+  assert.equal(inFlight.forwards[0]!.latency_ms, null, 'sent, not answered');
+  await l.whenIdle();
+  const s = t.status('sigA', 1);
+  assert.equal(s.state, 'failed');
+  assert.match(s.reason!, /no upstream accepted it before it expired/);
+  await l.close();
+});
+
+test('through a real lane: a lane with no upstream drops at once, and a shutdown drops what no upstream accepted', async () => {
+  const t = tracker();
+  const dry = lane('evm-free', { upstreams: [] });
+  dry.offer(hexTx(3), t.open('0xcc', 'rq-4', 1, 'evm', 'evm-text'));
+  assert.equal(t.status('0xcc', 1).state, 'dropped');
+  assert.match(t.status('0xcc', 1).reason!, /no upstream/);
+
+  const up = await upstream({ mode: 'hang' });
+  const l = lane('evm-free', { upstreams: [up.url], timeoutMs: 5000 });
+  l.offer(hexTx(4), t.open('0xdd', 'rq-5', 1, 'evm', 'jsonrpc'));
+  await new Promise((r) => setTimeout(r, 50));
+  await l.close();
+  const s = t.status('0xdd', 1);
+  assert.equal(s.state, 'dropped');
+  assert.match(s.reason!, /shut down/);
+});
+
+test("another account's id reads exactly as an unknown one; a duplicate names the first request and leaves the id to it", () => {
+  const t = tracker();
+  const first = t.open('0xee', 'rq-6', 1, 'evm', 'jsonrpc');
+  first.final('forwarded', null, Date.now());
+  assert.deepEqual(t.status('0xee', 2), unknownStatus('0xee', 'test'));
+  assert.deepEqual(t.status('rq-6', 2), unknownStatus('rq-6', 'test'));
+  t.duplicate('0xee', 'rq-7', 1, 'evm', 'jsonrpc');
+  assert.equal(t.status('rq-7', 1).state, 'duplicate');
+  assert.equal(t.status('rq-7', 1).reason, 'duplicate of request rq-6');
+  assert.equal(t.status('0xee', 1).state, 'forwarded');
+  // Another account's duplicate does not learn the first account's request.
+  t.duplicate('0xee', 'rq-8', 2, 'evm', 'jsonrpc');
+  assert.doesNotMatch(t.status('rq-8', 2).reason!, /rq-6/);
+});
+
+test('retention: past it an id reads expired to its account (unknown to others); the count cap evicts the oldest first', () => {
+  let now = 1_000_000;
+  const t = tracker(() => now, 3, 10_000);
+  t.open('a', 'r-a', 1, 'evm', 'jsonrpc');
+  now += 5_000;
+  t.open('b', 'r-b', 1, 'evm', 'jsonrpc');
+  now += 6_000;
+  assert.equal(t.status('a', 1).state, 'expired');
+  assert.equal(t.status('a', 2).state, 'unknown');
+  assert.equal(t.status('b', 1).state, 'queued');
+  t.open('c', 'r-c', 1, 'evm', 'jsonrpc');
+  t.open('d', 'r-d', 1, 'evm', 'jsonrpc');
+  t.open('e', 'r-e', 1, 'evm', 'jsonrpc');
+  assert.equal(t.size, 3);
+  assert.equal(t.status('b', 1).state, 'expired', 'the oldest left for the cap');
+  for (const id of ['c', 'd', 'e']) assert.equal(t.status(id, 1).state, 'queued');
+});
+
+test('a trace that was not queued after all is forgotten at once', () => {
+  const t = tracker();
+  const tr = t.open('x', 'r-x', 1, 'solana', 'solana-v2');
+  t.forget(tr);
+  assert.equal(t.status('x', 1).state, 'unknown');
+  assert.equal(t.status('r-x', 1).state, 'unknown');
+  assert.equal(t.size, 0);
+});
+
+test("merging threads' answers: a first submission beats a duplicate, which beats expired, which beats unknown", () => {
+  const t1 = tracker();
+  const t2 = tracker();
+  t1.duplicate('h', 'r2', 1, 'evm', 'jsonrpc');
+  t2.open('h', 'r1', 1, 'evm', 'jsonrpc').final('forwarded', null, Date.now());
+  const merged = mergeStatuses([[t1.status('h', 1), t1.status('zz', 1)], [t2.status('h', 1), t2.status('zz', 1)]]);
+  assert.equal(merged[0]!.state, 'forwarded');
+  assert.equal(merged[0]!.request_id, 'r1');
+  assert.equal(merged[1]!.state, 'unknown');
+});
