@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadAcceptor } from '../../src/ingress/uws.js';
 import { startTestRelay, eventually, type TestRelay } from '../helpers/relay.js';
+import { startUpstream } from '../helpers/upstream.js';
 import { RawConnection, header } from '../helpers/raw-http.js';
 import * as sol from '../helpers/solana.js';
 import * as evm from '../helpers/evm.js';
@@ -146,4 +147,36 @@ test('UDP still goes through the main thread, and the node stops cleanly with co
   await udp.close();
   await relay.stop();
   assert.ok(conns.every((c) => c.closed), 'every thread closed its connections');
+});
+
+test('a status read on any thread finds a transaction admitted on any other', { skip }, async (t) => {
+  const up = await startUpstream();
+  t.after(() => up.close());
+  const relay = await startTestRelay({ http: { acceptors: THREADS }, solana: { rpc_upstreams: [up.url] } });
+  t.after(() => relay.stop());
+  const key = (await relay.createAccount({ solana: { tps: 1000, burst: 1000 } })).uuid;
+  const conns = await connections(relay, 2 * THREADS);
+  t.after(() => conns.forEach((c) => c.destroy()));
+  const sigs: string[] = [];
+  for (const c of conns) {
+    const tx = sol.legacyTransfer();
+    assert.equal((await v2(c, key, tx.bytes)).status, 200);
+    sigs.push(tx.signature);
+  }
+  await up.waitForCalls(sigs.length);
+  const body = JSON.stringify({ ids: sigs });
+  // Every connection, so every thread, reads every transaction: its own and the others'.
+  for (const c of conns) {
+    const before = c.responses().length;
+    await c.write(`POST /v1/status HTTP/1.1\r\nHost: x\r\napi-key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    await c.until(() => c.responses().length > before, 5000);
+    const r = c.responses()[before]!;
+    assert.equal(r.status, 200);
+    const states = (JSON.parse(r.body) as { statuses: { id: string; state: string }[] }).statuses;
+    assert.deepEqual(
+      states.map((s) => s.id),
+      sigs,
+    );
+    for (const s of states) assert.notEqual(s.state, 'unknown', `${s.id} is known on every thread`);
+  }
 });
