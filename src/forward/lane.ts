@@ -214,7 +214,7 @@ function endOf(verdict: number, reason: number, t: Trace): ['forwarded' | 'upstr
   if (verdict === REJECTED) return ['upstream_rejected', 'every upstream that answered refused it'];
   if (reason === R_SHUTDOWN) return ['dropped', 'the node shut down before an upstream accepted it'];
   // Expired: tried and failed everywhere it went, or never got out (breakers open, a backlog).
-  return t.attempts !== null ? ['failed', 'no upstream accepted it before it expired'] : ['dropped', 'expired in the queue before any upstream took it'];
+  return t.tried ? ['failed', 'no upstream accepted it before it expired'] : ['dropped', 'expired in the queue before any upstream took it'];
 }
 
 export class Lane<N extends LaneName = LaneName> {

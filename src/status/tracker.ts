@@ -29,13 +29,26 @@ interface Attempt {
   error: string | null;
 }
 
+/**
+ * One admitted transaction's trace. The first upstream attempt lives in the
+ * trace's own fields (the usual case: one upstream, one request), later ones
+ * in a list: one object per transaction, which matters for the garbage
+ * collector with a couple of hundred thousand of them held.
+ */
 export class Trace {
   state: TrackedState = 'queued';
   reason: string | null = null;
-  /** When it ended (0: not yet). With `receivedAt` these are its events: fewer objects per admitted transaction. */
+  /** When it ended (0: not yet). With `receivedAt` these are its events. */
   endedAt = 0;
-  /** Made on the first request to an upstream. */
-  attempts: Attempt[] | null = null;
+  /** The first attempt (`up0` null: none yet). */
+  private up0: string | null = null;
+  private sent0 = 0;
+  private answered0 = 0;
+  private outcome0: Attempt['outcome'] = null;
+  private http0: number | null = null;
+  private error0: string | null = null;
+  /** Attempts after the first. */
+  private more: Attempt[] | null = null;
   /** An EVM batch's items, by id (their traces live on their own). */
   items: readonly string[] | null = null;
 
@@ -49,27 +62,51 @@ export class Trace {
     readonly receivedAt: number,
   ) {}
 
+  /** Whether any request carried it. */
+  get tried(): boolean {
+    return this.up0 !== null;
+  }
+
+  /** Every attempt, in order (for reads). */
+  attempts(): Attempt[] {
+    if (this.up0 === null) return [];
+    const first: Attempt = { upstream: this.up0, attempt: 1, sentAt: this.sent0, answeredAt: this.answered0, outcome: this.outcome0, httpStatus: this.http0, error: this.error0 };
+    return this.more === null ? [first] : [first, ...this.more];
+  }
+
   /** A request carrying it went to `upstream`. */
   sent(upstream: string, now: number): void {
     if (this.state !== 'queued') return;
-    let n = 0;
-    const all = (this.attempts ??= []);
+    if (this.up0 === null) {
+      this.up0 = upstream;
+      this.sent0 = now;
+      return;
+    }
+    let n = this.up0 === upstream ? 1 : 0;
+    const all = (this.more ??= []);
     for (const a of all) if (a.upstream === upstream) n++;
     all.push({ upstream, attempt: n + 1, sentAt: now, answeredAt: 0, outcome: null, httpStatus: null, error: null });
   }
 
   /** `upstream` answered its latest request for it. */
   answered(upstream: string, now: number, outcome: 'ok' | 'rejected' | 'failed', httpStatus: number | null, error: string | null): void {
-    const all = this.attempts;
-    if (all === null) return;
-    for (let i = all.length - 1; i >= 0; i--) {
-      const a = all[i]!;
-      if (a.upstream !== upstream || a.answeredAt !== 0) continue;
-      a.answeredAt = now;
-      a.outcome = outcome;
-      a.httpStatus = httpStatus;
-      a.error = error;
-      return;
+    const all = this.more;
+    if (all !== null) {
+      for (let i = all.length - 1; i >= 0; i--) {
+        const a = all[i]!;
+        if (a.upstream !== upstream || a.answeredAt !== 0) continue;
+        a.answeredAt = now;
+        a.outcome = outcome;
+        a.httpStatus = httpStatus;
+        a.error = error;
+        return;
+      }
+    }
+    if (this.up0 === upstream && this.answered0 === 0) {
+      this.answered0 = now;
+      this.outcome0 = outcome;
+      this.http0 = httpStatus;
+      this.error0 = error;
     }
   }
 
@@ -273,7 +310,7 @@ export class Tracker {
       state,
       reason,
       events: t.endedAt === 0 ? [{ stage: 'received', at: iso(t.receivedAt) }] : [{ stage: 'received', at: iso(t.receivedAt) }, { stage: t.state, at: iso(t.endedAt) }],
-      forwards: (t.attempts ?? []).map((a) => ({
+      forwards: t.attempts().map((a) => ({
         upstream: a.upstream,
         attempt: a.attempt,
         sent_at: iso(a.sentAt),
