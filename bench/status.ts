@@ -11,6 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Bench } from 'tinybench';
 import { Tracker } from '../src/status/tracker.js';
+import { nextRequestId } from '../src/status/request-id.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CAP = 200_000;
@@ -18,12 +19,11 @@ const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc (npm run bench:status does)');
 
 const sig = (i: number) => `5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQU${i.toString(36)}`;
-const requestId = (i: number) => `Jm2x0QnE-${i.toString(36)}`;
 const UPSTREAM = 'https://rpc.example.com:443';
 
 /** One admitted transaction's whole trace: opened, sent once, accepted, ended. */
 function traceOne(t: Tracker, i: number, now: number): void {
-  const tr = t.open(sig(i), requestId(i), 1 + (i % 1000), 'solana', 'solana-v2');
+  const tr = t.open(sig(i), nextRequestId(), 1 + (i % 1000), 'solana', 'solana-v2');
   tr.sent(UPSTREAM, now);
   tr.answered(UPSTREAM, now + 2, 'ok', 200, null);
   tr.final('forwarded', null, now + 2);

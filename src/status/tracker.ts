@@ -11,6 +11,7 @@
  * object per admitted transaction and one per upstream attempt; everything
  * else happens when someone reads a status.
  */
+import { requestSeq } from './request-id.js';
 
 export type TrackedState = 'queued' | 'forwarded' | 'upstream_rejected' | 'failed' | 'dropped' | 'duplicate';
 export type StatusState = TrackedState | 'unknown' | 'expired';
@@ -51,6 +52,8 @@ export class Trace {
   private more: Attempt[] | null = null;
   /** An EVM batch's items, by id (their traces live on their own). */
   items: readonly string[] | null = null;
+  /** Findable by its transaction id (a duplicate of a trace still held is not). */
+  indexed = false;
 
   constructor(
     /** Hash (EVM), first signature (Solana, bundles) or batch_id. */
@@ -180,17 +183,25 @@ export function mergeStatuses(lists: readonly (readonly StatusView[])[]): Status
 }
 
 export class Tracker {
-  /** Id or request id -> trace: the index reads go through. */
-  private readonly byId = new Map<string, Trace>();
+  /**
+   * Transaction id -> its trace while held, then -> its account id (a
+   * tombstone: the id reads `expired` to that account) until as many newer
+   * ids have left.
+   */
+  private readonly byId = new Map<string, Trace | number>();
   /** Every trace held, oldest first (from `head`): what eviction walks. */
   private queue: Trace[] = [];
   private head = 0;
-  /** Ids whose trace left, -> account id, oldest first. */
-  private readonly gone = new Map<string, number>();
+  /** Tombstoned ids, oldest first (from `goneHead`). */
+  private gone: string[] = [];
+  private goneHead = 0;
+  /** Request counter -> the request's trace (its first, or its batch), a ring the size of the cap. */
+  private readonly byRequest: (Trace | undefined)[];
   private readonly now: () => number;
 
   constructor(private readonly o: TrackerOptions) {
     this.now = o.now ?? Date.now;
+    this.byRequest = new Array<Trace | undefined>(o.maxEntries).fill(undefined);
   }
 
   /** Traces held. */
@@ -221,21 +232,25 @@ export class Tracker {
   duplicate(id: string, requestId: string, accountId: number, chain: 'evm' | 'solana', door: string): Trace {
     const t = new Trace(id, requestId, accountId, chain, door, this.now());
     const first = this.byId.get(id);
-    const mine = first !== undefined && first.accountId === accountId;
+    const mine = typeof first === 'object' && first.accountId === accountId;
     t.final('duplicate', mine ? `duplicate of request ${first.requestId}` : 'a duplicate of a transaction this node saw within its duplicate window', t.receivedAt);
     this.add(t, !mine, false);
     return t;
   }
 
-  /** The trace of `id` as account `accountId` may see it. */
+  /** The trace of `id` (a transaction's, or a request's) as account `accountId` may see it. */
   find(id: string, accountId: number): Trace | undefined {
-    const t = this.byId.get(id);
-    return t !== undefined && t.accountId === accountId ? t : undefined;
+    const seq = requestSeq(id);
+    const t = seq > 0 ? this.byRequest[seq % this.byRequest.length] : this.byId.get(id);
+    if (typeof t !== 'object' || t.accountId !== accountId) return undefined;
+    return seq > 0 && t.requestId !== id ? undefined : t;
   }
 
   /** A trace whose transaction was not queued after all: it leaves at once, as if never made. */
   forget(t: Trace): void {
-    this.unindex(t);
+    if (t.indexed && this.byId.get(t.id) === t) this.byId.delete(t.id);
+    const slot = this.slotOf(t);
+    if (slot >= 0 && this.byRequest[slot] === t) this.byRequest[slot] = undefined;
     const i = this.queue.lastIndexOf(t);
     if (i >= this.head) this.queue.splice(i, 1);
   }
@@ -243,46 +258,61 @@ export class Tracker {
   /** The status of `id` as account `accountId` may see it: another account's id is `unknown`, exactly as one never sent. */
   status(id: string, accountId: number): StatusView {
     this.evict(this.now());
-    const t = this.byId.get(id);
-    if (t !== undefined && t.accountId === accountId) return this.view(t);
-    return unknownStatus(id, this.o.node, this.gone.get(id) === accountId ? 'expired' : 'unknown');
+    const t = this.find(id, accountId);
+    if (t !== undefined) return this.view(t);
+    return unknownStatus(id, this.o.node, this.byId.get(id) === accountId ? 'expired' : 'unknown');
   }
 
-  /** Drops what is past retention or over the count (also called on reads, and by the relay's timer when idle). */
+  /** Drops what is past retention or over the count (also called on reads). */
   evict(now: number, room = 0): void {
     const limit = now - this.o.retentionMs;
     const q = this.queue;
-    while (this.head < q.length && (q.length - this.head + room > this.o.maxEntries || q[this.head]!.receivedAt <= limit)) {
+    const max = this.o.maxEntries;
+    while (this.head < q.length && (q.length - this.head + room > max || q[this.head]!.receivedAt <= limit)) {
       const t = q[this.head]!;
       q[this.head++] = undefined as unknown as Trace;
-      this.unindex(t);
-      this.gone.delete(t.id);
-      this.gone.set(t.id, t.accountId);
+      if (t.indexed) {
+        // Overwritten in place: one map operation, and the id reads expired from now on.
+        this.byId.set(t.id, t.accountId);
+        this.gone.push(t.id);
+      }
+      const slot = this.slotOf(t);
+      if (slot >= 0 && this.byRequest[slot] === t) this.byRequest[slot] = undefined;
     }
     if (this.head > 1024 && this.head * 2 > q.length) {
       this.queue = q.slice(this.head);
       this.head = 0;
     }
-    // The expired ids are kept within the same count.
-    if (this.gone.size > this.o.maxEntries) {
-      for (const key of this.gone.keys()) {
-        if (this.gone.size <= this.o.maxEntries) break;
-        this.gone.delete(key);
-      }
+    // Tombstones are kept within the same count.
+    const g = this.gone;
+    while (g.length - this.goneHead > max) {
+      const id = g[this.goneHead]!;
+      g[this.goneHead++] = undefined as unknown as string;
+      if (typeof this.byId.get(id) === 'number') this.byId.delete(id);
     }
+    if (this.goneHead > 1024 && this.goneHead * 2 > g.length) {
+      this.gone = g.slice(this.goneHead);
+      this.goneHead = 0;
+    }
+  }
+
+  private slotOf(t: Trace): number {
+    const seq = requestSeq(t.requestId);
+    return seq > 0 ? seq % this.byRequest.length : -1;
   }
 
   private add(t: Trace, byTxId: boolean, ownsRequest: boolean): void {
     this.evict(t.receivedAt, 1);
     this.queue.push(t);
-    if (byTxId) this.byId.set(t.id, t);
-    // A request's first trace answers for its request id (a JSON-RPC array has one), a batch for its own.
-    if (ownsRequest || !this.byId.has(t.requestId)) this.byId.set(t.requestId, t);
-  }
-
-  private unindex(t: Trace): void {
-    if (this.byId.get(t.id) === t) this.byId.delete(t.id);
-    if (this.byId.get(t.requestId) === t) this.byId.delete(t.requestId);
+    if (byTxId) {
+      this.byId.set(t.id, t);
+      t.indexed = true;
+    }
+    // A request's first trace answers for its request id (a JSON-RPC array has several), a batch for its own.
+    const slot = this.slotOf(t);
+    if (slot < 0) return;
+    const held = this.byRequest[slot];
+    if (ownsRequest || held === undefined || held.requestId !== t.requestId) this.byRequest[slot] = t;
   }
 
   private view(t: Trace): StatusView {
@@ -290,7 +320,7 @@ export class Tracker {
     let reason = t.reason;
     if (t.items !== null) {
       // A batch is as far as its items: queued while any is, else forwarded if all were, else its first other end.
-      const items = t.items.map((x) => this.byId.get(x));
+      const items = t.items.map((x) => this.find(x, t.accountId));
       const ends = items.map((x) => x?.state ?? 'expired');
       if (ends.includes('queued')) state = 'queued';
       else if (ends.every((s) => s === 'forwarded' || s === 'duplicate')) state = 'forwarded';

@@ -7,9 +7,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Tracker, mergeStatuses, unknownStatus } from '../../src/status/tracker.js';
+import { nextRequestId } from '../../src/status/request-id.js';
 import { laneHarness } from '../helpers/lanes.js';
 
 const { upstream, lane } = laneHarness();
+/** Request ids as the relay makes them (a tracker finds requests by their counter). */
+const RQ: Record<string, string> = Object.fromEntries(['r-a', 'r-b', 'r-c', 'r-d', 'r-e', 'r-x', 'r1', 'r2', 'rq-1', 'rq-2', 'rq-3', 'rq-4', 'rq-5', 'rq-6', 'rq-7', 'rq-8'].map((k) => [k, nextRequestId()]));
 const hexTx = (i: number): string => '0x02f8' + i.toString(16).padStart(8, '0') + 'ab'.repeat(40);
 
 function tracker(now: () => number = Date.now, maxEntries = 1000, retentionMs = 60_000): Tracker {
@@ -20,7 +23,7 @@ test('through a real lane: an accepting upstream ends it forwarded, with the att
   const up = await upstream();
   const l = lane('evm-paid', { upstreams: [up.url] });
   const t = tracker();
-  const tr = t.open('0xaa', 'rq-1', 1, 'evm', 'jsonrpc');
+  const tr = t.open('0xaa', RQ['rq-1']!, 1, 'evm', 'jsonrpc');
   assert.equal(l.offer(hexTx(1), tr), true);
   assert.equal(t.status('0xaa', 1).state, 'queued');
   await l.whenIdle();
@@ -35,7 +38,7 @@ test('through a real lane: an accepting upstream ends it forwarded, with the att
   assert.equal(s.forwards[0]!.http_status, 200);
   assert.equal(s.forwards[0]!.upstream_result, 'accepted');
   assert.ok(s.forwards[0]!.latency_ms! >= 0);
-  assert.deepEqual(t.status('rq-1', 1), s, 'the request id finds it too');
+  assert.deepEqual(t.status(RQ['rq-1']!, 1), s, 'the request id finds it too');
 });
 
 test('through a real lane: a JSON-RPC error from every upstream ends it upstream_rejected with the code and message', async () => {
@@ -43,7 +46,7 @@ test('through a real lane: a JSON-RPC error from every upstream ends it upstream
   const b = await upstream({ mode: { status: 400 } });
   const l = lane('evm-paid', { upstreams: [a.url, b.url], batching: false });
   const t = tracker();
-  l.offer(hexTx(2), t.open('0xbb', 'rq-2', 1, 'evm', 'jsonrpc'));
+  l.offer(hexTx(2), t.open('0xbb', RQ['rq-2']!, 1, 'evm', 'jsonrpc'));
   await l.whenIdle();
   const s = t.status('0xbb', 1);
   assert.equal(s.state, 'upstream_rejected');
@@ -56,7 +59,7 @@ test('through a real lane: an upstream that hangs until the item expires ends it
   const up = await upstream({ mode: 'hang' });
   const l = lane('solana-single', { upstreams: [up.url], maxAgeMs: 300, timeoutMs: 5000 });
   const t = tracker();
-  l.offer(Buffer.alloc(100, 1).toString('base64'), t.open('sigA', 'rq-3', 1, 'solana', 'solana-v2'));
+  l.offer(Buffer.alloc(100, 1).toString('base64'), t.open('sigA', RQ['rq-3']!, 1, 'solana', 'solana-v2'));
   await new Promise((r) => setTimeout(r, 50));
   const inFlight = t.status('sigA', 1);
   assert.equal(inFlight.state, 'queued');
@@ -71,13 +74,13 @@ test('through a real lane: an upstream that hangs until the item expires ends it
 test('through a real lane: a lane with no upstream drops at once, and a shutdown drops what no upstream accepted', async () => {
   const t = tracker();
   const dry = lane('evm-free', { upstreams: [] });
-  dry.offer(hexTx(3), t.open('0xcc', 'rq-4', 1, 'evm', 'evm-text'));
+  dry.offer(hexTx(3), t.open('0xcc', RQ['rq-4']!, 1, 'evm', 'evm-text'));
   assert.equal(t.status('0xcc', 1).state, 'dropped');
   assert.match(t.status('0xcc', 1).reason!, /no upstream/);
 
   const up = await upstream({ mode: 'hang' });
   const l = lane('evm-free', { upstreams: [up.url], timeoutMs: 5000 });
-  l.offer(hexTx(4), t.open('0xdd', 'rq-5', 1, 'evm', 'jsonrpc'));
+  l.offer(hexTx(4), t.open('0xdd', RQ['rq-5']!, 1, 'evm', 'jsonrpc'));
   await new Promise((r) => setTimeout(r, 50));
   await l.close();
   const s = t.status('0xdd', 1);
@@ -87,32 +90,32 @@ test('through a real lane: a lane with no upstream drops at once, and a shutdown
 
 test("another account's id reads exactly as an unknown one; a duplicate names the first request and leaves the id to it", () => {
   const t = tracker();
-  const first = t.open('0xee', 'rq-6', 1, 'evm', 'jsonrpc');
+  const first = t.open('0xee', RQ['rq-6']!, 1, 'evm', 'jsonrpc');
   first.final('forwarded', null, Date.now());
   assert.deepEqual(t.status('0xee', 2), unknownStatus('0xee', 'test'));
-  assert.deepEqual(t.status('rq-6', 2), unknownStatus('rq-6', 'test'));
-  t.duplicate('0xee', 'rq-7', 1, 'evm', 'jsonrpc');
-  assert.equal(t.status('rq-7', 1).state, 'duplicate');
-  assert.equal(t.status('rq-7', 1).reason, 'duplicate of request rq-6');
+  assert.deepEqual(t.status(RQ['rq-6']!, 2), unknownStatus(RQ['rq-6']!, 'test'));
+  t.duplicate('0xee', RQ['rq-7']!, 1, 'evm', 'jsonrpc');
+  assert.equal(t.status(RQ['rq-7']!, 1).state, 'duplicate');
+  assert.equal(t.status(RQ['rq-7']!, 1).reason, `duplicate of request ${RQ['rq-6']!}`);
   assert.equal(t.status('0xee', 1).state, 'forwarded');
   // Another account's duplicate does not learn the first account's request.
-  t.duplicate('0xee', 'rq-8', 2, 'evm', 'jsonrpc');
-  assert.doesNotMatch(t.status('rq-8', 2).reason!, /rq-6/);
+  t.duplicate('0xee', RQ['rq-8']!, 2, 'evm', 'jsonrpc');
+  assert.doesNotMatch(t.status(RQ['rq-8']!, 2).reason!, new RegExp(RQ['rq-6']!));
 });
 
 test('retention: past it an id reads expired to its account (unknown to others); the count cap evicts the oldest first', () => {
   let now = 1_000_000;
   const t = tracker(() => now, 3, 10_000);
-  t.open('a', 'r-a', 1, 'evm', 'jsonrpc');
+  t.open('a', RQ['r-a']!, 1, 'evm', 'jsonrpc');
   now += 5_000;
-  t.open('b', 'r-b', 1, 'evm', 'jsonrpc');
+  t.open('b', RQ['r-b']!, 1, 'evm', 'jsonrpc');
   now += 6_000;
   assert.equal(t.status('a', 1).state, 'expired');
   assert.equal(t.status('a', 2).state, 'unknown');
   assert.equal(t.status('b', 1).state, 'queued');
-  t.open('c', 'r-c', 1, 'evm', 'jsonrpc');
-  t.open('d', 'r-d', 1, 'evm', 'jsonrpc');
-  t.open('e', 'r-e', 1, 'evm', 'jsonrpc');
+  t.open('c', RQ['r-c']!, 1, 'evm', 'jsonrpc');
+  t.open('d', RQ['r-d']!, 1, 'evm', 'jsonrpc');
+  t.open('e', RQ['r-e']!, 1, 'evm', 'jsonrpc');
   assert.equal(t.size, 3);
   assert.equal(t.status('b', 1).state, 'expired', 'the oldest left for the cap');
   for (const id of ['c', 'd', 'e']) assert.equal(t.status(id, 1).state, 'queued');
@@ -120,20 +123,20 @@ test('retention: past it an id reads expired to its account (unknown to others);
 
 test('a trace that was not queued after all is forgotten at once', () => {
   const t = tracker();
-  const tr = t.open('x', 'r-x', 1, 'solana', 'solana-v2');
+  const tr = t.open('x', RQ['r-x']!, 1, 'solana', 'solana-v2');
   t.forget(tr);
   assert.equal(t.status('x', 1).state, 'unknown');
-  assert.equal(t.status('r-x', 1).state, 'unknown');
+  assert.equal(t.status(RQ['r-x']!, 1).state, 'unknown');
   assert.equal(t.size, 0);
 });
 
 test("merging threads' answers: a first submission beats a duplicate, which beats expired, which beats unknown", () => {
   const t1 = tracker();
   const t2 = tracker();
-  t1.duplicate('h', 'r2', 1, 'evm', 'jsonrpc');
-  t2.open('h', 'r1', 1, 'evm', 'jsonrpc').final('forwarded', null, Date.now());
+  t1.duplicate('h', RQ['r2']!, 1, 'evm', 'jsonrpc');
+  t2.open('h', RQ['r1']!, 1, 'evm', 'jsonrpc').final('forwarded', null, Date.now());
   const merged = mergeStatuses([[t1.status('h', 1), t1.status('zz', 1)], [t2.status('h', 1), t2.status('zz', 1)]]);
   assert.equal(merged[0]!.state, 'forwarded');
-  assert.equal(merged[0]!.request_id, 'r1');
+  assert.equal(merged[0]!.request_id, RQ['r1']!);
   assert.equal(merged[1]!.state, 'unknown');
 });
