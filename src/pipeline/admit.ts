@@ -47,6 +47,16 @@ interface PipelineDeps extends GateDeps {
 
 const SIGNATURE_BYTES = 64;
 
+/**
+ * The id of the request `sub` came in (its outermost submission's), made the
+ * first time something of it is queued: a refused or shed request costs none.
+ */
+function requestIdOf(sub: Submission): string {
+  let root = sub;
+  while (root.parent !== null) root = root.parent;
+  return (root.requestId ??= nextRequestId());
+}
+
 /** The door a status names: a datagram's is `udp`. */
 const doorOf = (sub: Submission): string => (sub.overUdp ? 'udp' : sub.door || (sub.parent?.door ?? ''));
 const QUEUES_FULL = 'verification or forwarding queue full';
@@ -88,7 +98,6 @@ export class Pipeline implements BodySink {
   /** The one way in. `sink` gets the outcome exactly once, possibly before `admit` returns. */
   admit(sub: Submission, sink: Sink): void {
     sub.sink = sink;
-    sub.requestId ??= nextRequestId();
     if (sub.refused !== null) return this.finish(sub, Outcome.refused(sub.refused));
     const refused = this.gate.pass(sub);
     if (refused !== null) return this.finish(sub, Outcome.refused(refused, sub.hash));
@@ -200,7 +209,6 @@ export class Pipeline implements BodySink {
       m.parent = group;
       m.arrived = true;
       m.ip = group.ip;
-      m.requestId = group.requestId;
       this.admit(m, this.memberSettled);
     }
   }
@@ -213,7 +221,7 @@ export class Pipeline implements BodySink {
     if (g.kind === Kind.Calls) return g.sink!(g, g.children!.length === 1 ? o : Outcome.group(null, g.children!.map((c) => c.outcome!)));
     const items = g.children!.map((c) => c.outcome!);
     const sent = items.filter((x) => x.sent && x.id !== null).map((x) => x.id!);
-    if (this.d.tracker !== null && sent.length > 0) this.d.tracker.batch(g.batchId!, g.requestId!, g.account!.id, g.door, sent);
+    if (this.d.tracker !== null && sent.length > 0) this.d.tracker.batch(g.batchId!, requestIdOf(g), g.account!.id, g.door, sent);
     // Durable before the answer, so a crash after it leaves the record complete. A failed write does
     // not change the answer (the record holds every hash); the recorder counts it.
     const answer = (): void => g.sink!(g, Outcome.group(g.batchId, items));
@@ -237,7 +245,6 @@ export class Pipeline implements BodySink {
       item.lane = sub.lane;
       item.text = texts[i]!;
       item.textForwarded = true;
-      item.requestId = sub.requestId;
       const err = this.place.hex(item, item.text);
       if (err !== null) item.invalid = err;
       else {
@@ -392,11 +399,11 @@ export class Pipeline implements BodySink {
 
   /** A trace for a transaction about to be queued; undefined when tracing is off. */
   private trace(sub: Submission, id: string): Trace | undefined {
-    return this.d.tracker?.open(id, sub.requestId!, sub.account!.id, sub.family, doorOf(sub));
+    return this.d.tracker?.open(id, requestIdOf(sub), sub.account!.id, sub.family, doorOf(sub));
   }
 
   private traceDuplicate(sub: Submission, id: string): void {
-    this.d.tracker?.duplicate(id, sub.requestId!, sub.account!.id, sub.family, doorOf(sub));
+    this.d.tracker?.duplicate(id, requestIdOf(sub), sub.account!.id, sub.family, doorOf(sub));
   }
 
   private checkError(s: number, decode: ErrorSpec, prefix: string): RelayError {
@@ -433,7 +440,11 @@ export class Pipeline implements BodySink {
   private finish(sub: Submission, o: Outcome): void {
     this.release(sub);
     if (o.error !== null) this.rejected.inc(o.error.spec.code);
-    else if (sub.kind <= Kind.EvmTx) (o.status === 'queued' ? this.admitted : this.duplicates).inc(sub.lane);
+    else if (sub.kind <= Kind.EvmTx) {
+      (o.status === 'queued' ? this.admitted : this.duplicates).inc(sub.lane);
+      // Its acknowledgement names the request (x-svc-request-id), traced or not; a datagram has none.
+      if (!sub.overUdp) requestIdOf(sub);
+    }
     sub.sink!(sub, o);
   }
 }

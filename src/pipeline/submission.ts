@@ -100,7 +100,7 @@ export class Submission {
   /** A status read's ids. */
   queryIds: readonly string[] | null = null;
 
-  /** The request's id (`x-svc-request-id`), given by the pipeline to each request it takes in; a member has its request's. */
+  /** The request's id (`x-svc-request-id`), on the outermost submission, made by the pipeline once something of the request is queued. */
   requestId: string | null = null;
 
   // ---- set by the pipeline ------------------------------------------------
