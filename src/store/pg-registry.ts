@@ -188,17 +188,12 @@ export class PgRegistry implements Registry {
 
   /** Revokes for good; revoking a revoked account changes nothing and answers its record. */
   async revoke(ref: string): Promise<AccountRecord> {
-    let already: AccountRecord | null = null;
-    const rec = await this.write(async (c) => {
+    return this.write(async (c) => {
       const cur = await this.locked(c, ref);
-      if (cur.revoked) {
-        already = cur;
-        return null;
-      }
+      if (cur.revoked) return cur;
       const { rows } = await c.query<AccountRow>(`UPDATE txrelay_accounts SET revoked = true, version = version + 1 WHERE id = $1 RETURNING ${ROW_COLUMNS}`, [cur.id]);
       return rows[0]!;
     });
-    return already ?? rec;
   }
 
   /** The replica's record, by key or id. */
@@ -281,24 +276,25 @@ export class PgRegistry implements Registry {
 
   /**
    * One change in one transaction behind the writer lock: the row `change`
-   * writes (null: nothing to change), its change-log row and the
-   * notification. Answered once committed and applied here.
+   * writes (or the record as it stands, when there is nothing to change),
+   * its change-log row and the notification. Answered once committed and
+   * applied here.
    */
-  private async write(change: (c: pg.PoolClient) => Promise<AccountRow | null>): Promise<AccountRecord> {
+  private async write(change: (c: pg.PoolClient) => Promise<AccountRow | AccountRecord>): Promise<AccountRecord> {
     let c: pg.PoolClient;
     try {
       c = await this.pool.connect();
     } catch (e) {
       throw unavailable(e);
     }
-    let row: AccountRow | null;
+    let row: AccountRow | AccountRecord;
     let seq = 0;
     let broken = false;
     try {
       await c.query('BEGIN');
       await c.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK.toString()]);
       row = await change(c);
-      if (row !== null) {
+      if ('key_hex' in row) {
         const log = await c.query<{ seq: string }>('INSERT INTO txrelay_account_changes (account_id, version) VALUES ($1, $2) RETURNING seq', [row.id, row.version]);
         seq = Number(log.rows[0]!.seq);
         await c.query('UPDATE txrelay_accounts SET seq = $2 WHERE id = $1', [row.id, seq]);
@@ -311,7 +307,7 @@ export class PgRegistry implements Registry {
     } finally {
       c.release(broken);
     }
-    if (row === null) return null as unknown as AccountRecord;
+    if (!('key_hex' in row)) return row;
     const rec = recordOf(row);
     if (!(await this.feed.waitFor(seq, APPLY_WAIT_MS))) {
       this.o.log.warn(`account change ${seq} is committed but not yet applied on this node; it applies when the change feed reaches it`);
