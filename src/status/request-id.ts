@@ -8,7 +8,8 @@
  */
 import { randomBytes } from 'node:crypto';
 
-const prefix = randomBytes(6).toString('base64url') + '-';
+// Hex: an id never starts with '-', which a command line would read as an option.
+const prefix = randomBytes(5).toString('hex') + '-';
 let counter = 0;
 
 export function nextRequestId(): string {
