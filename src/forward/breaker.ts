@@ -4,7 +4,7 @@
  *
  *   closed --5 failures in a row--> open --cool-down elapsed, next request--> half-open
  *     ^                               ^                                          |
- *     |                               +------ probe fails: cool-down x2 ---------+
+ *     |                               +-- probe fails: cool-down x2, to its max -+
  *     +------------------------------ probe succeeds ----------------------------+
  *
  * Only transport-level outcomes feed it (5xx, 408, 429, unparseable body,
@@ -17,8 +17,13 @@ import type { Clock } from '../clock.js';
 export const BREAKER_THRESHOLD = 5;
 /** A blip costs about a second of admissions. */
 export const BREAKER_COOLDOWN_MS = 1_000;
-/** A dead upstream costs one probe per 30 s; recovery is noticed within 30 s. */
-export const BREAKER_MAX_COOLDOWN_MS = 30_000;
+/**
+ * No growth by default: the probe is a waiting transaction (never lost: it is
+ * resent like any other), so a dead upstream costs one request a second, and
+ * a lane that refused admission while every breaker was open takes it up
+ * again within a second of its upstream's recovery.
+ */
+export const BREAKER_MAX_COOLDOWN_MS = 1_000;
 
 export interface BreakerOptions {
   threshold?: number;

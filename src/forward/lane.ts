@@ -70,8 +70,8 @@ const LOG_INTERVAL_MS = 10_000;
 /**
  * How long an unaccepted item is kept and retried. A Solana blockhash expires
  * after 150 slots (~60 s, rarely 90 s), and a minute is five EVM blocks, after
- * which a searcher's transaction has lost its point. The breaker's probes see
- * an upstream back from a ~30 s hang well inside this.
+ * which a searcher's transaction has lost its point. The breaker's probes, one
+ * a second, see an upstream back from a hang well inside this.
  */
 export const MAX_AGE_MS = 60_000;
 /** First resend after a transport failure, doubled per consecutive failure until the breaker takes over. */

@@ -11,10 +11,35 @@ function failTimes(b: Breaker, n: number): void {
   for (let i = 0; i < n; i++) b.failure(b.request());
 }
 
-test('numbers: opens after 5 consecutive failures, cool-down 1 s doubling up to 30 s', () => {
+test('numbers: opens after 5 consecutive failures, cool-down 1 s that does not grow', () => {
   assert.equal(BREAKER_THRESHOLD, 5);
   assert.equal(BREAKER_COOLDOWN_MS, 1_000);
-  assert.equal(BREAKER_MAX_COOLDOWN_MS, 30_000);
+  assert.equal(BREAKER_MAX_COOLDOWN_MS, 1_000);
+});
+
+test('after a long outage a recovered upstream is probed, and its lane available, within 1 s', () => {
+  const c = clock();
+  const b = new Breaker(c.now);
+  failTimes(b, 5);
+  // 15 s of failed probes (a hung upstream: each probe fails on its time-out).
+  for (let t = 0; t < 15; t++) {
+    c.advance(b.cooldownMs);
+    const p = b.request();
+    assert.equal(p, Permit.PROBE);
+    c.advance(2_000);
+    b.failure(p);
+  }
+  assert.equal(b.state, 'open');
+  assert.equal(b.available(), false);
+  // The upstream is back now: within a second the next probe goes, and answers.
+  c.advance(999);
+  assert.equal(b.available(), false);
+  c.advance(1);
+  assert.equal(b.available(), true);
+  const p = b.request();
+  assert.equal(p, Permit.PROBE);
+  b.success(p);
+  assert.equal(b.state, 'closed');
 });
 
 test('a breaker opens after 5 consecutive failures, not before', () => {
@@ -67,9 +92,9 @@ test('a successful probe closes the breaker and resets the cool-down', () => {
   assert.equal(b.request(), Permit.PASS);
 });
 
-test('each failed probe doubles the cool-down up to 30 s', () => {
+test('with a larger maximum, each failed probe doubles the cool-down up to it', () => {
   const c = clock();
-  const b = new Breaker(c.now);
+  const b = new Breaker(c.now, { maxCooldownMs: 30_000 });
   failTimes(b, 5);
   const seen: number[] = [b.cooldownMs];
   for (let i = 0; i < 7; i++) {
