@@ -18,7 +18,7 @@ import { decodeEvmTransaction, EvmTx } from '../chains/evm/decode.js';
 import { validateEvmTransaction } from '../chains/evm/validate.js';
 import { signingHashAt, txHashAt } from '../chains/evm/hash.js';
 import { recovers, recoversAt } from '../chains/evm/recover.js';
-import { F_OVER_UDP, JobKind, JobResult, KEY_BYTES, S_AUX0, S_AUX1, S_AUX2, S_AUX3, S_AUX4, S_FLAGS, S_KIND, S_LENGTH, S_OFFSET, type JobTable } from './jobs.js';
+import { F_CLAIMING, F_OVER_UDP, JobKind, JobResult, KEY_BYTES, S_AUX0, S_AUX1, S_AUX2, S_AUX3, S_AUX4, S_FLAGS, S_KIND, S_LENGTH, S_OFFSET, type JobTable } from './jobs.js';
 
 /**
  * Dedup key domains: a transaction sent alone and inside a bundle are
@@ -99,7 +99,7 @@ function solanaTx(c: CheckContext, s: number, tx: Uint8Array, overUdp: boolean):
   copyInto(solanaKey, 1, tx, view.signaturesOffset, SIGNATURE_BYTES);
   if (c.dedup.peek(solanaKey, c.clock())) return jobs.setResult(s, JobResult.Duplicate, '');
   if (!verifySolanaTransaction(tx, view)) return jobs.setResult(s, JobResult.BadSignature, 'signature verification failed');
-  jobs.setResult(s, c.dedup.claimPeeked(c.clock()) ? JobResult.Ok : JobResult.Duplicate, '');
+  claim(c, s);
 }
 
 /** A bundle member the main thread decoded: its signatures, from the offsets it found. */
@@ -126,7 +126,7 @@ function evmTx(c: CheckContext, s: number, raw: Uint8Array): void {
   if (peekEvm(c, s)) return jobs.setResult(s, JobResult.Duplicate, '');
   signingHashAt(raw, tx, msg32, 0);
   if (!recovers(tx, msg32)) return jobs.setResult(s, JobResult.BadSignature, 'signature does not recover a sender');
-  jobs.setResult(s, c.dedup.claimPeeked(c.clock()) ? JobResult.Ok : JobResult.Duplicate, '');
+  claim(c, s);
 }
 
 /** An EVM batch item the main thread decoded, checked and hashed: dedup, then the sender from its signature. */
@@ -135,6 +135,37 @@ function evmRecover(c: CheckContext, s: number, at: number): void {
   if (peekEvm(c, s)) return j.setResult(s, JobResult.Duplicate, '');
   const ok = recoversAt(c.slab, at + j.field(s, S_AUX0), j.field(s, S_AUX1), at + j.field(s, S_AUX2), j.field(s, S_AUX3), j.field(s, S_AUX4), j.bytes, j.msgAt(s));
   if (!ok) return j.setResult(s, JobResult.BadSignature, 'signature does not recover a sender');
+  claim(c, s);
+}
+
+/**
+ * The dedup key a check was claiming when its worker died (F_CLAIMING set),
+ * else null: the main thread withdraws it, so the client's resend after the
+ * 503 retry-safe is checked afresh instead of refused as a duplicate.
+ */
+export function claimingKey(c: CheckContext, s: number): Uint8Array | null {
+  const j = c.jobs;
+  if ((j.field(s, S_FLAGS) & F_CLAIMING) === 0) return null;
+  const kind = j.field(s, S_KIND) as JobKind;
+  if (kind === JobKind.SolanaTx) {
+    const key = new Uint8Array(1 + SIGNATURE_BYTES);
+    key[0] = KEY_SOLANA_SINGLE;
+    copyInto(key, 1, c.slab, j.field(s, S_OFFSET) + j.field(s, S_AUX0), SIGNATURE_BYTES);
+    return key;
+  }
+  if (kind === JobKind.EvmTx || kind === JobKind.EvmRecover) {
+    const key = new Uint8Array(1 + KEY_BYTES);
+    key[0] = KEY_EVM;
+    copyInto(key, 1, j.bytes, j.keyAt(s), KEY_BYTES);
+    return key;
+  }
+  return null;
+}
+
+/** The last step: the dedup claim of the key last peeked, flagged first so a worker dying here cannot leave it behind (verifier.ts). */
+function claim(c: CheckContext, s: number): void {
+  const j = c.jobs;
+  j.setField(s, S_FLAGS, j.field(s, S_FLAGS) | F_CLAIMING);
   j.setResult(s, c.dedup.claimPeeked(c.clock()) ? JobResult.Ok : JobResult.Duplicate, '');
 }
 

@@ -103,6 +103,8 @@ export const enum JobKind {
 }
 
 export const F_OVER_UDP = 1;
+/** Set by a check just before its dedup claim: a worker that dies after it leaves the claim for the main thread to withdraw. */
+export const F_CLAIMING = 2;
 
 export const enum JobResult {
   Ok = 0,

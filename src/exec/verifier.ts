@@ -21,7 +21,7 @@ import { performance } from 'node:perf_hooks';
 import type { Clock } from '../clock.js';
 import type { DedupFilter } from '../tables/dedup.js';
 import type { SlabHandle } from '../tables/slab.js';
-import { runCheck, runClaimed, type CheckContext } from './check.js';
+import { claimingKey, runCheck, runClaimed, type CheckContext } from './check.js';
 import { DrainMeter, QueueController, Shed, type ControllerOptions } from './controller.js';
 import { C_COMPLETED, JobResult, S_RESULT, S_WORKER, SlotState, T_END, T_START, type JobTable } from './jobs.js';
 import { VerifyWorkers } from './workers.js';
@@ -426,11 +426,14 @@ export class Verifier {
 
   // ---- workers ---------------------------------------------------------------
 
-  /** A dead worker's claimed jobs: answered as internal failures (retry-safe), never left hanging. */
+  /** A dead worker's claimed jobs: answered as internal failures (retry-safe), never left hanging, their dedup claims withdrawn. */
   private recover(index: number): void {
     const j = this.jobs;
     for (let s = 0; s < j.slots; s++) {
       if (j.state(s) === SlotState.Claimed && j.field(s, S_WORKER) === index && this.cbs[s] !== undefined) {
+        // Answered retry-safe, so a dedup claim it made must not outlive it.
+        const key = claimingKey(this.ctx, s);
+        if (key !== null) this.ctx.dedup.release(key, this.clock());
         j.setResult(s, JobResult.Internal, 'verification worker stopped');
         j.markDone(s);
         this.settle(s);

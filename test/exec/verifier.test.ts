@@ -326,6 +326,35 @@ test('a worker that dies mid-check leaves no transaction unanswered: its job fai
   }
 });
 
+test('a worker that dies right after its dedup claim leaves the transaction resubmittable: the resend after the 503 is checked, not a duplicate', async () => {
+  // Signed before any is submitted, so they arrive in one turn and the worker takes some (the acceptor helps only 1 ms a turn).
+  const families: [JobKind, Uint8Array[]][] = [
+    [JobKind.SolanaTx, Array.from({ length: 100 }, () => legacyTransfer().bytes)],
+    [JobKind.EvmTx, await Promise.all(Array.from({ length: 100 }, async (_, i) => (await signed1559({ nonce: 100 + i })).raw))],
+  ];
+  for (const [kind, txs] of families) {
+    const died = new SharedArrayBuffer(4);
+    const { v, jobs, check } = setup({
+      inline: 'never',
+      worker: { filename: new URL('../fixtures/claim-then-die-worker.js', import.meta.url), data: { died } },
+    });
+    await v.start();
+    try {
+      while (!jobs.hasSleeper()) await new Promise((r) => setTimeout(r, 5));
+      const results = (await Promise.all(txs.map((t) => check(kind, t)))).map((r) => r.result);
+      const lost = results.indexOf(JobResult.Internal);
+      assert.ok(lost >= 0, 'the job the worker died on is answered retry-safe');
+      assert.equal(results.filter((r) => r === JobResult.Ok).length, txs.length - 1);
+      // The client resends it, as the 503 says it may: checked afresh, then a duplicate like any other.
+      assert.equal((await check(kind, txs[lost]!)).result, JobResult.Ok, 'the resend is checked, not a duplicate');
+      assert.equal((await check(kind, txs[lost]!)).result, JobResult.Duplicate);
+      assert.equal(v.workerRestarts, 1);
+    } finally {
+      await v.close();
+    }
+  }
+});
+
 test('a check that waited past limits.queue_max_ms before it started is refused retry-safe, unchecked; a resend is checked afresh', async () => {
   let now = 1_000_000;
   const { v, jobs, job, check } = setup({ threads: 0, sliceMs: 10_000, clock: () => now, controller: { maxMs: 100 } });
