@@ -23,7 +23,7 @@ const files = [];
 })(root);
 // The longest files start first so that two of them do not end up as the run's tail
 // on two cores (longest-first scheduling); every other file keeps its path order.
-const slowest = ['e2e/regional', 'chains/evm/blob', 'exec/verifier', 'cli/send', 'e2e/durability', 'e2e/acceptors', 'e2e/solana'];
+const slowest = ['e2e/regional', 'e2e/ws-many', 'chains/evm/blob', 'exec/verifier', 'cli/send', 'e2e/durability', 'e2e/acceptors', 'e2e/solana'];
 const rank = (p) => {
   const i = slowest.findIndex((s) => p.includes(`/${s}.`));
   return i < 0 ? slowest.length : i;

@@ -157,7 +157,12 @@ export class Relay {
     const verifyThreads = threads > 1 ? 0 : workerThreads(cfg.workers.threads);
     // No other thread: the main thread is the tables' only user, so their locks are skipped (src/tables/lock.ts).
     if (verifyThreads === 0 && threads === 1) for (const t of [dedup, ipLimiter, udpIpLimiter, statusReads, registry.buckets]) t.soleThread();
-    const service = await HttpService.start({ cfg, uws, clock, log, accounts: registry, dedup, ipLimiter, udpIpLimiter, statusReads, tips, batches: recorder, threads: verifyThreads, name: 'main' });
+    // With acceptor threads, what the main thread traces (UDP) reaches the threads' WebSocket subscribers.
+    let threadFeed: AcceptorThreads | null = null;
+    const service = await HttpService.start({
+      cfg, uws, clock, log, accounts: registry, dedup, ipLimiter, udpIpLimiter, statusReads, tips, batches: recorder, threads: verifyThreads, name: 'main',
+      feedLink: { watch: () => {}, publish: (account, json) => threadFeed?.publish(account, json) },
+    });
 
     let uploader: Uploader | null = null;
     let pruneTimer: NodeJS.Timeout | null = null;
@@ -174,8 +179,11 @@ export class Relay {
     const listener = threads > 1 ? uws.App() : service.app;
     const acceptors =
       threads > 1
-        ? await AcceptorThreads.start({ n: threads, cfg, listener, registry, batches, dedup, ipLimiter, udpIpLimiter, statusReads, log, localStatuses: service.localStatuses })
+        ? await AcceptorThreads.start({ n: threads, cfg, listener, registry, batches, dedup, ipLimiter, udpIpLimiter, statusReads, log, localStatuses: service.localStatuses, feed: service.feed })
         : null;
+    threadFeed = acceptors;
+    // A revoked account's WebSockets close (the threads hear of changes through their own messages).
+    registry.onSeated(({ rec }) => service.accountChanged(rec));
     // Every service's figures, gathered once per scrape.
     const metrics = new Metrics();
     let services: ServiceStats[] = [];

@@ -56,10 +56,26 @@ export const configSchema = {
           description:
             'Largest body of a JSON-RPC request (`POST /`) or a plain-text EVM request; a larger one is answered 413 before the rest is read. The default is geth\'s size limit for one non-blob transaction; hex doubles a transaction\'s size, so raise it for the largest transactions and for blob transactions.',
         },
+        max_buffered_body_bytes: {
+          type: 'integer',
+          minimum: 1_048_576,
+          maximum: 17_179_869_184,
+          default: 134_217_728,
+          description:
+            'Request body bytes all requests being read may hold at once, per HTTP thread; a body that would pass it is refused 503 (retry-safe), so clients that send slowly or stop mid-body cannot hold more memory than this. Buffers grow with the bytes that arrive, never to the declared length up front.',
+        },
         trust_proxy: {
           type: 'boolean',
           default: false,
-          description: 'Take the client address from the first `X-Forwarded-For` entry. Turn it on only behind a proxy that sets that header.',
+          description:
+            'Take the client address from `X-Forwarded-For`: the entry the outermost of `http.proxy_hops` trusted proxies appended (entries a client wrote itself never count). Turn it on only behind proxies that append to that header.',
+        },
+        proxy_hops: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 16,
+          default: 1,
+          description: 'With `http.trust_proxy`: how many proxies in front of the relay append to `X-Forwarded-For` (1: the relay\'s own proxy appended the client\'s address, the last entry).',
         },
         acceptor: {
           enum: ['auto', 'uws', 'node'],
@@ -223,6 +239,35 @@ export const configSchema = {
         reads_burst: { type: 'integer', minimum: 1, maximum: 200_000, default: 40, description: 'Burst of an account\'s status reads.' },
       },
       'The status API: what happened to a transaction after its acknowledgement.',
+    ),
+    ws: section(
+      {
+        enabled: { type: 'boolean', default: true, description: 'Serve the WebSocket door `/ws` on the HTTP port (docs/protocol.md#websocket).' },
+        idle_timeout_s: {
+          type: 'integer',
+          minimum: 8,
+          maximum: 960,
+          default: 120,
+          description:
+            'A WebSocket from which nothing, not even a pong to the relay\'s ping (sent a few seconds before), arrived for this long is closed. uWebSockets.js takes 8 s at least and rounds to a multiple of 4 s. HTTP connections keep their own ~10 s limit.',
+        },
+        max_buffered_bytes: {
+          type: 'integer',
+          minimum: 16_384,
+          maximum: 67_108_864,
+          default: 1_048_576,
+          description:
+            'Answers and notifications a socket may have waiting for its client to read; past it the socket is closed with code 4008, so a slow reader never holds more memory than this.',
+        },
+        max_subscriptions: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 1024,
+          default: 16,
+          description: 'Status subscriptions one socket may hold (`txrelay_subscribe`).',
+        },
+      },
+      'The WebSocket door: JSON-RPC messages of both families and pushed status changes.',
     ),
     node: section(
       {
@@ -389,7 +434,9 @@ export interface Config {
     host: string;
     port: number;
     max_body_bytes: number;
+    max_buffered_body_bytes: number;
     trust_proxy: boolean;
+    proxy_hops: number;
     acceptor: 'auto' | 'uws' | 'node';
     max_connections: number;
     max_connections_per_ip: number;
@@ -404,6 +451,7 @@ export interface Config {
   registry: { mode: 'embedded' | 'postgres'; poll_interval_ms: number; change_retention_s: number };
   node: { name: string };
   status: { enabled: boolean; retention_s: number; max_tracked: number; reads_per_s: number; reads_burst: number };
+  ws: { enabled: boolean; idle_timeout_s: number; max_buffered_bytes: number; max_subscriptions: number };
   limits: { ip_rps: number; ip_burst: number; queue_capacity: number; queue_target_ms: number; queue_max_ms: number; shed_hold_ms: number };
   dedup: { window_s: number };
   evm: { enabled: boolean; chain_id: number; upstreams: { paid: string[]; free: string[] }; max_batch: number };

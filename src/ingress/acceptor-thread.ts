@@ -97,6 +97,11 @@ const service = await HttpService.start({
     asking.set(id, done);
     post({ t: 'statuses', id, account, ids });
   },
+  // A WebSocket here may watch an account whose transactions pass through another thread.
+  feedLink: {
+    watch: (account, on) => post({ t: 'watch', account, on }),
+    publish: (account, json) => post({ t: 'status-push', account, json }),
+  },
 });
 const caps = connectionCaps(cfg.http, acceptor, log, d.of);
 if (caps) attachConnectionCaps(service.app, caps);
@@ -111,7 +116,12 @@ port.on('message', (m: ToAcceptor) => {
       return;
     case 'account':
       accounts.apply(m.r);
+      service.accountChanged(m.r.rec);
       return post({ t: 'ack', seq: m.seq });
+    case 'watched':
+      return service.feed.setRemote(m.account, m.on);
+    case 'status-push':
+      return service.feed.deliver(m.account, m.json);
     case 'stats':
       return post({ t: 'stats', id: m.id, stats: service.stats() });
     case 'statuses':

@@ -30,6 +30,7 @@ import type { DedupFilter } from '../tables/dedup.js';
 import type { IpLimiter } from '../tables/ip-limiter.js';
 import type { TemplatedApp } from './uws.js';
 import type { AcceptorData } from './acceptor-thread.js';
+import type { StatusFeed } from '../status/feed.js';
 
 export type ToAcceptor =
   | { t: 'account'; seq: number; r: SeatedRecord }
@@ -41,7 +42,11 @@ export type ToAcceptor =
   /** Asks a thread for what its tracker holds of these ids. */
   | { t: 'statuses'; id: number; account: number; ids: readonly string[] }
   /** Answers a thread's `statuses`: every other tracker's views. */
-  | { t: 'statuses-elsewhere'; id: number; lists: StatusView[][] };
+  | { t: 'statuses-elsewhere'; id: number; lists: StatusView[][] }
+  /** Whether another thread's WebSockets watch this account's status changes. */
+  | { t: 'watched'; account: number; on: boolean }
+  /** A status change another thread traced, for this thread's subscribers. */
+  | { t: 'status-push'; account: number; json: string };
 
 export type FromAcceptor =
   | { t: 'ready'; descriptor: number }
@@ -54,7 +59,11 @@ export type FromAcceptor =
   /** A status read on a thread: what the node's other trackers hold. */
   | { t: 'statuses'; id: number; account: number; ids: readonly string[] }
   /** A thread's answer to `statuses`. */
-  | { t: 'statuses-local'; id: number; views: StatusView[] };
+  | { t: 'statuses-local'; id: number; views: StatusView[] }
+  /** This thread's WebSockets started (or stopped) watching an account. */
+  | { t: 'watch'; account: number; on: boolean }
+  /** A status change for the other threads' subscribers. */
+  | { t: 'status-push'; account: number; json: string };
 
 /** A scrape renders without a thread's figures after this. */
 const STATS_TIMEOUT_MS = 2000;
@@ -76,6 +85,8 @@ export interface AcceptorOptions {
   log: Logger;
   /** The main thread's own tracker (UDP submissions). */
   localStatuses: (accountId: number, ids: readonly string[]) => StatusView[];
+  /** The main thread's feed: told which accounts the threads watch. */
+  feed: StatusFeed;
 }
 
 /** A thread that does not answer a status question in this long is left out of the answer. */
@@ -111,6 +122,8 @@ export class AcceptorThreads {
   private listening: { host: string; port: number } | null = null;
   private restarts: number[] = [];
   private settledWaiters: { seq: number; resolve(): void }[] = [];
+  /** Account id -> the threads whose WebSockets watch it. */
+  private readonly watchers = new Map<number, Set<number>>();
 
   private constructor(private readonly o: AcceptorOptions) {
     o.registry.onSeated((r) => {
@@ -243,6 +256,8 @@ export class AcceptorThreads {
         for (const w of t.asked.values()) w(null);
         t.asked.clear();
         this.checkSettled();
+        // Its sockets are gone with it.
+        for (const [account, set] of [...this.watchers]) if (set.has(index)) this.watch(index, account, false);
         if (!ready) return reject(new Error(`acceptor thread ${index} exited (code ${code}) before it was ready`));
         if (t.descriptor >= 0) o.listener.removeChildAppDescriptor?.(t.descriptor);
         if (this.closing) return;
@@ -297,7 +312,33 @@ export class AcceptorThreads {
       }
       case 'log':
         return this.relayLog(t, m.line);
+      case 'watch':
+        return this.watch(t.index, m.account, m.on);
+      case 'status-push':
+        return this.publish(m.account, m.json, t.index);
     }
+  }
+
+  /** A change traced on thread `from` (-1: the main thread) to every other thread watching its account. */
+  publish(account: number, json: string, from = -1): void {
+    const set = this.watchers.get(account);
+    if (set === undefined) return;
+    for (const i of set) if (i !== from) this.threads[i]?.post({ t: 'status-push', account, json });
+  }
+
+  /** Thread `index` watches `account` (or stopped): each thread learns whether another does, the main thread whether any does. */
+  private watch(index: number, account: number, on: boolean): void {
+    const before = this.watchers.get(account) ?? new Set<number>();
+    const after = new Set(before);
+    if (on) after.add(index);
+    else after.delete(index);
+    if (after.size === 0) this.watchers.delete(account);
+    else this.watchers.set(account, after);
+    const others = (set: Set<number>, i: number): boolean => set.size > (set.has(i) ? 1 : 0);
+    for (const t of this.threads) {
+      if (t !== undefined && others(before, t.index) !== others(after, t.index)) t.post({ t: 'watched', account, on: others(after, t.index) });
+    }
+    this.o.feed.setRemote(account, after.size > 0);
   }
 
   /** Every tracker but the asking thread's: the main thread's, and each other thread's (those that answer in time). */

@@ -83,6 +83,10 @@ export function createAdminApp(d: AdminDeps): TemplatedApp {
     tooLarge(): void {
       fail(this.res, E.TOO_LARGE, `admin bodies are limited to ${MAX_ADMIN_BODY} bytes`);
     }
+    // Admin bodies are read without a budget (their size is bounded, the token checked first).
+    overBudget(): void {
+      fail(this.res, E.CAPACITY, 'request bodies being read are over budget');
+    }
   }
 
   /** A handler behind the token; writes read their JSON body first. */

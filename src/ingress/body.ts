@@ -3,12 +3,38 @@
  * - `onData` chunks are copied before the callback returns (uWS neuters them after);
  * - body bytes are counted while streaming, and an oversized body is
  *   answered from its Content-Length before a byte of it is buffered;
+ * - a buffer grows with the bytes that arrived, never to a declared length
+ *   up front, and every buffer of the thread counts toward one budget
+ *   (`BodyBudget`): a body that would pass it is refused 503, so slow or
+ *   stalled senders cannot hold more memory than the budget;
  * - a request whose Content-Length headers disagree is refused by closing
  *   its connection, since nobody can tell where the next request starts.
  */
 import type { HttpRequest } from './uws.js';
 import type { AckFirst } from './ack-first.js';
 import { watchAbort, type Res } from './reply.js';
+
+/** Request body bytes held in buffers on this thread, against `http.max_buffered_body_bytes`. */
+export class BodyBudget {
+  used = 0;
+  /** Bodies refused for it since start (a metric). */
+  refused = 0;
+
+  constructor(readonly max: number) {}
+
+  take(n: number): boolean {
+    if (this.used + n > this.max) {
+      this.refused++;
+      return false;
+    }
+    this.used += n;
+    return true;
+  }
+
+  give(n: number): void {
+    this.used -= n;
+  }
+}
 
 /** Where a request's body goes: the Submission itself, instead of a closure per callback. */
 export interface BodyTarget {
@@ -23,6 +49,8 @@ export interface BodyTarget {
   bodyBytes(bytes: Uint8Array): void;
   /** `declared` from Content-Length, else what arrived so far. The target answers. */
   tooLarge(declared: number): void;
+  /** The thread's body budget is spent: the target answers (503, retry-safe). */
+  overBudget(): void;
 }
 
 // Module-level so a request allocates no closure.
@@ -51,7 +79,7 @@ function conflictingContentLength(req: HttpRequest): boolean {
  * buffer here. The target runs inside `ack`'s scope: uWS flushes its answer
  * only after this callback returns, and forwarding waits for that.
  */
-export function readBodyTo(res: Res, req: HttpRequest, max: number, t: BodyTarget, ack: AckFirst | null): void {
+export function readBodyTo(res: Res, req: HttpRequest, max: number, t: BodyTarget, ack: AckFirst | null, budget: BodyBudget | null = null): void {
   if (conflictingContentLength(req)) {
     // RFC 9112 wants a 400 then the close, but uWS keeps parsing what follows a response and close()
     // discards unflushed output: close at once, before a byte past the ambiguous request is read.
@@ -72,9 +100,17 @@ export function readBodyTo(res: Res, req: HttpRequest, max: number, t: BodyTarge
   const wantsInto = t.wantsInto;
   let buf: Uint8Array | null = null;
   let len = 0;
+  /** Bytes of `buf` counted in the budget (a slab block from `into` is not: the slab bounds itself). */
+  let held = 0;
+  const drop = (): void => {
+    if (held > 0) budget!.give(held);
+    held = 0;
+    buf = null;
+  };
   watchAbort(res);
+  if (budget !== null) res.onGone = drop;
   res.onData((chunk, isLast) => {
-    if (res.aborted || res.done) return;
+    if (res.aborted || res.done) return drop();
     const c = new Uint8Array(chunk);
     if (buf === null) {
       // The whole body in one chunk and no destination wanted: the target reads the chunk during the call.
@@ -87,25 +123,39 @@ export function readBodyTo(res: Res, req: HttpRequest, max: number, t: BodyTarge
         // The target answered (e.g. 503 when the slab is full): stop reading.
         if (buf === null && res.done) return;
       }
-      buf ??= Buffer.allocUnsafe(expected >= 0 ? expected : Math.min(max, Math.max(c.length * 2, 4096)));
     }
     if (len + c.length > max) {
-      buf = null;
+      drop();
       t.tooLarge(len + c.length);
       return;
     }
-    if (len + c.length > buf.length) {
-      // Chunked or lying Content-Length: grow (bounded by max).
-      const grown = Buffer.allocUnsafe(Math.min(max, Math.max(buf.length * 2, len + c.length)));
-      grown.set(buf.subarray(0, len));
+    if (buf === null || len + c.length > buf.length) {
+      // Grown with what arrived (doubling, at most the declared length or the limit), never up front.
+      const cap = expected >= 0 ? expected : max;
+      const size = Math.min(cap, Math.max(buf === null ? 4096 : buf.length * 2, len + c.length));
+      if (budget !== null && !budget.take(size - held)) {
+        drop();
+        t.overBudget();
+        return;
+      }
+      const grown = Buffer.allocUnsafe(size);
+      if (buf !== null) grown.set(buf.subarray(0, len));
       buf = grown;
+      held = budget !== null ? size : 0;
     }
     buf.set(c, len);
     len += c.length;
     if (isLast) {
       const body = len === buf.length ? buf : buf.subarray(0, len);
+      // The target takes the bytes during the call (copying what it keeps): the budget is free again after it.
+      const n = held;
+      held = 0;
       buf = null;
-      deliver(t, body, ack);
+      try {
+        deliver(t, body, ack);
+      } finally {
+        if (n > 0) budget!.give(n);
+      }
     }
   });
 }

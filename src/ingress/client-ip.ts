@@ -1,15 +1,20 @@
 /**
  * The client's IP address, the key of its per-IP bucket and connection cap:
- * the socket peer, or with `http.trust_proxy` the first X-Forwarded-For hop.
+ * the socket peer, or behind `hops` trusted proxies (`http.trust_proxy`,
+ * `http.proxy_hops`) the X-Forwarded-For entry the outermost of them
+ * appended. Each proxy appends the address it saw, so what a client writes
+ * into the header stays to the left of that entry and never counts; an entry
+ * that is not an IP address falls back to the peer.
  */
+import { isIP } from 'node:net';
 import type { HttpRequest, HttpResponse } from './uws.js';
 
-export function clientIp(res: HttpResponse, req: HttpRequest, trustProxy: boolean): string {
-  if (trustProxy) {
+export function clientIp(res: HttpResponse, req: HttpRequest, hops: number): string {
+  if (hops > 0) {
     const xff = req.getHeader('x-forwarded-for');
     if (xff) {
-      const first = xff.split(',')[0]!.trim();
-      if (first) return first;
+      const hop = forwardedHop(xff, hops);
+      if (hop !== null) return hop;
     }
   }
   // From the binary address: one IPv4 client is one key whether the listener is v4 or dual-stack v6,
@@ -18,6 +23,19 @@ export function clientIp(res: HttpResponse, req: HttpRequest, trustProxy: boolea
   if (b.length === 4) return dotted(b, 0);
   if (b.length === 16 && isV4Mapped(b)) return dotted(b, 12);
   return Buffer.from(res.getRemoteAddressAsText()).toString();
+}
+
+/** The `hops`-th entry from the right (the leftmost when there are fewer), if it is an IP address. */
+function forwardedHop(xff: string, hops: number): string | null {
+  let end = xff.length;
+  let start = xff.lastIndexOf(',', end - 1) + 1;
+  for (let i = 1; i < hops && start > 0; i++) {
+    end = start - 1;
+    start = xff.lastIndexOf(',', end - 1) + 1;
+  }
+  const hop = xff.slice(start, end).trim();
+  // The longest IPv6 text is 45 characters: nothing longer is looked at.
+  return hop.length <= 45 && isIP(hop) !== 0 ? hop : null;
 }
 
 /**

@@ -145,9 +145,20 @@ export function addressKey(addr: ArrayBuffer): string {
   return Buffer.from(b).toString('hex');
 }
 
+const capsOf = new WeakMap<TemplatedApp, ConnectionCaps>();
+
+/**
+ * A connection that became a WebSocket closed: uWS reports no -1 for it (its
+ * filter sees only HTTP closes), so the WebSocket door gives its place back.
+ */
+export function upgradedClosed(app: TemplatedApp, key: string): void {
+  capsOf.get(app)?.close(key);
+}
+
 /** False when the app has no filter. A connection refused in its +1 call gets its -1 inside `close()`: not counted. */
 export function attachConnectionCaps(app: TemplatedApp, caps: ConnectionCaps): boolean {
   if (typeof app.filter !== 'function') return false;
+  capsOf.set(app, caps);
   let refusing = false;
   app.filter((conn, count) => {
     if (count > 0) {

@@ -13,11 +13,15 @@
  * - a missing Host or a malformed request gets a 400 before the close (uWS
  *   closes without one), and so does a repeated Content-Length (uWS accepts
  *   equal ones);
- * - body chunks are handed over as their own ArrayBuffers (still valid after the call).
+ * - body chunks are handed over as their own ArrayBuffers (still valid after the call);
+ * - with ws routes, a request that asks for an upgrade is answered on a
+ *   connection of its own: it closes after the answer (uWS keeps it alive).
+ * WebSocket routes: node-ws.ts.
  */
 import http from 'node:http';
 import net, { isIPv4, type Socket } from 'node:net';
-import type { FilterSocket, HttpRequest, HttpResponse, RouteHandler, TemplatedApp, Uws, us_listen_socket } from './uws.js';
+import { NodeWsHub } from './node-ws.js';
+import type { FilterSocket, HttpRequest, HttpResponse, RouteHandler, TemplatedApp, Uws, WebSocketBehavior, us_listen_socket } from './uws.js';
 
 /** The idle time-out the protocol promises (node:http adds a second of grace). */
 const IDLE_TIMEOUT_MS = 60_000;
@@ -48,6 +52,8 @@ interface Route {
   kinds: Seg[];
   handler: RouteHandler;
   order: number;
+  /** A ws route: it passes on (uWS: yields) every request but a WebSocket handshake. */
+  ws: boolean;
 }
 
 function parsePattern(pattern: string): { segments: string[]; kinds: Seg[] } {
@@ -152,6 +158,19 @@ function text(v: string | Uint8Array): string {
 }
 
 const FORBIDDEN_RES = 'uWS.HttpResponse must not be accessed after onAborted fired or after the response was ended';
+const FORBIDDEN_UPGRADE = "HttpResponse.upgrade is only for a ws route's request, in its upgrade handler or after its onAborted";
+/** uWS writes a status line at the first writeStatus or writeHeader: the 101 would come after it. */
+const UPGRADE_AFTER_WRITE = 'HttpResponse.upgrade after writeStatus or writeHeader (uWS would answer with that status instead of 101)';
+
+/** What `res.upgrade` needs of a request node:http has let go of ('upgrade' event). */
+interface Upgrading {
+  hub: NodeWsHub;
+  socket: Socket;
+  /** Hands the socket over: the bytes read past the request. */
+  take: () => Buffer;
+  /** The handshake succeeded: the socket is the WebSocket's now. */
+  opened: () => void;
+}
 
 class NodeRequest implements HttpRequest {
   valid = true;
@@ -232,6 +251,9 @@ class NodeResponse implements HttpResponse {
   ended = false;
   aborted = false;
   abortHandler: (() => void) | null = null;
+  /** Set for a ws route's request. */
+  upgrading: Upgrading | null = null;
+  private written = false;
   private status = 200;
   private reason = 'OK';
   /** name, value, name, value: node's writeHead takes them flat, repeats allowed (as uWS sends them). */
@@ -296,6 +318,7 @@ class NodeResponse implements HttpResponse {
     const status = text(line);
     const code = Number(status.slice(0, 3));
     if (!Number.isInteger(code) || code < 100) throw new Error(`writeStatus: not a status line: ${JSON.stringify(status)}`);
+    this.written = true;
     this.status = code;
     this.reason = status.slice(4);
     return this;
@@ -303,6 +326,7 @@ class NodeResponse implements HttpResponse {
 
   writeHeader(key: string | Uint8Array, value: string | Uint8Array): HttpResponse {
     this.check();
+    this.written = true;
     this.headers.push(text(key), text(value));
     return this;
   }
@@ -358,6 +382,20 @@ class NodeResponse implements HttpResponse {
   resume(): void {
     this.req.resume();
   }
+
+  /** `open` runs inside, as on uWS. The key and extensions are the request's (no compression). */
+  upgrade<U>(userData: U, _secWebSocketKey: string, secWebSocketProtocol: string, _secWebSocketExtensions: string, context: unknown): void {
+    this.check();
+    const up = this.upgrading;
+    if (up === null) throw new Error(FORBIDDEN_UPGRADE);
+    if (this.written) throw new Error(UPGRADE_AFTER_WRITE);
+    const route = up.hub.routeOf(context, userData);
+    this.ended = true;
+    this.abortHandler = null;
+    this.res.detachSocket(up.socket);
+    const conn = this.conn;
+    up.hub.upgrade(route, this.req, up.socket, up.take(), userData as object, secWebSocketProtocol, () => conn.getRemoteAddressAsText(), up.opened);
+  }
 }
 
 /** The first value of a header (node's parser has already rejected conflicting Content-Lengths). */
@@ -392,6 +430,9 @@ class NodeApp implements TemplatedApp {
   private readonly filters: ((conn: FilterSocket, count: number) => void)[] = [];
   private readonly servers: http.Server[] = [];
   private readonly params: string[] = [];
+  private hub: NodeWsHub | null = null;
+  /** Sockets of upgrade requests not answered yet: node:http no longer tracks them. */
+  private readonly upgrading = new Set<Socket>();
 
   get(p: string, h: RouteHandler): TemplatedApp {
     return this.add('get', p, h);
@@ -415,19 +456,27 @@ class NodeApp implements TemplatedApp {
     return this.add('*', p, h);
   }
 
-  private add(method: string, pattern: string, handler: RouteHandler): TemplatedApp {
-    const r: Route = { method, ...parsePattern(pattern), handler, order: this.routes.length };
+  /** A GET route for WebSocket handshakes (a 24-character Sec-WebSocket-Key, as uWS checks). */
+  ws<U>(pattern: string, behavior: WebSocketBehavior<U>): TemplatedApp {
+    const context = (this.hub ??= new NodeWsHub()).route(behavior as WebSocketBehavior<unknown>);
+    this.add('get', pattern, (res, req) => behavior.upgrade(res, req, context), true);
+    for (const s of this.servers) this.takeUpgrades(s);
+    return this;
+  }
+
+  private add(method: string, pattern: string, handler: RouteHandler, ws = false): TemplatedApp {
+    const r: Route = { method, ...parsePattern(pattern), handler, order: this.routes.length, ws };
     this.routes.push(r);
     this.sorted = false;
     return this;
   }
 
-  private resolve(method: string, path: string, params: string[]): Route | null {
+  private resolve(method: string, path: string, params: string[], handshake: boolean): Route | null {
     if (!this.sorted) {
       this.routes.sort(compareRoutes);
       this.exact = new Map();
       for (const r of this.routes) {
-        if (r.kinds.every((k) => k === Seg.Static)) {
+        if (!r.ws && r.kinds.every((k) => k === Seg.Static)) {
           const key = `${r.method} /${r.segments.join('/')}`;
           if (!this.exact.has(key)) this.exact.set(key, r);
         }
@@ -435,10 +484,14 @@ class NodeApp implements TemplatedApp {
       this.sorted = true;
     }
     params.length = 0;
-    const hit = this.exact.get(`${method} ${path}`) ?? this.exact.get(`* ${path}`);
-    if (hit) return hit;
+    // The exact map leaves ws routes out: a handshake takes the scan, which sees them in priority order.
+    if (!handshake) {
+      const hit = this.exact.get(`${method} ${path}`) ?? this.exact.get(`* ${path}`);
+      if (hit) return hit;
+    }
     const segs = path.split('/').slice(1);
     for (const r of this.routes) {
+      if (r.ws && !handshake) continue;
       if ((r.method === method || r.method === '*') && matchRoute(r, segs, params)) return r;
     }
     return null;
@@ -470,7 +523,8 @@ class NodeApp implements TemplatedApp {
       noDelay: true,
     });
     server.on('connection', (socket: Socket) => this.onConnection(socket));
-    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => this.onRequest(req, res));
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => this.onRequest(req, res, null));
+    if (this.hub) this.takeUpgrades(server);
     const onListenError = () => cb(false);
     server.once('error', onListenError);
     server.listen({ host, port }, () => {
@@ -494,7 +548,62 @@ class NodeApp implements TemplatedApp {
     }
   }
 
-  private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+  /**
+   * Only with ws routes: node:http serves upgrade requests as plain ones while
+   * no 'upgrade' listener exists, and a plain one keeps its connection alive.
+   */
+  private takeUpgrades(server: http.Server): void {
+    if (server.listenerCount('upgrade') === 0) {
+      server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => this.onUpgrade(req, socket, head));
+    }
+  }
+
+  /** node:http has let go of the socket: its errors, its time-out and its close after the answer are ours. */
+  private onUpgrade(req: http.IncomingMessage, socket: Socket, head: Buffer): void {
+    socket.on('error', () => socket.destroy());
+    const upgrading = this.upgrading;
+    upgrading.add(socket);
+    socket.once('close', () => upgrading.delete(socket));
+    socket.setTimeout(REQUEST_TIMEOUT_MS, () => socket.destroy());
+    // Reading on is how a client that leaves is noticed (onAborted), as uWS does; at its FIN uWS closes.
+    // A client sends nothing before the 101, but whatever came is the WebSocket's.
+    const early: Buffer[] = [head];
+    const onData = (b: Buffer) => early.push(b);
+    const onEnd = () => socket.destroy();
+    socket.on('data', onData);
+    socket.on('end', onEnd);
+    const res = new http.ServerResponse(req);
+    try {
+      // Throws when a pipelined request before it is still unanswered.
+      res.assignSocket(socket);
+    } catch {
+      socket.destroy();
+      return;
+    }
+    res.shouldKeepAlive = false;
+    res.once('finish', () => {
+      res.detachSocket(socket);
+      socket.destroySoon();
+    });
+    const conn = (socket as Socket & { [CONNECTION]?: Connection })[CONNECTION]!;
+    this.onRequest(req, res, {
+      hub: this.hub!,
+      socket,
+      take: () => {
+        socket.off('data', onData);
+        socket.off('end', onEnd);
+        return early.length === 1 ? early[0]! : Buffer.concat(early);
+      },
+      opened: () => {
+        upgrading.delete(socket);
+        // uWS moves an upgraded socket out of its HTTP context, whose close is what calls the filters:
+        // an upgraded connection never gets its -1 there.
+        conn.reported = true;
+      },
+    });
+  }
+
+  private onRequest(req: http.IncomingMessage, res: http.ServerResponse, upgrade: Upgrading | null): void {
     const conn = (req.socket as Socket & { [CONNECTION]?: Connection })[CONNECTION]!;
     if (req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1) {
       // HTTP/1.1 only, as uWS (it answers HTTP/1.0 with 505 too).
@@ -506,13 +615,15 @@ class NodeApp implements TemplatedApp {
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     const method = req.method!.toLowerCase();
-    const route = this.resolve(method, path, this.params);
+    const handshake = upgrade !== null && method === 'get' && rawHeader(req, 'sec-websocket-key')?.length === 24;
+    const route = this.resolve(method, path, this.params, handshake);
     const response = new NodeResponse(res, req, conn);
     if (route === null) {
       // uWS answers an unrouted request with 404 and no body.
       response.writeStatus('404 Not Found').end();
       return;
     }
+    if (route.ws) response.upgrading = upgrade;
     const request = new NodeRequest(req, this.params.slice(), url);
     try {
       route.handler(response, request);
@@ -522,12 +633,15 @@ class NodeApp implements TemplatedApp {
     if (!response.ended && !response.aborted && response.abortHandler === null) throw new Error(FORBIDDEN_RETURN);
   }
 
+  /** Upgraded and upgrading sockets too: node:http's connection list no longer holds them. */
   close(): TemplatedApp {
     for (const s of this.servers) {
       s.close();
       s.closeAllConnections();
     }
     this.servers.length = 0;
+    for (const socket of this.upgrading) socket.destroy();
+    this.hub?.closeAll();
     return this;
   }
 }

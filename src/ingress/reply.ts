@@ -37,6 +37,8 @@ export interface Res extends HttpResponse {
   timer?: LatencyTimer | undefined;
   /** Set by a door on an acknowledgement: sent as `x-svc-request-id` (docs/protocol.md#status). */
   requestId?: string | null;
+  /** Gives back what a body being read holds, when the client goes away mid-body (body.ts). */
+  onGone?: (() => void) | null;
 }
 
 const CONTENT_TYPE = bytesOf('content-type');
@@ -51,6 +53,8 @@ export function watchAbort(r: Res): void {
   r.watching = true;
   r.onAborted(() => {
     r.aborted = true;
+    r.onGone?.();
+    r.onGone = null;
   });
 }
 
@@ -156,6 +160,7 @@ export class Replier {
     r.watching = false;
     r.timer = timer;
     r.requestId = null;
+    r.onGone = null;
     if (timer) r.t0 = performance.now();
     return r;
   }

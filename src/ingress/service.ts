@@ -26,6 +26,7 @@ import type { Accounts } from '../pipeline/accounts.js';
 import type { BatchRecorder } from '../pipeline/evm-batch.js';
 import type { TemplatedApp, Uws } from './uws.js';
 import { AckFirst } from './ack-first.js';
+import { BodyBudget } from './body.js';
 import { Replier, TEXT_TYPE } from './reply.js';
 import { clientIp } from './client-ip.js';
 import type { DoorContext } from './doors/context.js';
@@ -33,6 +34,8 @@ import { registerJsonRpcDoor } from './doors/jsonrpc.js';
 import { registerStatusDoor } from './doors/status.js';
 import { registerPing, registerSolanaDoors } from './doors/solana.js';
 import { registerEvmTextDoor } from './doors/evm.js';
+import { registerWsDoor, type WsDoor } from './doors/ws.js';
+import { StatusFeed, type FeedLink } from '../status/feed.js';
 
 /** Transaction bytes in flight per service (~27k maximum-size Solana transactions); full means 503 at once. */
 const SLAB_BYTES = 32 * 1024 * 1024;
@@ -59,6 +62,8 @@ export interface ServiceDeps {
   name: string;
   /** Acceptor threads: the statuses the node's other trackers hold for these ids (docs/protocol.md#status). */
   statusesElsewhere?: (accountId: number, ids: readonly string[], done: (lists: StatusView[][]) => void) => void;
+  /** Acceptor threads: how pushed status changes reach the other threads' WebSocket subscribers. */
+  feedLink?: FeedLink;
 }
 
 export class HttpService {
@@ -75,6 +80,10 @@ export class HttpService {
     private readonly slab: Slab,
     private readonly accounts: Accounts & { refusedRecords: number },
     private readonly accept: LabelledHistogram,
+    /** Pushed status changes for the WebSocket door's subscribers. */
+    readonly feed: StatusFeed,
+    private readonly ws: WsDoor | null,
+    private readonly bodies: BodyBudget,
   ) {}
 
   static async start(d: ServiceDeps & { accounts: Accounts & { refusedRecords: number } }): Promise<HttpService> {
@@ -112,13 +121,15 @@ export class HttpService {
       // What every service would say alike is said once, by the main thread's.
       warnDry: d.name === 'main',
     });
-    const tracker = cfg.status.enabled ? new Tracker({ retentionMs: cfg.status.retention_s * 1000, maxEntries: cfg.status.max_tracked, node: cfg.node.name }) : null;
+    const feed = new StatusFeed(d.feedLink ?? null);
+    const tracker = cfg.status.enabled ? new Tracker({ retentionMs: cfg.status.retention_s * 1000, maxEntries: cfg.status.max_tracked, node: cfg.node.name, feed }) : null;
     const local = (accountId: number, ids: readonly string[]): StatusView[] => ids.map((id) => tracker?.status(id, accountId) ?? unknownStatus(id, cfg.node.name));
     const statuses = (account: AccountRecord, ids: readonly string[], done: (o: Outcome) => void): void => {
       const wait = d.statusReads.tryTake(`account ${account.id}`, 1, clock());
       if (wait > 0) return done(Outcome.refused(new RelayError(E.RATE_ACCOUNT, String(cfg.status.reads_per_s), wait)));
       const mine = local(account.id, ids);
-      if (d.statusesElsewhere === undefined) return done(Outcome.answered(mine));
+      // No ids (a WebSocket upgrade or subscription): only the read's limit applies.
+      if (d.statusesElsewhere === undefined || ids.length === 0) return done(Outcome.answered(mine));
       d.statusesElsewhere(account.id, ids, (lists) => done(Outcome.answered(mergeStatuses([mine, ...lists]))));
     };
     const pipeline = new Pipeline({
@@ -144,28 +155,33 @@ export class HttpService {
       statuses,
     });
     const accept = new LabelledHistogram(ACCEPT_BUCKETS);
+    const bodies = new BodyBudget(cfg.http.max_buffered_body_bytes);
     const app = d.uws.App();
     const doors: DoorContext = {
       app,
       pipeline,
       reply,
       ack,
-      ip: (res, req) => clientIp(res, req, cfg.http.trust_proxy),
+      ip: (res, req) => clientIp(res, req, cfg.http.trust_proxy ? cfg.http.proxy_hops : 0),
       maxBody: cfg.http.max_body_bytes,
       maxBatch: cfg.evm.max_batch,
       enabled: { evm: cfg.evm.enabled, solana: cfg.solana.enabled },
       timer: (door) => accept.labels(door),
       node: cfg.node.name,
+      bodies,
     };
     registerPing(doors);
     if (cfg.solana.enabled) registerSolanaDoors(doors);
     if (cfg.evm.enabled) registerEvmTextDoor(doors);
-    registerJsonRpcDoor(doors);
+    const rpcMessage = registerJsonRpcDoor(doors);
     registerStatusDoor(doors);
+    const ws = cfg.ws.enabled
+      ? registerWsDoor(doors, rpcMessage, feed, { idleTimeoutS: cfg.ws.idle_timeout_s, maxBufferedBytes: cfg.ws.max_buffered_bytes, maxSubscriptions: cfg.ws.max_subscriptions })
+      : null;
     app.any('/*', (res) => {
       res.cork(() => res.writeStatus('404 Not Found').writeHeader('content-type', TEXT_TYPE).writeHeader('x-svc-node', cfg.node.name).end('Not Found'));
     });
-    const service = new HttpService(d.name, app, pipeline, verifier, forwarder, reply, slab, d.accounts, accept);
+    const service = new HttpService(d.name, app, pipeline, verifier, forwarder, reply, slab, d.accounts, accept, feed, ws, bodies);
     service.localStatuses = local;
     return service;
   }
@@ -184,6 +200,8 @@ export class HttpService {
       queueMs: v.queueMs(),
       slabUsed: this.slab.used,
       refusedRecords: this.accounts.refusedRecords,
+      sockets: this.sockets,
+      bodyBytes: this.bodies.used,
       lanes: Object.values(this.forwarder.stats().lanes),
       accept: this.accept.snapshot(),
     };
@@ -202,7 +220,19 @@ export class HttpService {
     return (await this.forwarder.drain(Math.max(0, deadline - Date.now()))).abandoned;
   }
 
+  /** An account changed (admin API, registry feed): a revoked account's WebSockets close. */
+  accountChanged(rec: AccountRecord): void {
+    this.ws?.accountChanged(rec);
+  }
+
+  /** Open WebSockets. */
+  get sockets(): number {
+    return this.ws?.size ?? 0;
+  }
+
   async close(): Promise<void> {
+    // Sockets get a close frame (1001) before the app closes their connections.
+    this.ws?.closeAll();
     await this.verifier.close();
     this.app.close();
   }

@@ -53,6 +53,59 @@ export interface HttpResponse {
   getRemoteAddressAsText(): ArrayBuffer;
   pause(): void;
   resume(): void;
+  /**
+   * Answers a WebSocket upgrade request (only inside a `ws` route's `upgrade`,
+   * synchronously, or after `onAborted`): `userData` is what `getUserData`
+   * returns for the socket's life.
+   */
+  upgrade<U>(userData: U, secWebSocketKey: string, secWebSocketProtocol: string, secWebSocketExtensions: string, context: unknown): void;
+}
+
+/** `WebSocket.send`: queued without backpressure, queued past the kernel's buffer, or dropped (over `maxBackpressure`). */
+export const enum SendStatus {
+  Backpressure = 0,
+  Success = 1,
+  Dropped = 2,
+}
+
+/**
+ * One WebSocket. Every method throws once the socket closed (after `close`
+ * ran): whoever keeps a socket must track that itself.
+ */
+export interface WebSocket<U> {
+  send(message: string | Uint8Array, isBinary?: boolean): SendStatus;
+  /** Closes gracefully: a close frame with `code` and a short reason, then the connection. */
+  end(code?: number, shortMessage?: string): void;
+  /** Closes at once, without a close frame. */
+  close(): void;
+  /** Bytes written but not yet taken by the kernel. */
+  getBufferedAmount(): number;
+  getUserData(): U;
+  cork(cb: () => void): WebSocket<U>;
+  getRemoteAddressAsText(): ArrayBuffer;
+}
+
+/**
+ * A WebSocket route, as uWS takes it. `message`'s ArrayBuffer is valid only
+ * during the call. With `sendPingsAutomatically`, a quiet socket is pinged
+ * a few seconds before `idleTimeout` and closed at it when nothing (not even
+ * a pong) arrived. uWS reports no filter -1 for an upgraded connection.
+ */
+export interface WebSocketBehavior<U> {
+  /** A larger message drops the connection (uWS: no close frame; node: 1009); uWS buffers a fragmented message up to it. */
+  maxPayloadLength: number;
+  /** Seconds; 0 (never) or at least 8, rounded by uWS to a multiple of 4. */
+  idleTimeout: number;
+  /** Bytes held for a slow reader; past it `send` drops (returns Dropped). */
+  maxBackpressure: number;
+  closeOnBackpressureLimit: boolean;
+  sendPingsAutomatically: boolean;
+  upgrade(res: HttpResponse, req: HttpRequest, context: unknown): void;
+  open(ws: WebSocket<U>): void;
+  message(ws: WebSocket<U>, message: ArrayBuffer, isBinary: boolean): void;
+  /** The buffered amount went down after backpressure. */
+  drain?(ws: WebSocket<U>): void;
+  close(ws: WebSocket<U>, code: number, message: ArrayBuffer): void;
 }
 
 /** What a connection filter sees of a connection (uWS passes an HttpResponse). */
@@ -77,6 +130,7 @@ export interface TemplatedApp {
   patch(pattern: string, handler: RouteHandler): TemplatedApp;
   put(pattern: string, handler: RouteHandler): TemplatedApp;
   any(pattern: string, handler: RouteHandler): TemplatedApp;
+  ws<U>(pattern: string, behavior: WebSocketBehavior<U>): TemplatedApp;
   listen(host: string, port: number, cb: (listenSocket: us_listen_socket | false) => void): TemplatedApp;
   /** With uSockets' listen options (`LISTEN_EXCLUSIVE_PORT`). */
   listen(host: string, port: number, options: number, cb: (listenSocket: us_listen_socket | false) => void): TemplatedApp;

@@ -75,6 +75,8 @@ export function registerRelayMetrics(m: Metrics, p: RelayParts): void {
   });
   m.gauge('txrelay_verify_queue_ms', 'Estimated time a check submitted now would wait for a verifier, in milliseconds (the longest among the acceptors).', [], () => [[{}, p.stats().queueMs]]);
   m.gauge('txrelay_slab_bytes_used', 'Bytes of in-flight transactions in the slabs.', [], () => [[{}, p.stats().slabUsed]]);
+  m.gauge('txrelay_body_bytes_buffered', 'Request body bytes held while their bodies are read (bound: http.max_buffered_body_bytes per HTTP thread).', [], () => [[{}, p.stats().bodyBytes]]);
+  m.gauge('txrelay_websockets_open', 'WebSockets open on the /ws door.', [], () => [[{}, p.stats().sockets]]);
   m.counter('txrelay_batch_records_refused_total', "EVM batches refused with 429 before a receive record was written: the account's record budget was spent.", [], () => [
     [{}, p.stats().refusedRecords],
   ]);

@@ -18,6 +18,10 @@ export interface ServiceStats {
   queueMs: number;
   slabUsed: number;
   refusedRecords: number;
+  /** Open WebSockets. */
+  sockets: number;
+  /** Request body bytes held while bodies are read. */
+  bodyBytes: number;
   lanes: LaneStats[];
   accept: [string, SeriesData][];
 }
@@ -34,6 +38,8 @@ export function mergeStats(all: readonly ServiceStats[]): ServiceStats {
     queueMs: 0,
     slabUsed: 0,
     refusedRecords: 0,
+    sockets: 0,
+    bodyBytes: 0,
     lanes: [],
     accept: [],
   };
@@ -47,6 +53,8 @@ export function mergeStats(all: readonly ServiceStats[]): ServiceStats {
     out.queueMs = Math.max(out.queueMs, s.queueMs);
     out.slabUsed += s.slabUsed;
     out.refusedRecords += s.refusedRecords;
+    out.sockets += s.sockets;
+    out.bodyBytes += s.bodyBytes;
     out.accept.push(...s.accept);
     for (const l of s.lanes) {
       const m = lanes.get(l.lane);

@@ -169,6 +169,10 @@ export class Pipeline implements BodySink {
     this.finish(sub, Outcome.refused(err));
   }
 
+  bodyOverBudget(sub: Submission): void {
+    this.finish(sub, Outcome.refused(new RelayError(E.CAPACITY, 'request bodies being read are over http.max_buffered_body_bytes')));
+  }
+
   /** A payload that is already here (text, a datagram, a body read whole): into the slab, then on. */
   private placed(sub: Submission): void {
     if (sub.kind === Kind.EvmBatch) return this.prepareBatch(sub);

@@ -10,8 +10,8 @@
  *   5. its lane able to forward?           UNAVAILABLE   503 (before any quota is spent)
  *   6. its token bucket                    RATE_ACCOUNT  429 (quota is spent from here on)
  *
- * Steps 2-3 are the arrival's: a JSON-RPC body passes them once, then each
- * call 4-6. An EVM batch passes 4-5 here; its record budget and items'
+ * Steps 2-3 are the arrival's: a JSON-RPC body passes them once, and step 4
+ * for its header's credential before the body is read, then each call 4-6. An EVM batch passes 4-5 here; its record budget and items'
  * credits come later, in order (evm-batch.ts). Refusals are returned, never
  * thrown: a throw in a uWS handler makes V8 walk the stack (~2% of a shed's CPU).
  */
@@ -76,7 +76,7 @@ export class Gate {
       if (limited !== null) return limited;
       sub.arrived = true;
     }
-    if (sub.kind === Kind.Calls) return null;
+    if (sub.kind === Kind.Calls) return this.knownCredential(sub);
     if (sub.account === null) {
       const refused = this.authenticate(sub);
       if (refused !== null) return refused;
@@ -115,16 +115,30 @@ export class Gate {
     if (sub.keyBytes !== null) rec = this.d.accounts.byBytes(sub.keyBytes, sub.keyOffset);
     else if (sub.credential === null || sub.credential === '') return new RelayError(E.AUTH_MISSING);
     else rec = this.d.accounts.byText(sub.credential);
-    if (rec === undefined || !rec[sub.family].enabled) return new RelayError(E.AUTH_INVALID);
+    if (rec === undefined) return new RelayError(E.AUTH_INVALID);
     if (sub.kind === Kind.Query) {
+      // Reads are the account's, whichever family it has enabled.
+      if (!rec.evm.enabled && !rec.solana.enabled) return new RelayError(E.AUTH_INVALID);
       sub.account = rec;
       return null;
     }
+    if (!rec[sub.family].enabled) return new RelayError(E.AUTH_INVALID);
     const lane = laneFor(sub.family, rec, sub.kind === Kind.Bundle);
     if (!this.d.forwarder.lane(lane).available()) return new RelayError(E.UNAVAILABLE, 'every upstream of this lane is failing');
     sub.account = rec;
     sub.lane = lane;
     return null;
+  }
+
+  /**
+   * Step 4 for a JSON-RPC body, before it is read: the header's credential is
+   * some live account's (each call is then authenticated for its family).
+   * Without it a body is neither buffered nor parsed.
+   */
+  private knownCredential(sub: Submission): RelayError | null {
+    if (sub.credential === null || sub.credential === '') return new RelayError(E.AUTH_MISSING);
+    const rec = this.d.accounts.byText(sub.credential);
+    return rec === undefined || (!rec.evm.enabled && !rec.solana.enabled) ? new RelayError(E.AUTH_INVALID) : null;
   }
 
   /** Step 2. */

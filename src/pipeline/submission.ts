@@ -57,6 +57,7 @@ export interface BodySink {
   bodyInto(sub: Submission, length: number): Uint8Array | null;
   bodyArrived(sub: Submission, bytes: Uint8Array): void;
   bodyTooLarge(sub: Submission, declared: number): void;
+  bodyOverBudget(sub: Submission): void;
 }
 
 export class Submission {
@@ -153,5 +154,9 @@ export class Submission {
 
   tooLarge(declared: number): void {
     this.body!.bodyTooLarge(this, declared);
+  }
+
+  overBudget(): void {
+    this.body!.bodyOverBudget(this);
   }
 }

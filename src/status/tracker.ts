@@ -12,6 +12,7 @@
  * else happens when someone reads a status.
  */
 import { requestSeq } from './request-id.js';
+import type { StatusFeed } from './feed.js';
 
 export type TrackedState = 'queued' | 'forwarded' | 'upstream_rejected' | 'failed' | 'dropped' | 'duplicate';
 export type StatusState = TrackedState | 'unknown' | 'expired';
@@ -54,6 +55,8 @@ export class Trace {
   items: readonly string[] | null = null;
   /** Findable by its transaction id (a duplicate of a trace still held is not). */
   indexed = false;
+  /** Told of the end, for subscribers (null: no feed). */
+  owner: Tracker | null = null;
 
   constructor(
     /** Hash (EVM), first signature (Solana, bundles) or batch_id. */
@@ -119,6 +122,7 @@ export class Trace {
     this.state = state;
     this.reason = reason;
     this.endedAt = now;
+    this.owner?.changed(this);
   }
 }
 
@@ -151,6 +155,8 @@ interface TrackerOptions {
   maxEntries: number;
   node: string;
   now?: () => number;
+  /** Where state changes go for the WebSocket door's subscribers. */
+  feed?: StatusFeed | null;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -213,6 +219,10 @@ export class Tracker {
   open(id: string, requestId: string, accountId: number, chain: 'evm' | 'solana', door: string): Trace {
     const t = new Trace(id, requestId, accountId, chain, door, this.now());
     this.add(t, true, false);
+    if (this.o.feed) {
+      t.owner = this;
+      this.changed(t);
+    }
     return t;
   }
 
@@ -235,7 +245,14 @@ export class Tracker {
     const mine = typeof first === 'object' && first.accountId === accountId;
     t.final('duplicate', mine ? `duplicate of request ${first.requestId}` : 'a duplicate of a transaction this node saw within its duplicate window', t.receivedAt);
     this.add(t, !mine, false);
+    this.changed(t);
     return t;
+  }
+
+  /** A trace opened or ended: its view to the subscribers of its account, if any. */
+  changed(t: Trace): void {
+    const feed = this.o.feed;
+    if (feed && feed.watched(t.accountId)) feed.publish(t.accountId, this.view(t));
   }
 
   /** The trace of `id` (a transaction's, or a request's) as account `accountId` may see it. */

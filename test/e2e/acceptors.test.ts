@@ -180,3 +180,38 @@ test('a status read on any thread finds a transaction admitted on any other', { 
     for (const s of states) assert.notEqual(s.state, 'unknown', `${s.id} is known on every thread`);
   }
 });
+
+test('a WebSocket subscribed on one thread is pushed the changes of transactions admitted on every thread, and by UDP', { skip }, async (t) => {
+  const up = await startUpstream();
+  t.after(() => up.close());
+  const relay = await startTestRelay({ http: { acceptors: THREADS }, solana: { rpc_upstreams: [up.url] } });
+  t.after(() => relay.stop());
+  const key = (await relay.createAccount({ solana: { tps: 1000, burst: 1000 } })).uuid;
+  const { default: WebSocket } = await import('ws');
+  const ws = new WebSocket(relay.base.replace('http', 'ws') + '/ws', { headers: { 'api-key': key } });
+  const got: any[] = [];
+  ws.on('message', (d) => got.push(JSON.parse(d.toString())));
+  await new Promise((r) => ws.once('open', r));
+  t.after(() => ws.close());
+  ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'txrelay_subscribe', params: ['statuses'] }));
+  await eventually(() => got.some((m) => m.id === 1), 5000, 'the subscription');
+  // Subscriptions reach the other threads through the main thread: give that message its turn.
+  await new Promise((r) => setTimeout(r, 100));
+  const conns = await connections(relay, 2 * THREADS);
+  t.after(() => conns.forEach((c) => c.destroy()));
+  const sigs: string[] = [];
+  for (const c of conns) {
+    const tx = sol.legacyTransfer();
+    assert.equal((await v2(c, key, tx.bytes)).status, 200);
+    sigs.push(tx.signature);
+  }
+  const { UdpSender } = await import('../../src/client/solana.js');
+  const udp = await UdpSender.create({ host: '127.0.0.1', port: relay.udpPort, apiKey: key });
+  const dgram = sol.legacyTransfer();
+  await udp.send(dgram.bytes);
+  await udp.close();
+  sigs.push(dgram.signature);
+  const forwarded = (id: string) => got.some((m) => m.method === 'txrelay_status' && m.params.result.id === id && m.params.result.state === 'forwarded');
+  await eventually(() => sigs.every(forwarded), 5000, 'a forwarded push for every transaction');
+  assert.deepEqual(new Set(await perThread(relay)).has(0), false, 'the connections reached every thread');
+});

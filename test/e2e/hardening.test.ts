@@ -52,10 +52,17 @@ function raw(payload: Buffer, waitMs = 1500): Promise<{ text: string; closed: bo
   });
 }
 
-test('an unauthenticated JSON-RPC array longer than evm.max_batch is one small 400, not a call-by-call answer', async () => {
+test('a JSON-RPC body without a live account\'s credential is a 401 before it is read; with one, an array longer than evm.max_batch is one small 400', async () => {
   const body = '[' + Array.from({ length: 43_000 }, () => '{}').join(',') + ']';
+  const strangers: Record<string, string>[] = [{}, { authorization: 'Bearer 00000000-0000-4000-8000-000000000000' }, { 'api-key': 'nope' }];
+  for (const headers of strangers) {
+    const r = await rpcRaw(body, headers);
+    assert.equal(r.status, 401);
+    assert.ok(r.text.length < 300, `answer of ${r.text.length} bytes`);
+  }
+  const acct = await relay.createAccount({ plan: 'paid' });
   const t0 = performance.now();
-  const r = await rpcRaw(body);
+  const r = await rpcRaw(body, { authorization: `Bearer ${acct.uuid}` });
   assert.equal(r.status, 400);
   const j = JSON.parse(r.text);
   assert.equal(j.error.code, -32600);
@@ -67,19 +74,22 @@ test('an unauthenticated JSON-RPC array longer than evm.max_batch is one small 4
 test('a JSON-RPC array charges the IP bucket one credit per call before any call is looked at', async () => {
   const ip = await startTestRelay({ limits: { ip_rps: 1, ip_burst: 10 }, evm: { max_batch: 64 } });
   try {
+    // Made through the admin listener, which spends nothing of this bucket.
+    const acct = await ip.createAccount({ plan: 'paid' });
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${acct.uuid}` };
     const eleven = '[' + Array.from({ length: 11 }, (_, i) => `{"jsonrpc":"2.0","id":${i},"method":"eth_sendRawTransaction","params":["0x00"]}`).join(',') + ']';
-    const r = await fetch(ip.base + '/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: eleven });
+    const r = await fetch(ip.base + '/', { method: 'POST', headers, body: eleven });
     assert.equal(r.status, 429, 'eleven calls do not fit a burst of ten');
     assert.ok(Number(r.headers.get('retry-after')) >= 1);
     const j = (await r.json()) as any;
     assert.equal(j.error.code, -32005, 'one error for the whole request, not eleven');
     // The refused request spent the one credit charged before its body was parsed: nine are left.
-    // Unauthenticated calls are charged too: authentication comes after the IP bucket.
+    // Invalid calls are charged too: the IP bucket comes before any call is looked at.
     const nine = '[' + Array.from({ length: 9 }, (_, i) => `{"jsonrpc":"2.0","id":${i},"method":"eth_sendRawTransaction","params":["0x00"]}`).join(',') + ']';
-    const r2 = await fetch(ip.base + '/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: nine });
-    assert.equal(r2.status, 401);
-    const r3 = await fetch(ip.base + '/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_sendRawTransaction","params":["0x00"]}' });
-    assert.equal(r3.status, 429, 'the nine unauthenticated calls spent the bucket');
+    const r2 = await fetch(ip.base + '/', { method: 'POST', headers, body: nine });
+    assert.equal(r2.status, 400);
+    const r3 = await fetch(ip.base + '/', { method: 'POST', headers, body: '{"jsonrpc":"2.0","id":1,"method":"eth_sendRawTransaction","params":["0x00"]}' });
+    assert.equal(r3.status, 429, 'the nine invalid calls spent the bucket');
   } finally {
     await ip.stop();
   }
@@ -176,4 +186,78 @@ test('on a dual-stack listener an IPv4 client is keyed and recorded by its IPv4 
   } finally {
     await dual.stop();
   }
+});
+
+/** Opens `n` connections that each declare a body of `declared` bytes and send all but the last byte. */
+async function partialBodies(r: TestRelay, n: number, headers: string, declared: number, path = '/'): Promise<net.Socket[]> {
+  const url = new URL(r.base);
+  const body = Buffer.alloc(declared - 1, 0x20);
+  const socks = await Promise.all(
+    Array.from({ length: n }, () => new Promise<net.Socket>((resolve) => {
+      const s = net.connect(Number(url.port), url.hostname, () => {
+        s.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${headers}Content-Length: ${declared}\r\n\r\n`);
+        s.write(body, () => resolve(s));
+      });
+      s.on('error', () => {});
+    })),
+  );
+  return socks;
+}
+
+test('stalled bodies: a stranger\'s is never buffered, an account\'s counts toward the body budget and leaves it with its connection', async (t) => {
+  const relay = await startTestRelay({ limits: { ip_rps: 10_000, ip_burst: 10_000 } });
+  t.after(() => relay.stop());
+  // Strangers: 300 connections, each 128 KiB minus a byte, no credential. Nothing of theirs is held.
+  const strangers = await partialBodies(relay, 300, '', 131_072);
+  t.after(() => strangers.forEach((s) => s.destroy()));
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(await relay.metric('txrelay_body_bytes_buffered'), 0);
+  // An account's stalled bodies are held, as received, within the budget.
+  const acct = await relay.createAccount({ plan: 'paid' });
+  const mine = await partialBodies(relay, 20, `Authorization: Bearer ${acct.uuid}\r\n`, 65_536);
+  let held = 0;
+  for (let i = 0; i < 100 && held < 20 * 65_535; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    held = await relay.metric('txrelay_body_bytes_buffered');
+  }
+  assert.ok(held >= 20 * 65_535 && held <= 20 * 65_536, `held ${held}`);
+  for (const s of mine) s.destroy();
+  for (let i = 0; i < 100 && held > 0; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    held = await relay.metric('txrelay_body_bytes_buffered');
+  }
+  assert.equal(held, 0, 'given back when the clients went away');
+});
+
+test('past http.max_buffered_body_bytes a body is refused 503 retry-safe, and other requests go on', async (t) => {
+  const small = await startTestRelay({ http: { max_buffered_body_bytes: 1_048_576 } });
+  t.after(() => small.stop());
+  const acct = await small.createAccount({ plan: 'paid' });
+  const url = new URL(small.base);
+  const socks: net.Socket[] = [];
+  t.after(() => socks.forEach((s) => s.destroy()));
+  const answers: string[] = [];
+  // Sixteen stalled 120 KB bodies fill a 1 MiB budget; the ninth and later are refused.
+  for (let i = 0; i < 16; i++) {
+    const s = net.connect(Number(url.port), url.hostname);
+    socks.push(s);
+    s.on('error', () => {});
+    s.on('data', (d) => answers.push(d.toString()));
+    s.write(`POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${acct.uuid}\r\nContent-Length: 120000\r\n\r\n` + ' '.repeat(119_999));
+  }
+  for (let i = 0; i < 100 && answers.length < 8; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.ok(answers.length >= 7 && answers.length <= 9, `${answers.length} refused`);
+  for (const a of answers) {
+    assert.match(a, /^HTTP\/1\.1 503 /);
+    assert.match(a, /max_buffered_body_bytes/);
+    assert.match(a, /retry_safe/);
+  }
+  assert.ok((await small.metric('txrelay_body_bytes_buffered')) <= 1_048_576);
+  const tx = await signed1559({ nonce: 77 });
+  const ok = await fetch(small.base + '/', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${acct.uuid}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_sendRawTransaction', params: [tx.hex] }),
+  });
+  assert.notEqual(ok.status, 503, 'a body that arrives whole in one chunk takes no budget');
 });

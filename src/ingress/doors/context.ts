@@ -3,7 +3,7 @@ import type { Pipeline } from '../../pipeline/admit.js';
 import type { DoorIo, Submission } from '../../pipeline/submission.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '../uws.js';
 import type { AckFirst } from '../ack-first.js';
-import { readBodyTo } from '../body.js';
+import { readBodyTo, type BodyBudget } from '../body.js';
 import type { LatencyTimer, Replier, Res } from '../reply.js';
 
 export interface DoorContext {
@@ -19,12 +19,14 @@ export interface DoorContext {
   timer(door: string): LatencyTimer | undefined;
   /** `node.name`, for the `x-svc-node` header of answers written outside the Replier. */
   node: string;
+  /** Body bytes being read on this thread (`http.max_buffered_body_bytes`). */
+  bodies: BodyBudget;
 }
 
 /** The request is valid only while the handler runs, which is when the pipeline asks. */
 export function httpIo(ctx: DoorContext, res: (sub: Submission) => Res = (sub) => sub.ctx as Res): DoorIo {
   return {
     peer: (sub) => ctx.ip(res(sub), sub.req as HttpRequest),
-    read: (sub) => readBodyTo(res(sub), sub.req as HttpRequest, sub.maxBody, sub, ctx.ack),
+    read: (sub) => readBodyTo(res(sub), sub.req as HttpRequest, sub.maxBody, sub, ctx.ack, ctx.bodies),
   };
 }

@@ -12,9 +12,15 @@
  * only) gets an array of single answers. An array holds at most
  * `evm.max_batch` calls, counted from its bytes before parsing: 43k
  * unauthenticated `{}` in one body cost 0.22 s of the event loop without it.
+ *
+ * The WebSocket door (ws.ts) hands each message here as such a body: the same
+ * calls, gate and answers, with the socket's credential for every call and
+ * the JSON-RPC error object where HTTP would answer a Solana caller in plain
+ * text (docs/protocol.md#websocket).
  */
 import { E, RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
+import type { Family } from '../../pipeline/accounts.js';
 import { Encoding, Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
 import { joinHeaders, retryAfterHeaders, retryHeaders, type Headers } from '../headers.js';
 import { DUPLICATE, QUEUED, QUEUED_DUPLICATE, evmAccepted, evmBatch, rpcError, signaturesJson, solanaResult, statusesJson } from '../render.js';
@@ -31,45 +37,86 @@ export interface RpcCall {
   id: string;
 }
 
+/** The WebSocket a body came over (ws.ts): authenticated at its upgrade. */
+export interface RpcSocket {
+  /** The credential the upgrade carried, used for every call. */
+  readonly credential: string;
+  readonly ip: string;
+  /** The family a status read or subscription is made as: one the account has enabled. */
+  readonly family: Family;
+  /** Writes an answer, after `holdMs` (a held shed); nothing once the socket closed. */
+  answer(body: string, holdMs: number): void;
+  /** A new subscription's id, or why not. */
+  subscribe(): number | RelayError;
+  unsubscribe(id: number): boolean;
+}
+
 interface RpcRequest {
-  res: Res;
+  res: Res | null;
+  socket: RpcSocket | null;
   apiKey: string | null;
   authorization: string | null;
   array: boolean;
+  /** A WebSocket message, during its callback only (uWS takes it back after). */
+  message: Uint8Array | null;
+  t0: number;
 }
+
+/** A socket call that is no submission: answered by the socket itself once the gate let it through. */
+type SocketOp = { op: 'subscribe' } | { op: 'unsubscribe'; id: number };
 
 const ARRAY_METHODS = new Set(['eth_sendRawTransaction']);
 const METHODS = new Set(['eth_sendRawTransaction', 'svc_sendRawTransactionBatch', 'sendTransaction', 'txrelay_getStatuses']);
+const SOCKET_METHODS = new Set(['txrelay_subscribe', 'txrelay_unsubscribe']);
 /** Ids per status read (docs/protocol.md#status). */
 export const MAX_STATUS_IDS = 100;
 
-export function registerJsonRpcDoor(ctx: DoorContext): void {
+/** Admits one WebSocket message as a JSON-RPC body; its answers go back through the socket. */
+export type RpcMessage = (socket: RpcSocket, message: Uint8Array) => void;
+
+export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
   const { app, pipeline, reply } = ctx;
   const methods = new Set([...METHODS].filter((m) => (m === 'txrelay_getStatuses' ? true : m === 'sendTransaction' ? ctx.enabled.solana : ctx.enabled.evm)));
   const maxArray = ctx.maxBatch;
 
   const io: DoorIo = {
-    ...httpIo(ctx, (sub) => (sub.ctx as RpcRequest).res),
+    ...httpIo(ctx, (sub) => (sub.ctx as RpcRequest).res!),
     // JSON-RPC is application/json; a missing Content-Type is 415 too.
     head: (sub) => {
       const req = sub.req as HttpRequest;
       if (!/^application\/json\s*(;|$)/i.test(req.getHeader('content-type'))) return new RelayError(E.UNSUPPORTED_MEDIA, 'use application/json');
-      (sub.ctx as RpcRequest).authorization = req.getHeader('authorization') || null;
+      const rq = sub.ctx as RpcRequest;
+      rq.authorization = req.getHeader('authorization') || null;
+      // Checked by the gate before the body is read: a stranger's body is never buffered or parsed.
+      sub.credential = rq.apiKey ?? bearer(rq.authorization);
       return null;
     },
     calls: (sub, body) => parseCalls(sub, body),
   };
+  const socketIo: DoorIo = {
+    peer: (sub) => (sub.ctx as RpcRequest).socket!.ip,
+    read: (sub) => {
+      const m = (sub.ctx as RpcRequest).message!;
+      if (m.length > sub.maxBody) sub.tooLarge(m.length);
+      else sub.bodyBytes(m);
+    },
+    calls: (sub, body) => parseCalls(sub, body),
+  };
 
-  const callOf = (rq: RpcRequest, c: RpcCall | RelayError, id: string): Submission => {
-    if (c instanceof RelayError) return refusedCall(c, id);
+  const callOf = (rq: RpcRequest, c: RpcCall | RelayError, id: string, io: DoorIo): Submission => {
+    const door = rq.socket === null ? 'jsonrpc' : 'ws';
+    if (c instanceof RelayError) return refusedCall(c, id, io, door);
     const m = c.method;
-    if (!methods.has(m)) return refusedCall(new RelayError(E.METHOD_NOT_FOUND, m.slice(0, 64)), id);
-    if (rq.array && !ARRAY_METHODS.has(m)) return refusedCall(new RelayError(E.INVALID_REQUEST, `${m} cannot be sent inside a JSON-RPC array`), id);
+    if (SOCKET_METHODS.has(m) && rq.socket === null) return refusedCall(new RelayError(E.METHOD_NOT_FOUND, `${m} (only on the WebSocket door, /ws)`), id, io, door);
+    if (!methods.has(m) && !(rq.socket !== null && SOCKET_METHODS.has(m))) return refusedCall(new RelayError(E.METHOD_NOT_FOUND, m.slice(0, 64)), id, io, door);
+    if (rq.array && !ARRAY_METHODS.has(m)) return refusedCall(new RelayError(E.INVALID_REQUEST, `${m} cannot be sent inside a JSON-RPC array`), id, io, door);
     const p = c.params;
+    // Over a WebSocket every call carries the upgrade's credential; over HTTP each family's own header.
+    const sk = rq.socket;
     let sub: Submission;
     if (m === 'sendTransaction') {
       sub = new Submission(Kind.SolanaTx, 'solana', io);
-      sub.credential = rq.apiKey;
+      sub.credential = sk?.credential ?? rq.apiKey;
       const tx = sendTransactionParams(p);
       if (tx instanceof RelayError) sub.invalid = tx;
       else {
@@ -80,14 +127,22 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
       }
     } else if (m === 'txrelay_getStatuses') {
       // Either family's credential: the statuses are the account's, whichever door sent them.
-      sub = new Submission(Kind.Query, rq.apiKey !== null ? 'solana' : 'evm', io);
-      sub.credential = rq.apiKey ?? bearer(rq.authorization);
+      sub = new Submission(Kind.Query, sk?.family ?? (rq.apiKey !== null ? 'solana' : 'evm'), io);
+      sub.credential = sk?.credential ?? rq.apiKey ?? bearer(rq.authorization);
       const ids = statusIds(Array.isArray(p) && p.length === 1 ? p[0] : undefined);
       if (ids instanceof RelayError) sub.invalid = ids;
       else sub.queryIds = ids;
+    } else if (sk !== null && SOCKET_METHODS.has(m)) {
+      // A subscription is read access: the gate and the status reads' limit, then the socket answers.
+      sub = new Submission(Kind.Query, sk.family, io);
+      sub.credential = sk.credential;
+      sub.queryIds = [];
+      const op = socketOp(m, p);
+      if (op instanceof RelayError) sub.invalid = op;
+      else sub.ctx = op;
     } else if (m === 'eth_sendRawTransaction') {
       sub = new Submission(Kind.EvmTx, 'evm', io);
-      sub.credential = bearer(rq.authorization);
+      sub.credential = sk?.credential ?? bearer(rq.authorization);
       if (!Array.isArray(p) || p.length !== 1 || typeof p[0] !== 'string') sub.invalid = new RelayError(E.INVALID_PARAMS, 'params must be ["0x…"]');
       else {
         sub.text = p[0];
@@ -95,19 +150,19 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
       }
     } else {
       sub = new Submission(Kind.EvmBatch, 'evm', io);
-      sub.credential = bearer(rq.authorization);
+      sub.credential = sk?.credential ?? bearer(rq.authorization);
       if (!Array.isArray(p) || p.length < 1 || p.length > maxArray || !p.every((x) => typeof x === 'string')) {
         sub.invalid = new RelayError(E.INVALID_PARAMS, `params must be 1 to ${maxArray} "0x…" strings`);
       } else sub.texts = p as string[];
     }
-    sub.door = 'jsonrpc';
+    sub.door = door;
     sub.rpcId = id;
     return sub;
   };
 
-  const refusedCall = (err: RelayError, id: string): Submission => {
+  const refusedCall = (err: RelayError, id: string, io: DoorIo, door: string): Submission => {
     const sub = new Submission(Kind.EvmTx, 'evm', io);
-    sub.door = 'jsonrpc';
+    sub.door = door;
     sub.refused = err;
     sub.rpcId = id;
     return sub;
@@ -120,7 +175,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
     if (n === 0) {
       // The usual single call, read from its bytes (rpc-scan.ts); whatever it declines is parsed below.
       const fast = scanCall(body);
-      if (fast !== null) return [callOf(rq, fast, fast.id)];
+      if (fast !== null) return [callOf(rq, fast, fast.id, sub.io)];
     }
     let msg: unknown;
     try {
@@ -128,13 +183,13 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
     } catch {
       return new RelayError(E.PARSE, 'body is not valid JSON');
     }
-    if (!Array.isArray(msg)) return [callOf(rq, readCall(msg), idOf(msg))];
+    if (!Array.isArray(msg)) return [callOf(rq, readCall(msg), idOf(msg), sub.io)];
     if (msg.length === 0) return new RelayError(E.INVALID_REQUEST, 'empty array');
     rq.array = true;
-    return msg.map((m) => callOf(rq, readCall(m), idOf(m)));
+    return msg.map((m) => callOf(rq, readCall(m), idOf(m), sub.io));
   };
 
-  const answerOf = (c: Submission, o: Outcome): [number, string, string, Headers | undefined] => {
+  const answerOf = (rq: RpcRequest, c: Submission, o: Outcome): [number, string, string, Headers | undefined] => {
     const err = o.error;
     if (c.kind === Kind.EvmBatch && err === null) {
       const status = o.httpStatus(202);
@@ -143,13 +198,19 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
     }
     if (err !== null) {
       // Solana: 401 and 429 are the plain text its clients know; the rest are JSON-RPC errors.
-      if (c.kind === Kind.SolanaTx && c.refused === null && (err.spec.http === 401 || err.spec.http === 429)) {
+      if (rq.socket === null && c.kind === Kind.SolanaTx && c.refused === null && (err.spec.http === 401 || err.spec.http === 429)) {
         return [err.spec.http, TEXT_TYPE, err.text, retryHeaders(err)];
       }
       return [err.spec.http, JSON_TYPE, rpcError(err, c.rpcId), retryHeaders(err)];
     }
     if (c.kind === Kind.SolanaTx) return [200, JSON_TYPE, solanaResult(signaturesJson(o), c.rpcId), o.status === 'duplicate' ? DUPLICATE : undefined];
-    if (c.kind === Kind.Query) return [200, JSON_TYPE, solanaResult(statusesJson(o), c.rpcId), undefined];
+    if (c.kind === Kind.Query) {
+      const op = c.ctx as SocketOp | null;
+      if (op === null) return [200, JSON_TYPE, solanaResult(statusesJson(o), c.rpcId), undefined];
+      const result = op.op === 'subscribe' ? rq.socket!.subscribe() : rq.socket!.unsubscribe(op.id);
+      if (result instanceof RelayError) return [result.spec.http, JSON_TYPE, rpcError(result, c.rpcId), undefined];
+      return [200, JSON_TYPE, solanaResult(String(result), c.rpcId), undefined];
+    }
     return [202, JSON_TYPE, evmAccepted(o.id!, c.rpcId), o.status === 'duplicate' ? QUEUED_DUPLICATE : QUEUED];
   };
 
@@ -157,23 +218,45 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
     const rq = sub.ctx as RpcRequest;
     const calls = sub.children;
     const err = o.error;
+    if (rq.socket !== null) return socketAnswer(rq, sub, o);
+    const res = rq.res!;
     if (calls === null && err !== null) {
-      // The request as a whole: a shed or per-IP 429 is the plain text a Solana caller (api-key) knows.
-      const plain = rq.apiKey !== null && (err.spec.http === 429 || err.spec === E.CAPACITY);
-      if (plain) return reply.sendHeld(rq.res, err.holdMs, err.spec.http, TEXT_TYPE, err.text, retryHeaders(err));
-      return reply.sendHeld(rq.res, err.holdMs, err.spec.http, JSON_TYPE, rpcError(err, 'null'), err.spec.http === 429 ? retryHeaders(err) : undefined);
+      // The request as a whole: a shed, a per-IP 429 or a 401 is the plain text a Solana caller (api-key) knows.
+      const plain = rq.apiKey !== null && (err.spec.http === 429 || err.spec.http === 401 || err.spec === E.CAPACITY);
+      if (plain) return reply.sendHeld(res, err.holdMs, err.spec.http, TEXT_TYPE, err.text, retryHeaders(err));
+      return reply.sendHeld(res, err.holdMs, err.spec.http, JSON_TYPE, rpcError(err, 'null'), err.spec.http === 429 ? retryHeaders(err) : undefined);
     }
     if (calls === null) return;
     // A request that queued anything carries its id, for status reads.
-    if (o.sent) rq.res.requestId = sub.requestId;
+    if (o.sent) res.requestId = sub.requestId;
     if (!rq.array) {
-      const [status, type, body, headers] = answerOf(calls[0]!, o);
-      return reply.send(rq.res, status, type, body, headers);
+      const [status, type, body, headers] = answerOf(rq, calls[0]!, o);
+      return reply.send(res, status, type, body, headers);
     }
-    // Standard JSON-RPC array: an array of single answers, in order; the status by the batch rule.
+    reply.send(res, o.httpStatus(202), JSON_TYPE, arrayBody(rq, calls));
+  };
+
+  /** Standard JSON-RPC array: an array of single answers, in order (over HTTP the status by the batch rule). */
+  const arrayBody = (rq: RpcRequest, calls: Submission[]): string => {
     let body = '[';
-    for (let i = 0; i < calls.length; i++) body += (i > 0 ? ',' : '') + answerOf(calls[i]!, calls[i]!.outcome!)[2];
-    reply.send(rq.res, o.httpStatus(202), JSON_TYPE, body + ']');
+    for (let i = 0; i < calls.length; i++) body += (i > 0 ? ',' : '') + answerOf(rq, calls[i]!, calls[i]!.outcome!)[2];
+    return body + ']';
+  };
+
+  const wsTimer = ctx.timer('ws');
+  /** The HTTP answer's body, over the socket: the JSON-RPC error object even where HTTP would say it in plain text. */
+  const socketAnswer = (rq: RpcRequest, sub: Submission, o: Outcome): void => {
+    const calls = sub.children;
+    const err = o.error;
+    let body: string;
+    let hold = 0;
+    if (calls === null) {
+      if (err === null) return;
+      body = rpcError(err, 'null');
+      hold = err.holdMs;
+    } else body = rq.array ? arrayBody(rq, calls) : answerOf(rq, calls[0]!, o)[2];
+    rq.socket!.answer(body, hold);
+    wsTimer?.observe((performance.now() - rq.t0) / 1000);
   };
 
   const timer = ctx.timer('jsonrpc');
@@ -182,11 +265,32 @@ export function registerJsonRpcDoor(ctx: DoorContext): void {
     const sub = new Submission(Kind.Calls, 'evm', io);
     sub.door = 'jsonrpc';
     // The api-key header is read before the shed decision: it says how a shed is answered (plain text for a Solana caller).
-    sub.ctx = { res, apiKey: req.getHeader('api-key') || null, authorization: null, array: false } satisfies RpcRequest;
+    sub.ctx = { res, socket: null, apiKey: req.getHeader('api-key') || null, authorization: null, array: false, message: null, t0: 0 } satisfies RpcRequest;
     sub.req = req;
     sub.maxBody = ctx.maxBody;
     pipeline.admit(sub, sink);
   });
+
+  return (socket, message) => {
+    const sub = new Submission(Kind.Calls, socket.family, socketIo);
+    sub.door = 'ws';
+    sub.credential = socket.credential;
+    const rq: RpcRequest = { res: null, socket, apiKey: null, authorization: null, array: false, message, t0: wsTimer ? performance.now() : 0 };
+    sub.ctx = rq;
+    sub.maxBody = ctx.maxBody;
+    pipeline.admit(sub, sink);
+    rq.message = null;
+  };
+}
+
+/** `txrelay_subscribe` takes `["statuses"]`; `txrelay_unsubscribe` a subscription id. */
+function socketOp(method: string, p: unknown): SocketOp | RelayError {
+  if (method === 'txrelay_subscribe') {
+    if (!Array.isArray(p) || p.length !== 1 || p[0] !== 'statuses') return new RelayError(E.INVALID_PARAMS, 'params must be ["statuses"]');
+    return { op: 'subscribe' };
+  }
+  if (!Array.isArray(p) || p.length !== 1 || !Number.isSafeInteger(p[0])) return new RelayError(E.INVALID_PARAMS, 'params must be [subscription id]');
+  return { op: 'unsubscribe', id: p[0] as number };
 }
 
 /** The ids of a status read: 1 to 100 non-empty strings of at most 128 characters. */

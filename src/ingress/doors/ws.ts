@@ -1,0 +1,230 @@
+/**
+ * `/ws`: the WebSocket door (docs/protocol.md#websocket).
+ *
+ * The upgrade is a status read through the pipeline (no ids): the gate checks
+ * the node is not draining, the per-IP limit and the credential (`api-key`,
+ * `Authorization: Bearer` or `?api-key=`), and the status reads' limit, and a
+ * refused upgrade gets the HTTP answer before any upgrade. Each message is
+ * then a JSON-RPC body for jsonrpc.ts, with the socket's credential, in the
+ * same quota, dedup and lanes as HTTP; its answer is the HTTP door's body.
+ *
+ * Bounds: a message over `http.max_body_bytes` is answered with the JSON-RPC
+ * error; one over twice that drops the connection (uWS's limit, so a socket
+ * never buffers more); a reader that leaves more than `ws.max_buffered_bytes`
+ * unread is closed (4008); a silent socket is pinged, then closed
+ * (`ws.idle_timeout_s`); a revoked account's sockets close (4001). A closed
+ * socket gives its place in the connection caps back itself: uWS's filter
+ * sees no close of an upgraded connection.
+ */
+import { E, RelayError } from '../../errors.js';
+import type { Outcome } from '../../pipeline/outcome.js';
+import type { Family } from '../../pipeline/accounts.js';
+import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
+import type { AccountRecord } from '../../store/accounts.js';
+import type { StatusFeed, Subscriber } from '../../status/feed.js';
+import { retryHeaders } from '../headers.js';
+import { rpcError } from '../render.js';
+import { JSON_TYPE, watchAbort, type Res } from '../reply.js';
+import type { HttpRequest, HttpResponse, WebSocket } from '../uws.js';
+import type { DoorContext } from './context.js';
+import { addressKey, upgradedClosed } from '../conn-caps.js';
+import { bearer } from './evm.js';
+import type { RpcMessage, RpcSocket } from './jsonrpc.js';
+
+/** Close codes (docs/protocol.md#websocket). */
+export const CLOSE_SHUTDOWN = 1001;
+export const CLOSE_REVOKED = 4001;
+export const CLOSE_SLOW_READER = 4008;
+
+export interface WsOptions {
+  idleTimeoutS: number;
+  maxBufferedBytes: number;
+  maxSubscriptions: number;
+}
+
+export interface WsDoor {
+  /** Open sockets. */
+  readonly size: number;
+  /** An account changed: a revoked one (or one with no family left) loses its sockets. */
+  accountChanged(rec: AccountRecord): void;
+  /** Shutdown: every socket gets a close frame (1001). */
+  closeAll(): void;
+}
+
+/** What the upgrade read off the request while it was valid. */
+interface Upgrade {
+  res: Res;
+  key: string;
+  protocol: string;
+  extensions: string;
+  context: unknown;
+  ip: string;
+  /** The connection's key in the connection caps. */
+  capKey: string;
+  credential: string;
+}
+
+/** uWS copies the user data's own properties to the socket, so the Socket travels as one of them. */
+interface Holder {
+  s: Socket;
+}
+
+class Socket implements RpcSocket, Subscriber {
+  ws: WebSocket<Holder> | null = null;
+  open = false;
+  /** Subscription ids, in the order made. */
+  subs: number[] = [];
+
+  constructor(
+    private readonly door: Door,
+    readonly credential: string,
+    readonly ip: string,
+    readonly family: Family,
+    readonly accountId: number,
+    readonly capKey: string,
+  ) {}
+
+  answer(body: string, holdMs: number): void {
+    if (holdMs > 0) setTimeout(() => this.send(body), holdMs);
+    else this.send(body);
+  }
+
+  send(body: string): void {
+    if (!this.open) return;
+    const ws = this.ws!;
+    ws.cork(() => ws.send(body, false));
+    if (ws.getBufferedAmount() > this.door.o.maxBufferedBytes) this.end(CLOSE_SLOW_READER, `send buffer over ${this.door.o.maxBufferedBytes} bytes: read faster`);
+  }
+
+  subscribe(): number | RelayError {
+    const max = this.door.o.maxSubscriptions;
+    if (this.subs.length >= max) return new RelayError(E.INVALID_PARAMS, `a socket holds at most ${max} subscriptions (ws.max_subscriptions)`);
+    const id = this.door.nextSubscription++;
+    if (this.subs.length === 0) this.door.feed.add(this.accountId, this);
+    this.subs.push(id);
+    return id;
+  }
+
+  unsubscribe(id: number): boolean {
+    const i = this.subs.indexOf(id);
+    if (i < 0) return false;
+    this.subs.splice(i, 1);
+    if (this.subs.length === 0) this.door.feed.remove(this.accountId, this);
+    return true;
+  }
+
+  push(json: string): void {
+    // Copied: a slow reader closed by the first push must not be written again.
+    for (const id of this.subs.slice()) this.send(`{"jsonrpc":"2.0","method":"txrelay_status","params":{"subscription":${id},"result":${json}}}`);
+  }
+
+  end(code: number, reason: string): void {
+    if (!this.open) return;
+    this.open = false;
+    this.ws!.end(code, reason);
+  }
+
+  /** The socket closed, whoever closed it. */
+  closed(): void {
+    this.open = false;
+    this.ws = null;
+    if (this.subs.length > 0) this.door.feed.remove(this.accountId, this);
+    this.subs = [];
+  }
+}
+
+class Door implements WsDoor {
+  readonly sockets = new Set<Socket>();
+  nextSubscription = 1;
+
+  constructor(
+    readonly o: WsOptions,
+    readonly feed: StatusFeed,
+  ) {}
+
+  get size(): number {
+    return this.sockets.size;
+  }
+
+  accountChanged(rec: AccountRecord): void {
+    if (!rec.revoked && (rec.evm.enabled || rec.solana.enabled)) return;
+    for (const s of this.sockets) if (s.accountId === rec.id) s.end(CLOSE_REVOKED, 'account revoked');
+  }
+
+  closeAll(): void {
+    for (const s of [...this.sockets]) s.end(CLOSE_SHUTDOWN, 'node shutting down');
+  }
+}
+
+export function registerWsDoor(ctx: DoorContext, message: RpcMessage, feed: StatusFeed, o: WsOptions): WsDoor {
+  const { app, pipeline, reply } = ctx;
+  const door = new Door(o, feed);
+  const enabled = ctx.enabled;
+
+  const io: DoorIo = {
+    peer: (sub) => (sub.ctx as Upgrade).ip,
+    read: () => {},
+  };
+
+  const upgraded: Sink = (sub: Submission, out: Outcome) => {
+    const u = sub.ctx as Upgrade;
+    const err = out.error;
+    if (err !== null) return reply.sendHeld(u.res, err.holdMs, err.spec.http, JSON_TYPE, rpcError(err, 'null'), retryHeaders(err));
+    if (u.res.aborted || u.res.done) return;
+    u.res.done = true;
+    const rec = sub.account!;
+    // Status reads and subscriptions are made as a family the account has and the node serves.
+    const family: Family = rec.solana.enabled && enabled.solana ? 'solana' : 'evm';
+    const s = new Socket(door, u.credential, u.ip, family, rec.id, u.capKey);
+    u.res.cork(() => u.res.upgrade<Holder>({ s }, u.key, u.protocol, u.extensions, u.context));
+  };
+
+  const timer = ctx.timer('ws-upgrade');
+  app.ws<Holder>('/ws', {
+    maxPayloadLength: 2 * ctx.maxBody,
+    idleTimeout: o.idleTimeoutS,
+    // Room for the answer that crosses the bound: the socket is closed on it, never dropped into.
+    maxBackpressure: 2 * o.maxBufferedBytes,
+    closeOnBackpressureLimit: false,
+    sendPingsAutomatically: true,
+    upgrade: (r: HttpResponse, req: HttpRequest, context: unknown) => {
+      const res = reply.begin(r, timer);
+      const credential = req.getHeader('api-key') || bearer(req.getHeader('authorization') || null) || req.getQuery('api-key') || '';
+      const sub = new Submission(Kind.Query, enabled.solana ? 'solana' : 'evm', io);
+      sub.door = 'ws';
+      sub.credential = credential || null;
+      sub.queryIds = [];
+      sub.ctx = {
+        res,
+        key: req.getHeader('sec-websocket-key'),
+        protocol: req.getHeader('sec-websocket-protocol'),
+        extensions: req.getHeader('sec-websocket-extensions'),
+        context,
+        ip: ctx.ip(res, req),
+        capKey: addressKey(res.getRemoteAddress()),
+        credential,
+      } satisfies Upgrade;
+      sub.req = req;
+      // A held refusal answers after the handler returned.
+      watchAbort(res);
+      pipeline.admit(sub, upgraded);
+    },
+    open: (ws) => {
+      const s = ws.getUserData().s;
+      s.ws = ws;
+      s.open = true;
+      door.sockets.add(s);
+    },
+    message: (ws, data) => {
+      const s = ws.getUserData().s;
+      message(s, new Uint8Array(data));
+    },
+    close: (ws) => {
+      const s = ws.getUserData().s;
+      door.sockets.delete(s);
+      s.closed();
+      upgradedClosed(app, s.capKey);
+    },
+  });
+  return door;
+}
