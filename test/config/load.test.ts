@@ -23,7 +23,9 @@ test('no file and no environment: the embedded defaults', () => {
     host: '127.0.0.1',
     port: 8080,
     max_body_bytes: 131072,
+    max_buffered_body_bytes: 134217728,
     trust_proxy: false,
+    proxy_hops: 1,
     acceptor: 'auto',
     max_connections: 0,
     max_connections_per_ip: 4096,
@@ -39,6 +41,7 @@ test('no file and no environment: the embedded defaults', () => {
   assert.deepEqual(c.plans, { free: { evm_tps: 5, solana_tps: 2, min_tip_lamports: 1000 }, paid: { evm_tps: 50, solana_tps: 2, min_tip_lamports: 1000 } });
   assert.equal(c.storage.data_dir, './data');
   assert.equal(c.database.url, '');
+  assert.deepEqual(c.ws, { enabled: true, idle_timeout_s: 120, max_buffered_bytes: 1048576, max_subscriptions: 16 });
 });
 
 test('a TOML file sets keys; the rest keep their defaults', () => {

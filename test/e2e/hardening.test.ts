@@ -261,3 +261,4 @@ test('past http.max_buffered_body_bytes a body is refused 503 retry-safe, and ot
   });
   assert.notEqual(ok.status, 503, 'a body that arrives whole in one chunk takes no budget');
 });
+

@@ -359,7 +359,7 @@ test('an EVM batch: a decoding failure keeps the raw hash for reconciliation; a 
 });
 
 test('a JSON-RPC body\'s calls: the IP bucket is charged for each call past the first, and the group settles once, in order', async (t) => {
-  const h = await harness({ ipRps: 0, ipBurst: 3 });
+  const h = await harness({ ipRps: 0, ipBurst: 4 });
   t.after(() => h.close());
   const key = (await h.account({ solana: { tps: 100, burst: 100 } })).uuid;
   const txs = [sol.legacyTransfer(), sol.legacyTransfer()];
@@ -376,8 +376,14 @@ test('a JSON-RPC body\'s calls: the IP bucket is charged for each call past the 
   const calls = (): Submission => {
     const sub = new Submission(Kind.Calls, 'evm', io);
     sub.maxBody = 1024;
+    // The header's credential: a body is read only for a live account's.
+    sub.credential = key;
     return sub;
   };
+  const stranger = calls();
+  stranger.credential = '00000000-0000-4000-8000-000000000000';
+  const [refused] = await h.admit(stranger);
+  assert.equal(refused!.error?.spec, E.AUTH_INVALID, 'no live account behind the header: refused before the body is read');
   const [o] = await h.admit(calls());
   assert.deepEqual(o!.items!.map((x) => x.id), txs.map((x) => x.signature));
   const [limited] = await h.admit(calls());
