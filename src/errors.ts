@@ -50,6 +50,8 @@ export const E = {
   CAPACITY: spec('TXR_CAPACITY', 503, -32006, 'Insufficient capacity: {}', { text: 'Server Busy', retry: 'retry_safe' }),
   UNAVAILABLE: spec('TXR_UNAVAILABLE', 503, -32001, 'Transaction not sent: {}', { text: 'Upstream Unavailable', retry: 'retry_safe' }),
   DRAINING: spec('TXR_DRAINING', 503, -32001, 'Transaction not sent: node is shutting down', { text: 'Service Unavailable: shutting down', retry: 'retry_safe' }),
+  // 499 (nginx's "client closed request"): written nowhere, since the client is gone; counted.
+  CLIENT_GONE: spec('TXR_CLIENT_GONE', 499, -32001, 'Transaction not sent: the client went away before its answer', { text: 'Client Closed Request', retry: 'retry_safe' }),
   CHECK_FAILED: spec('TXR_CHECK_FAILED', 503, -32001, 'Transaction not sent: {}', { text: 'Service Unavailable: transaction check failed', retry: 'retry_safe' }),
   BATCH_RECORD: spec('TXR_BATCH_RECORD', 503, -32011, 'Batch receive record could not be persisted; nothing was sent', { retry: 'retry_safe' }),
 

@@ -311,6 +311,7 @@ export class Pipeline implements BodySink {
     if (bad >= 0) return this.finish(sub, Outcome.refused(this.checkError(slots[bad]!, E.BATCH_DECODE, `transaction ${bad}: `)));
     const ids = sub.ids!;
     const key = sub.key!;
+    if (this.gone(sub)) return this.finish(sub, Outcome.refused(new RelayError(E.CLIENT_GONE)));
     if (!this.d.dedup.claim(key, this.clock())) {
       this.traceDuplicate(sub, ids[0]!);
       return this.finish(sub, Outcome.duplicate(ids[0]!, ids));
@@ -375,6 +376,10 @@ export class Pipeline implements BodySink {
         this.traceDuplicate(sub, id);
         return this.finish(sub, Outcome.duplicate(id));
       }
+      if (this.gone(sub)) {
+        this.unclaim(KEY_SOLANA_SINGLE, this.place.bytes, sigAt, SIGNATURE_BYTES);
+        return this.finish(sub, Outcome.refused(new RelayError(E.CLIENT_GONE)));
+      }
       // Base64 that decoded is canonical: the client's own text is forwarded, saving an encode.
       payload = sub.textForwarded ? sub.text! : this.place.buf.toString('base64', sub.offset, sub.offset + sub.length);
       const trace = this.trace(sub, id);
@@ -390,6 +395,10 @@ export class Pipeline implements BodySink {
         this.traceDuplicate(sub, id);
         return this.finish(sub, Outcome.duplicate(id));
       }
+      if (this.gone(sub)) {
+        this.unclaim(KEY_EVM, this.jobs.bytes, keyAt, KEY_BYTES);
+        return this.finish(sub, Outcome.refused(new RelayError(E.CLIENT_GONE), id));
+      }
       payload = sub.text ?? '0x' + this.place.buf.toString('hex', sub.offset, sub.offset + sub.length);
       const trace = this.trace(sub, id);
       if (!this.d.forwarder.lane(sub.lane).offer(payload, trace)) {
@@ -400,6 +409,19 @@ export class Pipeline implements BodySink {
     }
     this.finish(sub, Outcome.queued(id));
   };
+
+  /**
+   * Its client went away before the answer (uWS closes a connection whose next
+   * request came before this answer): nothing is queued that nobody was told
+   * of, and its claim is withdrawn, so a resend is checked afresh. An EVM
+   * batch's items go on: its durable record already names them.
+   */
+  private gone(sub: Submission): boolean {
+    let root = sub;
+    while (root.parent !== null && root.parent.kind === Kind.Calls) root = root.parent;
+    if (root.parent !== null) return false;
+    return root.io.gone?.(root) ?? false;
+  }
 
   /** A trace for a transaction about to be queued; undefined when tracing is off. */
   private trace(sub: Submission, id: string): Trace | undefined {

@@ -45,6 +45,8 @@ export interface DoorIo {
   head?(sub: Submission): RelayError | null;
   /** Read only after the shed decision: on uWS it is a system call. */
   peer(sub: Submission): string;
+  /** The client went away: its answer can no longer be written (asked of the outermost submission). */
+  gone?(sub: Submission): boolean;
   /** Starts reading at most `sub.maxBody` bytes of body into `sub`. */
   read(sub: Submission): void;
   /** A JSON-RPC body's calls, in order, or why the body is refused. */

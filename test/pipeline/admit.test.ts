@@ -169,6 +169,35 @@ test('a Solana transaction is queued under its first signature; the same one aga
   assertNothingHeld(h);
 });
 
+test('a client gone before its answer (uWS closing a pipelining connection) has nothing queued, and a resend is checked afresh', async (t) => {
+  const h = await harness();
+  t.after(() => h.close());
+  const key = (await h.account()).uuid;
+  const sol1 = sol.legacyTransfer();
+  const evm1 = await evm.signed1559({ nonce: 61 });
+  const goneV2 = new Submission(Kind.SolanaTx, 'solana', { ...bodyDoor(sol1.bytes), gone: () => true });
+  goneV2.credential = key;
+  goneV2.maxBody = 4096;
+  const goneEvm = new Submission(Kind.EvmTx, 'evm', { ...bodyDoor(new Uint8Array(0)), gone: () => true });
+  goneEvm.credential = key;
+  goneEvm.text = evm1.hex;
+  for (const sub of [goneV2, goneEvm]) {
+    const [o] = await h.admit(sub);
+    assert.equal(o!.error?.spec, E.CLIENT_GONE);
+  }
+  assert.equal(h.pipeline.rejected.get('TXR_CLIENT_GONE'), 2);
+  assert.equal(h.forwarder.stats().lanes['solana-single'].admitted, 0, 'nothing queued');
+  // The same transactions from a client that stays: checked and queued, not duplicates.
+  const [again] = await h.admit(v2(sol1.bytes, key));
+  assert.equal(again!.status, 'queued');
+  const e = new Submission(Kind.EvmTx, 'evm', bodyDoor(new Uint8Array(0)));
+  e.credential = key;
+  e.text = evm1.hex;
+  const [evmAgain] = await h.admit(e);
+  assert.equal(evmAgain!.status, 'queued');
+  assertNothingHeld(h);
+});
+
 test('the gate: missing credential 401 before any check; unknown key 401; over the account rate 429 with its wait, no check run', async (t) => {
   const h = await harness();
   t.after(() => h.close());

@@ -27,6 +27,7 @@ export interface DoorContext {
 export function httpIo(ctx: DoorContext, res: (sub: Submission) => Res = (sub) => sub.ctx as Res): DoorIo {
   return {
     peer: (sub) => ctx.ip(res(sub), sub.req as HttpRequest),
+    gone: (sub) => res(sub).aborted === true,
     read: (sub) => readBodyTo(res(sub), sub.req as HttpRequest, sub.maxBody, sub, ctx.ack, ctx.bodies),
   };
 }

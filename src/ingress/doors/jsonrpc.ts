@@ -41,6 +41,8 @@ export interface RpcCall {
 export interface RpcSocket {
   /** The credential the upgrade carried, used for every call. */
   readonly credential: string;
+  /** False once the socket closed. */
+  readonly open: boolean;
   readonly ip: string;
   /** The family a status read or subscription is made as: one the account has enabled. */
   readonly family: Family;
@@ -95,6 +97,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
   };
   const socketIo: DoorIo = {
     peer: (sub) => (sub.ctx as RpcRequest).socket!.ip,
+    gone: (sub) => !(sub.ctx as RpcRequest).socket!.open,
     read: (sub) => {
       const m = (sub.ctx as RpcRequest).message!;
       if (m.length > sub.maxBody) sub.tooLarge(m.length);
