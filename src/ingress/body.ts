@@ -6,7 +6,9 @@
  * - a buffer grows with the bytes that arrived, never to a declared length
  *   up front, and every buffer of the thread counts toward one budget
  *   (`BodyBudget`): a body that would pass it is refused 503, so slow or
- *   stalled senders cannot hold more memory than the budget;
+ *   stalled senders cannot hold more memory than the budget; a raw
+ *   transaction goes straight into its slab block only when it arrived whole
+ *   (the usual case), else it is assembled here and copied in at its end;
  * - a request whose Content-Length headers disagree is refused by closing
  *   its connection, since nobody can tell where the next request starts.
  */
@@ -118,7 +120,9 @@ export function readBodyTo(res: Res, req: HttpRequest, max: number, t: BodyTarge
         if (c.length > max) return t.tooLarge(c.length);
         return deliver(t, c, ack);
       }
-      if (wantsInto && expected >= 0) {
+      // Its slab block only once the body is whole: an incomplete one waits in the budget's buffers, so one
+      // account's stalled bodies cannot fill the slab every tenant's transactions pass through.
+      if (wantsInto && expected >= 0 && isLast && c.length === expected) {
         buf = t.into(expected);
         // The target answered (e.g. 503 when the slab is full): stop reading.
         if (buf === null && res.done) return;

@@ -262,3 +262,44 @@ test('past http.max_buffered_body_bytes a body is refused 503 retry-safe, and ot
   assert.notEqual(ok.status, 503, 'a body that arrives whole in one chunk takes no budget');
 });
 
+
+test('incomplete /v2 bodies wait in the body budget, not in the transaction slab another tenant needs', async (t) => {
+  const { startUpstream } = await import('../helpers/upstream.js');
+  const up = await startUpstream();
+  t.after(() => up.close());
+  const r = await startTestRelay({ solana: { rpc_upstreams: [up.url] }, limits: { ip_rps: 10_000, ip_burst: 10_000 } });
+  t.after(() => r.stop());
+  const a = await r.createAccount({ solana: { tps: 1000, burst: 1000 } });
+  const stalled = await partialBodies(r, 200, `api-key: ${a.uuid}\r\n`, 4096, '/v2');
+  t.after(() => stalled.forEach((s) => s.destroy()));
+  let held = 0;
+  for (let i = 0; i < 100 && held < 200 * 4095; i++) {
+    await new Promise((res) => setTimeout(res, 20));
+    held = await r.metric('txrelay_body_bytes_buffered');
+  }
+  assert.ok(held >= 200 * 4095, `held ${held}`);
+  assert.equal(await r.metric('txrelay_slab_bytes_used'), 0, 'no slab block for a body not yet whole');
+  // Another tenant's transaction goes through; so does a body that arrives in pieces, once whole.
+  const b = await r.createAccount({ solana: { tps: 1000, burst: 1000 } });
+  const res = await fetch(r.base + '/v2', { method: 'POST', headers: { 'api-key': b.uuid }, body: legacyTransfer().bytes });
+  assert.equal(res.status, 200);
+  const tx = legacyTransfer();
+  const url = new URL(r.base);
+  const answer = await new Promise<string>((resolve) => {
+    let got = '';
+    const s = net.connect(Number(url.port), url.hostname, () => {
+      s.write(`POST /v2 HTTP/1.1\r\nHost: x\r\napi-key: ${b.uuid}\r\nContent-Length: ${tx.bytes.length}\r\n\r\n`);
+      s.write(Buffer.from(tx.bytes.subarray(0, 100)));
+      setTimeout(() => s.write(Buffer.from(tx.bytes.subarray(100))), 50);
+    });
+    s.on('data', (d) => {
+      got += d;
+      if (got.includes('\r\n\r\n')) {
+        s.destroy();
+        resolve(got);
+      }
+    });
+  });
+  assert.match(answer, /^HTTP\/1\.1 200 /);
+  assert.ok(answer.includes(tx.signature));
+});
