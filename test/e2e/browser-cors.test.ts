@@ -18,17 +18,15 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomInt } from 'node:crypto';
+import { CHROMIUM, close, launchChromium, listen, stopChromium } from '../helpers/chromium.js';
 import { startTestRelay, type TestRelay } from '../helpers/relay.js';
 import { signed1559 } from '../helpers/evm.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const BROWSER_TIMEOUT_MS = 20_000;
 const DOOR = '/v2/svc_send_raw_transaction';
 
@@ -52,19 +50,6 @@ interface Report {
   second?: CallResult;
   bearer?: CallResult;
   error?: string;
-}
-
-function listen(server: http.Server): Promise<string> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`));
-  });
-}
-
-function close(server: http.Server): Promise<void> {
-  // Chromium's keep-alive sockets would otherwise hold close() open.
-  server.closeAllConnections();
-  return new Promise((resolve) => server.close(() => resolve()));
 }
 
 /** Forwards every request to `target` unchanged (body streamed both ways) and records method and path. */
@@ -122,53 +107,6 @@ async function call(url, headers, body) {
 })();
 </script>
 `;
-}
-
-/** Starts Chromium in its own process group so the whole tree (renderer, zygote, ...) can be ended together. */
-function launchChromium(url: string, profile: string): { child: ChildProcess; stderr: () => string; exited: Promise<void> } {
-  const child = spawn(
-    CHROMIUM,
-    [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      // Without these Chromium phones home at start-up, and on this network that gets its connections refused.
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      `--user-data-dir=${profile}`,
-      url,
-    ],
-    { detached: true, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => {
-    // Only the tail matters for a diagnosis.
-    err = (err + d.toString()).slice(-4000);
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return { child, stderr: () => err, exited };
-}
-
-async function stopChromium(child: ChildProcess, exited: Promise<void>): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const group = (sig: NodeJS.Signals) => {
-    try {
-      process.kill(-child.pid!, sig);
-    } catch {
-      // Already gone.
-    }
-  };
-  group('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const slow = new Promise<'slow'>((resolve) => (timer = setTimeout(() => resolve('slow'), 3000)));
-  if ((await Promise.race([exited, slow])) === 'slow') {
-    group('SIGKILL');
-    await exited;
-  }
-  clearTimeout(timer);
 }
 
 test('browser: plain-text door with URL auth is a CORS simple request; exposed headers are readable; Bearer preflights', async (t) => {

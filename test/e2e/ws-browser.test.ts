@@ -22,18 +22,16 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CHROMIUM, close, launchChromium, listen, stopChromium } from '../helpers/chromium.js';
 import { startTestRelay, type TestRelay } from '../helpers/relay.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { legacyTransfer } from '../helpers/solana.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const BROWSER_TIMEOUT_MS = 20_000;
 
 /** What the page saw of the socket opened with a wrong key. */
@@ -64,19 +62,6 @@ interface Report {
   refused?: Refused;
   opened?: Opened;
   error?: string;
-}
-
-function listen(server: http.Server): Promise<string> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`));
-  });
-}
-
-function close(server: http.Server): Promise<void> {
-  // Chromium's keep-alive sockets would otherwise hold close() open.
-  server.closeAllConnections();
-  return new Promise((resolve) => server.close(() => resolve()));
 }
 
 /** The page: the refused socket first, then the real one; one same-origin report of what the browser saw. */
@@ -168,53 +153,6 @@ function opened() {
 })();
 </script>
 `;
-}
-
-/** Starts Chromium in its own process group so the whole tree (renderer, zygote, ...) can be ended together. */
-function launchChromium(url: string, profile: string): { child: ChildProcess; stderr: () => string; exited: Promise<void> } {
-  const child = spawn(
-    CHROMIUM,
-    [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      // Without these Chromium phones home at start-up, and on this network that gets its connections refused.
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      `--user-data-dir=${profile}`,
-      url,
-    ],
-    { detached: true, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => {
-    // Only the tail matters for a diagnosis.
-    err = (err + d.toString()).slice(-4000);
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return { child, stderr: () => err, exited };
-}
-
-async function stopChromium(child: ChildProcess, exited: Promise<void>): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const group = (sig: NodeJS.Signals) => {
-    try {
-      process.kill(-child.pid!, sig);
-    } catch {
-      // Already gone.
-    }
-  };
-  group('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const slow = new Promise<'slow'>((resolve) => (timer = setTimeout(() => resolve('slow'), 3000)));
-  if ((await Promise.race([exited, slow])) === 'slow') {
-    group('SIGKILL');
-    await exited;
-  }
-  clearTimeout(timer);
 }
 
 test('browser: a page opens /ws?api-key=, subscribes, sends a Solana transaction and gets its pushes; bad JSON is -32700 on an open socket; a wrong key opens nothing', async (t) => {
