@@ -89,7 +89,7 @@ export const configSchema = {
           maximum: 10_000_000,
           default: 0,
           description:
-            'Most HTTP connections open at once; a connection over it is closed as soon as it is accepted. 0: the open-files limit minus 1024 descriptors kept for everything else.',
+            'Most HTTP connections open at once; a connection over it is closed as soon as it is accepted (the node:http acceptor first closes its longest-idle connection to make room). 0: the open-files limit minus 1024 descriptors kept for everything else.',
         },
         max_connections_per_ip: {
           type: 'integer',

@@ -45,6 +45,8 @@ export class ConnectionCaps {
   live = 0;
   refusedTotal = 0;
   refusedPerIp = 0;
+  /** Idle connections closed to make room at the total cap (node:http). */
+  evicted = 0;
   censuses = 0;
   onRefused: (() => void) | null = null;
   private perIp = new Map<string, number>();
@@ -89,6 +91,11 @@ export class ConnectionCaps {
     }
     this.live++;
     return true;
+  }
+
+  /** The total cap is reached, and `key` is under its own: a connection evicted would make room for it. */
+  fullFor(key: string): boolean {
+    return this.live >= this.o.maxConnections && (this.o.maxPerIp === 0 || (this.perIp.get(key) ?? 0) < this.o.maxPerIp);
   }
 
   /** A counted connection closed; `key` null when the acceptor cannot tell its address. */
@@ -162,7 +169,10 @@ export function attachConnectionCaps(app: TemplatedApp, caps: ConnectionCaps): b
   let refusing = false;
   app.filter((conn, count) => {
     if (count > 0) {
-      if (caps.open(addressKey(conn.getRemoteAddress()))) return;
+      const key = addressKey(conn.getRemoteAddress());
+      // At the total cap, the acceptor that can (node:http) makes room by closing its longest-idle connection.
+      if (app.evictIdle !== undefined && caps.fullFor(key) && app.evictIdle()) caps.evicted++;
+      if (caps.open(key)) return;
       refusing = true;
       try {
         conn.close();

@@ -538,10 +538,30 @@ class NodeApp implements TemplatedApp {
     return this;
   }
 
+  /**
+   * Connections with no request in progress, longest idle first (a Map keeps
+   * insertion order; a connection is re-inserted each time it goes idle).
+   */
+  private readonly idle = new Map<Connection, true>();
+
+  evictIdle(): boolean {
+    for (const conn of this.idle.keys()) {
+      this.idle.delete(conn);
+      if (conn.reported) continue;
+      conn.close();
+      return true;
+    }
+    return false;
+  }
+
   private onConnection(socket: Socket): void {
     const conn = new Connection(socket, socket.remoteAddress ?? '', this);
     (socket as Socket & { [CONNECTION]?: Connection })[CONNECTION] = conn;
-    socket.once('close', () => this.closed(conn));
+    this.idle.set(conn, true);
+    socket.once('close', () => {
+      this.idle.delete(conn);
+      this.closed(conn);
+    });
     for (const f of this.filters) {
       f(conn, 1);
       if (conn.reported) return;
@@ -605,6 +625,13 @@ class NodeApp implements TemplatedApp {
 
   private onRequest(req: http.IncomingMessage, res: http.ServerResponse, upgrade: Upgrading | null): void {
     const conn = (req.socket as Socket & { [CONNECTION]?: Connection })[CONNECTION]!;
+    // Busy until its answer is out; an upgraded one is a WebSocket, never idle HTTP.
+    this.idle.delete(conn);
+    if (upgrade === null) {
+      res.once('finish', () => {
+        if (!conn.reported && !req.socket.destroyed) this.idle.set(conn, true);
+      });
+    }
     if (req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1) {
       // HTTP/1.1 only, as uWS (it answers HTTP/1.0 with 505 too).
       res.writeHead(505, 'HTTP Version Not Supported', ['content-type', 'text/plain; charset=utf-8', 'connection', 'close']);

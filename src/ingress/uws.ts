@@ -141,6 +141,13 @@ export interface TemplatedApp {
    */
   filter?(cb: (conn: FilterSocket, count: number) => void): TemplatedApp;
   close(): TemplatedApp;
+  /**
+   * Closes the connection idle the longest (between requests, or never sent
+   * one) to make room for a new one at the total cap; false when none is idle.
+   * node:http only: uWS hands a filter no way to tell which connection a
+   * request came on, nor a safe handle to close one later.
+   */
+  evictIdle?(): boolean;
   /** A handle another thread's listening app can hand connections to (absent in uWS 20.30 and on node:http). */
   getDescriptor?(): number;
   /** Hands accepted connections to these apps in turn instead of serving them here. */
