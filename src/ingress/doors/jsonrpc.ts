@@ -275,14 +275,21 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
   });
 
   return (socket, message) => {
+    // As for an HTTP body (body.ts): uWS flushes this callback's answers when it returns, and forwarding waits for that.
+    ctx.ack.drain();
     const sub = new Submission(Kind.Calls, socket.family, socketIo);
     sub.door = 'ws';
     sub.credential = socket.credential;
     const rq: RpcRequest = { res: null, socket, apiKey: null, authorization: null, array: false, message, t0: wsTimer ? performance.now() : 0 };
     sub.ctx = rq;
     sub.maxBody = ctx.maxBody;
-    pipeline.admit(sub, sink);
-    rq.message = null;
+    ctx.ack.enter();
+    try {
+      pipeline.admit(sub, sink);
+    } finally {
+      ctx.ack.leave();
+      rq.message = null;
+    }
   };
 }
 
