@@ -22,17 +22,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
+import { existsSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { CHROMIUM, close, launchChromium, listen, stopChromium } from '../helpers/chromium.js';
+import { CHROMIUM, pageReport } from '../helpers/chromium.js';
 import { startTestRelay, type TestRelay } from '../helpers/relay.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { legacyTransfer } from '../helpers/solana.js';
 
-const BROWSER_TIMEOUT_MS = 20_000;
 
 /** What the page saw of the socket opened with a wrong key. */
 interface Refused {
@@ -173,8 +169,6 @@ test('browser: a page opens /ws?api-key=, subscribes, sends a Solana transaction
     secrets.push(key, wrongKey);
     const tx = legacyTransfer();
 
-    let onReport!: (r: Report) => void;
-    const reported = new Promise<Report>((resolve) => (onReport = resolve));
     const html = pageHtml({
       ws: relay.base.replace('http', 'ws') + '/ws',
       key,
@@ -182,44 +176,7 @@ test('browser: a page opens /ws?api-key=, subscribes, sends a Solana transaction
       txB64: Buffer.from(tx.bytes).toString('base64'),
       signature: tx.signature,
     });
-    const page = http.createServer((req, res) => {
-      if (req.method === 'GET' && req.url === '/') {
-        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-        res.end(html);
-      } else if (req.method === 'POST' && req.url === '/report') {
-        const chunks: Buffer[] = [];
-        req.on('data', (c: Buffer) => chunks.push(c));
-        req.on('end', () => {
-          res.writeHead(204).end();
-          onReport(JSON.parse(Buffer.concat(chunks).toString()) as Report);
-        });
-      } else {
-        res.writeHead(404).end(); // favicon and the like
-      }
-    });
-    const pageBase = await listen(page);
-    cleanup.push(() => close(page));
-
-    const profile = mkdtempSync(join(tmpdir(), 'txrelay-chromium-'));
-    // Retries: Chromium's helpers may still be letting go of the profile just after the main process exits.
-    cleanup.push(() => rmSync(profile, { recursive: true, force: true, maxRetries: 5 }));
-    const browser = launchChromium(`${pageBase}/`, profile);
-    cleanup.push(() => stopChromium(browser.child, browser.exited));
-
-    // Whichever comes first: the report, Chromium dying, or the time limit.
-    let timer: NodeJS.Timeout | undefined;
-    const report = await Promise.race([
-      reported,
-      browser.exited.then(() => {
-        throw new Error(`chromium exited before the page reported (code ${browser.child.exitCode}); stderr tail:\n${redact(browser.stderr())}`);
-      }),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`no report from the page within ${BROWSER_TIMEOUT_MS} ms; stderr tail:\n${redact(browser.stderr())}`)),
-          BROWSER_TIMEOUT_MS,
-        );
-      }),
-    ]).finally(() => clearTimeout(timer));
+    const report = await pageReport<Report>(html, cleanup, redact);
     // Nothing the page reports carries a key; this keeps it so should that change.
     const shown = (v: unknown) => redact(JSON.stringify(v));
 
