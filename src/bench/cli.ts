@@ -102,6 +102,17 @@ exhausted, transactions, udp, warnings, generator, startedAt, finishedAt.`,
     });
 }
 
+/** `GET /ping` on the relay, or a one-line error naming the URL. */
+async function mustAnswer(url: string): Promise<void> {
+  try {
+    const res = await fetch(new URL('/ping', url), { signal: AbortSignal.timeout(3000) });
+    await res.arrayBuffer();
+  } catch (e) {
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(`no relay answers at ${url} (${cause?.code ?? cause?.message ?? (e as Error).message}): start it, or give --url`);
+  }
+}
+
 async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
   const key = o.key ?? process.env.TXRELAY_BENCH_KEY;
   if (!key) {
@@ -127,6 +138,8 @@ async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
   };
   process.on('SIGINT', onSigint);
   try {
+    // A relay that is not there fails the command at once, not after a whole run of refused connections.
+    if (door !== 'solana-udp') await mustAnswer(o.url);
     const r = await runBench({
       door,
       url: o.url,
@@ -151,6 +164,10 @@ async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
     endProgress();
     process.stdout.write(formatReport(r));
     if (o.json) writeJsonReport(o.json, r);
+    if (r.requests.sent > 0 && r.requests.ok === 0) {
+      process.stderr.write('txrelay bench: no request succeeded (see the errors above)\n');
+      process.exitCode = 1;
+    }
   } catch (e) {
     endProgress();
     process.stderr.write(`txrelay bench: ${(e as Error).message}\n`);

@@ -7,7 +7,8 @@
  * status API (docs/protocol.md#status).
  */
 import { keccak_256 } from '@noble/hashes/sha3.js';
-import { HttpTransport, header, safeJson, sleep, errorText, type HttpResponse } from './http.js';
+import { HttpTransport, header, safeJson, sleep, errorText, neverSent, type HttpResponse } from './http.js';
+import { E } from '../errors.js';
 import { DEFAULT_RETRY_WAIT_MS, isRetrySafe, type BatchOutcome, type RetryBudget, type RetryInstruction, type TxOutcome } from './outcome.js';
 import { fetchStatus, fetchStatuses, waitForward, type ForwardWait, type StatusObject, type WaitForwardOptions, type WithRequestId } from './status.js';
 
@@ -81,6 +82,7 @@ export class EvmClient {
               body: JSON.stringify({ jsonrpc: '2.0', id: this.nextId++, method: 'eth_sendRawTransaction', params: [hex] }),
             });
     } catch (e) {
+      if (neverSent(e)) return { kind: 'not-sent', hash: local, retry: 'retry_safe', code: E.UNAVAILABLE.rpc, message: `no connection to the relay: ${errorText(e)}` };
       // The request may or may not have reached the relay: reconcile, never resend.
       return { kind: 'uncertain', hash: local, reason: `connection failed: ${errorText(e)}` };
     }
@@ -126,6 +128,10 @@ export class EvmClient {
         body: JSON.stringify({ jsonrpc: '2.0', id: this.nextId++, method: 'svc_sendRawTransactionBatch', params: hexes }),
       });
     } catch (e) {
+      if (neverSent(e)) {
+        const message = `no connection to the relay: ${errorText(e)}`;
+        return { items: locals.map((hash) => ({ kind: 'not-sent', hash, retry: 'retry_safe', code: E.UNAVAILABLE.rpc, message })) };
+      }
       const reason = `connection failed: ${errorText(e)}`;
       return { items: locals.map((hash) => ({ kind: 'uncertain', hash, reason })) };
     }

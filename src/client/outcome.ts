@@ -30,11 +30,14 @@ export interface RetryBudget {
 export type SolanaOutcome =
   | { kind: 'accepted'; signature: string; duplicate: boolean }
   | { kind: 'rejected'; status: number; message: string }
+  /** No connection to the relay could be made: nothing was sent, resending is safe. */
+  | { kind: 'not-sent'; signature?: string; reason: string; retry: 'retry_safe' }
   | { kind: 'uncertain'; signature?: string; reason: string };
 
 export type BundleOutcome =
   | { kind: 'accepted'; signatures: string[]; duplicate: boolean }
   | { kind: 'rejected'; status: number; message: string }
+  | { kind: 'not-sent'; signatures?: string[]; reason: string; retry: 'retry_safe' }
   | { kind: 'uncertain'; signatures?: string[]; reason: string };
 
 export const DEFAULT_RETRY_WAIT_MS = 250;

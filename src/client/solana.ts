@@ -8,7 +8,7 @@ import dgram from 'node:dgram';
 import { lookup } from 'node:dns/promises';
 import bs58 from 'bs58';
 import { uuidToBytes } from '../store/ids.js';
-import { HttpTransport, header, safeJson, errorText, type HttpResponse } from './http.js';
+import { HttpTransport, header, safeJson, errorText, neverSent, type HttpResponse } from './http.js';
 import type { BundleOutcome, RetryBudget, SolanaOutcome } from './outcome.js';
 import { fetchStatus, fetchStatuses, waitForward, type ForwardWait, type StatusObject, type WaitForwardOptions, type WithRequestId } from './status.js';
 
@@ -55,7 +55,9 @@ export class SolanaClient {
     try {
       res = await this.http.request({ method: 'POST', path: '/v2/batch', headers: { 'content-type': 'application/octet-stream', 'api-key': this.apiKey }, body });
     } catch (e) {
-      return { kind: 'uncertain', signatures: txs.map(firstSignature).filter((s): s is string => s !== undefined), reason: `connection failed: ${errorText(e)}` };
+      const signatures = txs.map(firstSignature).filter((s): s is string => s !== undefined);
+      if (neverSent(e)) return { kind: 'not-sent', signatures, reason: `no connection to the relay: ${errorText(e)}`, retry: 'retry_safe' };
+      return { kind: 'uncertain', signatures, reason: `connection failed: ${errorText(e)}` };
     }
     const j = res.status === 200 ? safeJson(res.text) : undefined;
     if (j && Array.isArray(j.result) && j.result.every((s: unknown) => typeof s === 'string')) {
@@ -70,6 +72,7 @@ export class SolanaClient {
     try {
       res = await this.http.request(req);
     } catch (e) {
+      if (neverSent(e)) return { kind: 'not-sent', signature: firstSignature(bytes), reason: `no connection to the relay: ${errorText(e)}`, retry: 'retry_safe' };
       return { kind: 'uncertain', signature: firstSignature(bytes), reason: `connection failed: ${errorText(e)}` };
     }
     const j = res.status === 200 ? safeJson(res.text) : undefined;

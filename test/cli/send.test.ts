@@ -107,3 +107,22 @@ test('send evm-text, evm-rpc and evm-batch; a rejection exits 1', async () => {
   assert.equal(r.code, 1);
   assert.equal(r.out.kind, 'rejected');
 });
+
+test('a relay that is not there: send says not-sent (retry-safe) and exits 1; bench fails at once in one line', async () => {
+  const net = await import('node:net');
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  const dead = `http://127.0.0.1:${(srv.address() as { port: number }).port}`;
+  await new Promise((r) => srv.close(r));
+  const file = join(dir, 'dead.bin');
+  writeFileSync(file, legacyTransfer().bytes);
+  const r = await run(process.execPath, [CLI, 'send', 'solana-v2', file, '--key', key, '--url', dead]).catch((e: any) => e);
+  assert.equal(r.code, 1);
+  const out = JSON.parse(r.stdout);
+  assert.equal(out.kind, 'not-sent');
+  assert.equal(out.retry, 'retry_safe');
+  const b = await run(process.execPath, [CLI, 'bench', 'solana-v2', '--key', key, '--url', dead, '--duration', '10s', '--no-cache']).catch((e: any) => e);
+  assert.notEqual(b.code ?? 0, 0);
+  assert.match(b.stderr, /^txrelay bench: no relay answers at http:\/\/127\.0\.0\.1:\d+\/? \(ECONNREFUSED\)/m);
+  assert.equal(b.stdout, '', 'refused before the run: no report');
+});

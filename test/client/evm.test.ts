@@ -253,3 +253,26 @@ test('localTxHash: keccak of the bytes; undefined for a blob network form', asyn
   assert.equal(typeof localTxHash('0x03c20102'), 'string');
   assert.equal(localTxHash('nothex'), undefined);
 });
+
+test('a relay that refuses the connection: each transaction not-sent and retry-safe, never uncertain', async () => {
+  const net = await import('node:net');
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise((r) => srv.close(r));
+  const c = new EvmClient({ url: `http://127.0.0.1:${port}`, uuid: '00000000-0000-4000-8000-000000000000', heartbeatMs: 0, retryBudget: { maxRetries: 1, maxWaitMs: 1000 } });
+  try {
+    const tx = await signed1559({ nonce: 950 });
+    const o = await c.sendRawTransaction(tx.hex);
+    assert.equal(o.kind, 'not-sent');
+    assert.equal((o as { retry: string }).retry, 'retry_safe');
+    assert.equal(o.hash, tx.hash);
+    const b = await c.sendBatch([tx.hex]);
+    assert.deepEqual(
+      b.items.map((i) => [i.kind, (i as { retry?: string }).retry]),
+      [['not-sent', 'retry_safe']],
+    );
+  } finally {
+    await c.close();
+  }
+});

@@ -114,3 +114,29 @@ test('UdpSender: packet layout, size check, and a datagram reaches the upstream'
     await s.close();
   }
 });
+
+/** A loopback port nothing listens on: bound, closed, so a connect is refused. */
+async function deadPort(): Promise<number> {
+  const net = await import('node:net');
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as { port: number }).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+test('a relay that refuses the connection: not-sent, retry-safe (nothing left this host), not uncertain', async () => {
+  const c = new SolanaClient({ url: `http://127.0.0.1:${await deadPort()}`, apiKey: randomUUID(), heartbeatMs: 0 });
+  try {
+    const tx = legacyTransfer();
+    const o = await c.sendRaw(tx.bytes);
+    assert.equal(o.kind, 'not-sent');
+    assert.equal((o as { retry: string }).retry, 'retry_safe');
+    assert.equal((o as { signature?: string }).signature, tx.signature);
+    assert.match((o as { reason: string }).reason, /ECONNREFUSED/);
+    const b = await c.sendBundle([legacyTransfer().bytes]);
+    assert.equal(b.kind, 'not-sent');
+  } finally {
+    await c.close();
+  }
+});
