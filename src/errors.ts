@@ -39,7 +39,7 @@ export const E = {
   NOT_FOUND: spec('TXR_NOT_FOUND', 404, -32601, 'Not found'),
 
   // Authentication: the Solana bodies are the fixed texts its clients know.
-  AUTH_MISSING: spec('TXR_AUTH_MISSING', 401, -32010, 'Unauthorized: account UUID missing', { text: 'Not Found api-key' }),
+  AUTH_MISSING: spec('TXR_AUTH_MISSING', 401, -32010, 'Unauthorized: account UUID missing{}', { text: 'Not Found api-key' }),
   AUTH_INVALID: spec('TXR_AUTH_INVALID', 401, -32010, 'Unauthorized: account UUID not recognised', { text: 'Invalid Api-Key' }),
 
   // Rate limits; `{}` is the limit in requests per second.

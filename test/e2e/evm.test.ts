@@ -145,6 +145,16 @@ test('missing, malformed or unknown credentials are 401 -32010; ?auth= authentic
   }
 });
 
+test('the Solana header on an EVM call is a 401 that names the header EVM methods take', async () => {
+  const tx = await signed1559({ nonce: 905 });
+  const r = await post('/', JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'eth_sendRawTransaction', params: [tx.hex] }), { 'content-type': 'application/json', 'api-key': paid });
+  assert.equal(r.status, 401);
+  assert.equal(r.json.id, 3);
+  assert.equal(r.json.error.code, -32010);
+  assert.match(r.json.error.message, /Authorization: Bearer <uuid>/);
+  assert.ok(!r.text.includes(paid), 'no UUID in an error message');
+});
+
 test('413 with -32013 when the body exceeds http.max_body_bytes; 415 -32015 for another Content-Type', async () => {
   const big = '0x' + 'ab'.repeat(70000);
   let r = await plain(big, `?auth=${paid}`);

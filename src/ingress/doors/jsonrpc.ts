@@ -70,6 +70,8 @@ type SocketOp = { op: 'subscribe' } | { op: 'unsubscribe'; id: number };
 const ARRAY_METHODS = new Set(['eth_sendRawTransaction']);
 const METHODS = new Set(['eth_sendRawTransaction', 'svc_sendRawTransactionBatch', 'sendTransaction', 'txrelay_getStatuses']);
 const SOCKET_METHODS = new Set(['txrelay_subscribe', 'txrelay_unsubscribe']);
+/** The wrong family's header names the right one. */
+const EVM_HEADER = ' (EVM methods take `Authorization: Bearer <uuid>`; the api-key header is for Solana methods)';
 /** Ids per status read (docs/protocol.md#status). */
 export const MAX_STATUS_IDS = 100;
 
@@ -146,6 +148,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     } else if (m === 'eth_sendRawTransaction') {
       sub = new Submission(Kind.EvmTx, 'evm', io);
       sub.credential = sk?.credential ?? bearer(rq.authorization);
+      if (sub.credential === null && rq.apiKey !== null) sub.refused = new RelayError(E.AUTH_MISSING, EVM_HEADER);
       if (!Array.isArray(p) || p.length !== 1 || typeof p[0] !== 'string') sub.invalid = new RelayError(E.INVALID_PARAMS, 'params must be ["0x…"]');
       else {
         sub.text = p[0];
@@ -154,6 +157,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     } else {
       sub = new Submission(Kind.EvmBatch, 'evm', io);
       sub.credential = sk?.credential ?? bearer(rq.authorization);
+      if (sub.credential === null && rq.apiKey !== null) sub.refused = new RelayError(E.AUTH_MISSING, EVM_HEADER);
       if (!Array.isArray(p) || p.length < 1 || p.length > maxArray || !p.every((x) => typeof x === 'string')) {
         sub.invalid = new RelayError(E.INVALID_PARAMS, `params must be 1 to ${maxArray} "0x…" strings`);
       } else sub.texts = p as string[];
