@@ -11,9 +11,9 @@
  * exponential back-off and jitter, except after close `4001` (account
  * revoked), a `401` at the upgrade, or `close()`.
  *
- * Browser-safe: nothing here imports Node modules. The global `WebSocket`
- * is used when there is one (browsers, Node ≥ 22), else the `ws` package,
- * imported only when needed.
+ * Browser-safe: nothing here imports Node modules. Browsers use their
+ * global `WebSocket`; Node uses the `ws` package (imported only when needed),
+ * or its own global `WebSocket` (Node >= 22) when the package is missing.
  */
 import type { RetryInstruction } from './outcome.js';
 import type { StatusObject } from './status.js';
@@ -399,6 +399,9 @@ export class RelaySocket {
   private implementation(): Promise<WebSocketConstructor> {
     if (this.impl) return Promise.resolve(this.impl);
     const global = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+    // In Node the ws package first, even where a global WebSocket exists (Node >= 22): it reports the
+    // upgrade's HTTP status (a 401 stops reconnecting) where undici's hides it.
+    if (isNode()) return loadWsPackage().catch((e: unknown) => (typeof global === 'function' ? global : Promise.reject(e)));
     if (typeof global === 'function') return Promise.resolve(global);
     return loadWsPackage();
   }
