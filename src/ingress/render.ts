@@ -6,10 +6,12 @@
  */
 import type { ErrorSpec, RelayError } from '../errors.js';
 import type { Outcome } from '../pipeline/outcome.js';
-import { fixedHeaders, type Headers } from './headers.js';
+import { fixedHeaders, joinHeaders, type Headers } from './headers.js';
 
 /** Display text only: clients must not read state from it. */
 const FORWARDED_MESSAGE = 'Successfully forwarded';
+/** The same place on a node whose lane has no upstream (docs/protocol.md#dry-run): it will not be forwarded. */
+const DRY_MESSAGE = 'Accepted, not forwarded: this node has no upstream for it (dry run)';
 
 // ---- JSON-RPC (EVM doors, the Solana JSON-RPC door) --------------------------
 
@@ -27,8 +29,8 @@ export function rpcError(err: RelayError, id: string): string {
 }
 const last: { spec: ErrorSpec | null; detail: string; id: string; body: string } = { spec: null, detail: '', id: '', body: '' };
 
-export function evmAccepted(hash: string, id: string): string {
-  return `{"jsonrpc":"2.0","id":${id},"result":"${hash}","message":"${FORWARDED_MESSAGE}"}`;
+export function evmAccepted(hash: string, id: string, dry = false): string {
+  return `{"jsonrpc":"2.0","id":${id},"result":"${hash}","message":"${dry ? DRY_MESSAGE : FORWARDED_MESSAGE}"}`;
 }
 
 export function solanaResult(result: string, id: string): string {
@@ -45,7 +47,7 @@ export function signaturesJson(o: Outcome): string {
   return '["' + o.ids.join('","') + '"]';
 }
 
-export function evmBatch(o: Outcome, id: string): string {
+export function evmBatch(o: Outcome, id: string, dry = false): string {
   let items = '';
   const all = o.items!;
   for (let i = 0; i < all.length; i++) {
@@ -53,7 +55,7 @@ export function evmBatch(o: Outcome, id: string): string {
     if (i > 0) items += ',';
     const hash = x.id === null ? 'null' : `"${x.id}"`;
     items += `{"tx_index":${i},"tx_hash":${hash},"status":"${x.status}","duplicate":${x.status === 'duplicate'},"retry":"${x.retry}"`;
-    if (x.status === 'queued') items += `,"message":"${FORWARDED_MESSAGE}"}`;
+    if (x.status === 'queued') items += `,"message":"${dry ? DRY_MESSAGE : FORWARDED_MESSAGE}"}`;
     else if (x.error !== null) items += `,"error":{"code":${x.error.spec.rpc},"message":${JSON.stringify(x.error.message)}}}`;
     else items += '}';
   }
@@ -68,11 +70,18 @@ export const QUEUED_DUPLICATE = fixedHeaders([
   ['x-svc-duplicate', 'true'],
 ]);
 export const DUPLICATE = fixedHeaders([['x-svc-duplicate', 'true']]);
+const DRY_RUN = fixedHeaders([['x-svc-dry-run', 'true']]);
+
+/** A success's headers; with `x-svc-dry-run: true` when its lane has no upstream (docs/protocol.md#dry-run). */
+export function withDryRun(dry: boolean, headers: Headers | undefined): Headers | undefined {
+  if (!dry) return headers;
+  return headers === undefined ? DRY_RUN : joinHeaders(headers, DRY_RUN);
+}
 
 /** A browser may read these response headers of the plain-text door (docs/protocol.md#evm-single-transactions). */
 export const CORS = fixedHeaders([
   ['access-control-allow-origin', '*'],
-  ['access-control-expose-headers', 'x-svc-submission-state, x-svc-duplicate, retry-after, x-ratelimit-retry-after-ms, x-svc-node, x-svc-request-id'],
+  ['access-control-expose-headers', 'x-svc-submission-state, x-svc-duplicate, x-svc-dry-run, retry-after, x-ratelimit-retry-after-ms, x-svc-node, x-svc-request-id'],
 ]);
 export const QUEUED_CORS = fixedHeaders([...QUEUED, ...CORS]);
 export const QUEUED_DUPLICATE_CORS = fixedHeaders([...QUEUED_DUPLICATE, ...CORS]);

@@ -90,6 +90,11 @@ export class Pipeline implements BodySink {
     return this.gate.draining;
   }
 
+  /** True when `lane` has no upstream: what it admits is counted and dropped, and answers must not claim a forward. */
+  dry(lane: LaneName): boolean {
+    return this.d.forwarder.lane(lane).dry;
+  }
+
   /** From now on every submission is refused DRAINING (503, retry-safe). */
   set draining(on: boolean) {
     this.gate.draining = on;

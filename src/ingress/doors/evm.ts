@@ -7,7 +7,7 @@ import { E, RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
 import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
 import { joinHeaders, retryHeaders } from '../headers.js';
-import { CORS, PREFLIGHT, QUEUED_CORS, QUEUED_DUPLICATE_CORS, evmAccepted, rpcError } from '../render.js';
+import { CORS, PREFLIGHT, QUEUED_CORS, QUEUED_DUPLICATE_CORS, evmAccepted, rpcError, withDryRun } from '../render.js';
 import { JSON_TYPE, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
@@ -100,7 +100,8 @@ export function registerEvmTextDoor(ctx: DoorContext): void {
       return reply.sendHeld(res, err.holdMs, err.spec.http, JSON_TYPE, rpcError(err, 'null'), joinHeaders(retryHeaders(err), CORS));
     }
     res.requestId = sub.requestId;
-    reply.send(res, 202, JSON_TYPE, evmAccepted(o.id!, 'null'), o.status === 'duplicate' ? QUEUED_DUPLICATE_CORS : QUEUED_CORS);
+    const dry = pipeline.dry(sub.lane);
+    reply.send(res, 202, JSON_TYPE, evmAccepted(o.id!, 'null', dry), withDryRun(dry, o.status === 'duplicate' ? QUEUED_DUPLICATE_CORS : QUEUED_CORS));
   };
 
   app.options('/v2/svc_send_raw_transaction', (res) => {

@@ -23,7 +23,7 @@ import type { Outcome } from '../../pipeline/outcome.js';
 import type { Family } from '../../pipeline/accounts.js';
 import { Encoding, Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
 import { joinHeaders, retryAfterHeaders, retryHeaders, type Headers } from '../headers.js';
-import { DUPLICATE, QUEUED, QUEUED_DUPLICATE, evmAccepted, evmBatch, rpcError, signaturesJson, solanaResult, statusesJson } from '../render.js';
+import { DUPLICATE, QUEUED, QUEUED_DUPLICATE, evmAccepted, evmBatch, rpcError, signaturesJson, solanaResult, statusesJson, withDryRun } from '../render.js';
 import { JSON_TYPE, TEXT_TYPE, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
@@ -201,7 +201,9 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     if (c.kind === Kind.EvmBatch && err === null) {
       const status = o.httpStatus(202);
       const batchId: Headers = [['x-svc-batch-id', o.id!]];
-      return [status, JSON_TYPE, evmBatch(o, c.rpcId), status === 429 ? joinHeaders(batchId, retryAfterHeaders(o.retryAfterMs)) : batchId];
+      const dry = pipeline.dry(c.lane);
+      const headers = status === 429 ? joinHeaders(batchId, retryAfterHeaders(o.retryAfterMs)) : status === 202 ? withDryRun(dry, batchId) : batchId;
+      return [status, JSON_TYPE, evmBatch(o, c.rpcId, dry), headers];
     }
     if (err !== null) {
       // Solana: 401 and 429 are the plain text its clients know; the rest are JSON-RPC errors.
@@ -210,7 +212,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       }
       return [err.spec.http, JSON_TYPE, rpcError(err, c.rpcId), retryHeaders(err)];
     }
-    if (c.kind === Kind.SolanaTx) return [200, JSON_TYPE, solanaResult(signaturesJson(o), c.rpcId), o.status === 'duplicate' ? DUPLICATE : undefined];
+    if (c.kind === Kind.SolanaTx) return [200, JSON_TYPE, solanaResult(signaturesJson(o), c.rpcId), withDryRun(pipeline.dry(c.lane), o.status === 'duplicate' ? DUPLICATE : undefined)];
     if (c.kind === Kind.Query) {
       const op = c.ctx as SocketOp | null;
       if (op === null) return [200, JSON_TYPE, solanaResult(statusesJson(o), c.rpcId), undefined];
@@ -218,7 +220,8 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       if (result instanceof RelayError) return [result.spec.http, JSON_TYPE, rpcError(result, c.rpcId), undefined];
       return [200, JSON_TYPE, solanaResult(String(result), c.rpcId), undefined];
     }
-    return [202, JSON_TYPE, evmAccepted(o.id!, c.rpcId), o.status === 'duplicate' ? QUEUED_DUPLICATE : QUEUED];
+    const dry = pipeline.dry(c.lane);
+    return [202, JSON_TYPE, evmAccepted(o.id!, c.rpcId, dry), withDryRun(dry, o.status === 'duplicate' ? QUEUED_DUPLICATE : QUEUED)];
   };
 
   const sink: Sink = (sub: Submission, o: Outcome) => {

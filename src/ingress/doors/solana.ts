@@ -9,7 +9,7 @@ import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submiss
 import { MAX_V1_TX_SIZE } from '../../chains/solana/decode.js';
 import { MAX_BUNDLE_BODY } from '../../pipeline/bundle.js';
 import { retryHeaders } from '../headers.js';
-import { DUPLICATE, signaturesJson, solanaResult } from '../render.js';
+import { DUPLICATE, withDryRun, signaturesJson, solanaResult } from '../render.js';
 import { JSON_TYPE, TEXT_TYPE, type Replier, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
@@ -32,7 +32,8 @@ export function registerSolanaDoors(ctx: DoorContext): void {
     const res = sub.ctx as Res;
     if (o.error !== null) return sendPlainError(reply, res, o.error);
     res.requestId = sub.requestId;
-    reply.send(res, 200, JSON_TYPE, solanaResult(signaturesJson(o), 'null'), o.status === 'duplicate' ? DUPLICATE : undefined);
+    const headers = withDryRun(pipeline.dry(sub.lane), o.status === 'duplicate' ? DUPLICATE : undefined);
+    reply.send(res, 200, JSON_TYPE, solanaResult(signaturesJson(o), 'null'), headers);
   };
 
   const door = (path: string, label: string, kind: Kind, maxBody: number): void => {
