@@ -8,7 +8,7 @@
  */
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { HttpTransport, header, safeJson, sleep, errorText, neverSent, type HttpResponse } from './http.js';
-import { E } from '../errors.js';
+import { RPC_RATE_LIMITED, RPC_UNAVAILABLE } from './codes.js';
 import { DEFAULT_RETRY_WAIT_MS, isRetrySafe, type BatchOutcome, type RetryBudget, type RetryInstruction, type TxOutcome } from './outcome.js';
 import { fetchStatus, fetchStatuses, waitForward, type ForwardWait, type StatusObject, type WaitForwardOptions, type WithRequestId } from './status.js';
 
@@ -82,7 +82,7 @@ export class EvmClient {
               body: JSON.stringify({ jsonrpc: '2.0', id: this.nextId++, method: 'eth_sendRawTransaction', params: [hex] }),
             });
     } catch (e) {
-      if (neverSent(e)) return { kind: 'not-sent', hash: local, retry: 'retry_safe', code: E.UNAVAILABLE.rpc, message: `no connection to the relay: ${errorText(e)}` };
+      if (neverSent(e)) return { kind: 'not-sent', hash: local, retry: 'retry_safe', code: RPC_UNAVAILABLE, message: `no connection to the relay: ${errorText(e)}` };
       // The request may or may not have reached the relay: reconcile, never resend.
       return { kind: 'uncertain', hash: local, reason: `connection failed: ${errorText(e)}` };
     }
@@ -130,7 +130,7 @@ export class EvmClient {
     } catch (e) {
       if (neverSent(e)) {
         const message = `no connection to the relay: ${errorText(e)}`;
-        return { items: locals.map((hash) => ({ kind: 'not-sent', hash, retry: 'retry_safe', code: E.UNAVAILABLE.rpc, message })) };
+        return { items: locals.map((hash) => ({ kind: 'not-sent', hash, retry: 'retry_safe', code: RPC_UNAVAILABLE, message })) };
       }
       const reason = `connection failed: ${errorText(e)}`;
       return { items: locals.map((hash) => ({ kind: 'uncertain', hash, reason })) };
@@ -226,11 +226,11 @@ function classifySingle(res: HttpResponse, local: string | undefined): TxOutcome
     return { kind: 'uncertain', hash: h, reason: 'legacy -32008: outcome uncertain' };
   }
   if (ok2xx) return { kind: 'uncertain', hash: result ?? local, reason: `HTTP ${res.status} with error ${code}` };
-  const retry = asRetry(err.data?.retry) ?? (res.status === 429 || code === -32005 ? 'retry_safe' : undefined);
+  const retry = asRetry(err.data?.retry) ?? (res.status === 429 || code === RPC_RATE_LIMITED ? 'retry_safe' : undefined);
   if (retry === 'retry_safe') return { kind: 'not-sent', hash: local, retry, code, message, retryAfterMs: retryAfterMs(res) };
   // Any other 4xx is final: the request itself must change.
   if (res.status >= 400 && res.status < 500) return { kind: 'rejected', code, message, status: res.status };
-  if (retry || code === -32001) return { kind: 'not-sent', hash: local, retry: 'do_not_retry_automatically', code, message };
+  if (retry || code === RPC_UNAVAILABLE) return { kind: 'not-sent', hash: local, retry: 'do_not_retry_automatically', code, message };
   // A 5xx with no explicit "not sent": it may have been sent.
   return { kind: 'uncertain', hash: local, reason: `HTTP ${res.status} error ${code}: ${message}` };
 }
