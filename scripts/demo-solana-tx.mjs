@@ -14,8 +14,19 @@ const [kind = 'v0', out = 'tx.bin', tip, lamports = '1000'] = process.argv.slice
 const payer = Keypair.generate();
 const blockhash = new PublicKey(randomBytes(32)).toBase58(); // any 32 bytes: txrelay does not check recency
 let tx;
+function usage(why) {
+  console.error(`demo-solana-tx.mjs: ${why}; usage: node scripts/demo-solana-tx.mjs v0 FILE | tip FILE TIP_ACCOUNT LAMPORTS`);
+  process.exit(2);
+}
+if (kind !== 'v0' && kind !== 'tip') usage(`unknown kind ${JSON.stringify(kind)}`);
 if (kind === 'tip') {
-  if (!tip) throw new Error('usage: demo-solana-tx.mjs tip FILE TIP_ACCOUNT LAMPORTS');
+  if (!tip) usage('the tip account is missing');
+  try {
+    new PublicKey(tip);
+  } catch {
+    usage(`the tip account ${JSON.stringify(tip)} is not a base58 address`);
+  }
+  if (!/^\d+$/.test(lamports)) usage(`lamports must be a whole number, got ${JSON.stringify(lamports)}`);
   const msg = new TransactionMessage({
     payerKey: payer.publicKey,
     recentBlockhash: blockhash,
