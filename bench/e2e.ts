@@ -26,7 +26,8 @@
  * and each run reports that share. Each window is exactly the generator's
  * timed phase (bench/e2e/window.ts).
  *
- * Writes <out>/e2e.{json,md} (the latest run; earlier ones are in git history); out is
+ * Writes <out>/e2e.{json,md} and its plots, <out>/e2e-*.svg (bench/e2e/plots.ts)
+ * (the latest run; earlier ones are in git history); out is
  * bench/results unless E2E_OUT names another directory.
  * Env: E2E_SECONDS (measured window, default 5), E2E_DOORS (comma list),
  * E2E_PROFILE=always|never|auto (auto: when a goal is missed), E2E_POOL.
@@ -44,6 +45,7 @@ import { cpuModel, loadAvg } from './e2e/proc.js';
 import { summariseProfiles } from './e2e/profile.js';
 import { meanCrypto, renderMarkdown, type CryptoCeiling, type DoorReport, type ProfileRun, type Report } from './e2e/report.js';
 import { evaluateGoals, shedCpuUs, GOALS, OVERLOAD_GOALS } from './e2e/goals.js';
+import { writeE2ePlots } from './e2e/plots.js';
 import { DOOR_SHED_ENV, collect, onCores, startBare, startRelay, startSink, stopChild, stopRelay, type Layout, type Relay, type Sink, type Target } from './e2e/relay.js';
 import { measureWindow, type RunStats } from './e2e/window.js';
 import { OPEN_CONNECTIONS, OPEN_FACTOR, openLoopGenerator, openLoopSpec, wrkSpec, type WrkResult } from './e2e/generators.js';
@@ -539,8 +541,9 @@ async function main(): Promise<void> {
   // One file per benchmark, overwritten: the latest run; earlier ones live in git history.
   writeFileSync(join(OUT, 'e2e.json'), json);
   writeFileSync(join(OUT, 'e2e.md'), md);
+  const plots = writeE2ePlots(report, OUT);
   process.stdout.write(md);
-  log(`written ${OUT}/e2e.{json,md} in ${report.durationS.toFixed(0)} s`);
+  log(`written ${OUT}/e2e.{json,md} and ${plots.join(', ')} in ${report.durationS.toFixed(0)} s`);
 }
 
 function osRelease(): string {

@@ -2,7 +2,8 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DOORS, isDoor, type Door } from './targets.js';
 import { DEFAULT_TIP_LAMPORTS, runBench } from './generator.js';
-import { formatReport, writeJsonReport } from './report.js';
+import { claimOutputFile, formatReport, writeJsonReport } from './report.js';
+import { writeHtmlReport } from './html.js';
 import { startSink } from './sink.js';
 
 /** "10s", "500ms", "2m", or a bare number of seconds → milliseconds. */
@@ -45,6 +46,7 @@ interface BenchCliOptions {
   tipAccount?: string;
   tipLamports: number;
   json?: string;
+  report?: string;
   cacheDir: string;
   cache: boolean;
   fresh?: boolean;
@@ -69,6 +71,7 @@ export function registerBenchCommands(program: Command): void {
     .option('--tip-account <base58>', "solana-bundle: one of the relay's solana.tip_accounts; transaction 0 of every bundle pays it")
     .option('--tip-lamports <n>', 'solana-bundle: tip per bundle', positiveInt, DEFAULT_TIP_LAMPORTS)
     .option('--json <file>', 'also write the result as JSON')
+    .option('--report <file>', 'also write a self-contained HTML page: latency percentile curve, throughput and refusals per second, settings')
     .option('--cache-dir <dir>', 'where signed transactions are cached (keyed by door, count, chain id)', 'bench/.cache')
     .option('--no-cache', 'neither read nor write the transaction cache')
     .option('--fresh', 'sign new transactions even if cached ones exist (a rerun inside dedup.window_s would send duplicates)')
@@ -82,6 +85,7 @@ Examples:
   txrelay bench sink --port 8899
   txrelay bench solana-v2 --key $UUID --rate 2000 --duration 10s
   txrelay bench evm-batch --key $UUID --batch 16 --connections 8 --json out.json
+  txrelay bench evm-text --key $UUID --rate 1000 --report run.html
   txrelay bench solana-udp --key $UUID --rate 5000 --admin-url http://127.0.0.1:8081
 
 Open loop latency counts from each request's intended start t0 + i/rate (no
@@ -89,8 +93,10 @@ coordinated omission): a request delayed by busy connections or a busy
 generator keeps its intended start and counts as "late" (> 2 ms behind);
 one that left within 2 ms (Node's timer jitter) counts from when it left.
 JSON keys: params, mode, measuredS, requests, txs, throughput, statuses,
-latencyUs {count,mean,p50,p90,p99,p999,max}, serviceTimeUs, schedule,
-exhausted, transactions, udp, warnings, generator, startedAt, finishedAt.`,
+latencyUs {count,mean,p50,p90,p99,p999,max}, serviceTimeUs,
+curves {latency,service: [{percentile,us}]}, perSecond [{s,ok,errors}],
+schedule, exhausted, transactions, udp, warnings, generator, startedAt,
+finishedAt.`,
     )
     .action(async (door: string, o: BenchCliOptions & { host: string; port: number }) => {
       if (door === 'sink') return runSink(o.host, o.port);
@@ -136,7 +142,22 @@ async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
     if (abort.signal.aborted) process.exit(130);
     abort.abort();
   };
+  // Output files are claimed before anything else: an unwritable path fails now, not after the run.
+  const release: (() => void)[] = [];
+  for (const [flag, file] of [['--json', o.json], ['--report', o.report]] as const) {
+    if (!file) continue;
+    try {
+      release.push(claimOutputFile(file));
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      const why: Record<string, string> = { ENOENT: 'no such directory', EACCES: 'permission denied', EROFS: 'read-only file system', EISDIR: 'is a directory', ENOTDIR: 'a parent is not a directory' };
+      process.stderr.write(`txrelay bench: cannot write ${flag} ${file}: ${why[err.code ?? ''] ?? err.message}\n`);
+      for (const r of release) r();
+      process.exit(2);
+    }
+  }
   process.on('SIGINT', onSigint);
+  let wrote = false;
   try {
     // A relay that is not there fails the command at once, not after a whole run of refused connections.
     if (door !== 'solana-udp') await mustAnswer(o.url);
@@ -164,6 +185,8 @@ async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
     endProgress();
     process.stdout.write(formatReport(r));
     if (o.json) writeJsonReport(o.json, r);
+    if (o.report) writeHtmlReport(o.report, r, key);
+    wrote = true;
     if (r.requests.sent > 0 && r.requests.ok === 0) {
       process.stderr.write('txrelay bench: no request succeeded (see the errors above)\n');
       process.exitCode = 1;
@@ -174,6 +197,7 @@ async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
     process.exitCode = 1;
   } finally {
     process.off('SIGINT', onSigint);
+    if (!wrote) for (const r of release) r();
   }
 }
 

@@ -61,6 +61,20 @@ export interface Percentiles {
   max: number;
 }
 
+/** One point of a latency percentile curve: `percentile` in %, `us` the latency at it. */
+export interface CurvePoint {
+  percentile: number;
+  us: number;
+}
+
+/** One second of the measured window, by completion time: answers that were ok and the others by status or error code. */
+export interface SecondBucket {
+  /** Seconds from the end of the warm-up. */
+  s: number;
+  ok: number;
+  errors: Record<string, number>;
+}
+
 export interface BenchResult {
   params: Record<string, unknown>;
   mode: 'open' | 'closed';
@@ -74,6 +88,10 @@ export interface BenchResult {
   latencyUs: Percentiles | null;
   /** Open loop only: µs from the actual start (what a coordinated-omission bench would report). */
   serviceTimeUs: Percentiles | null;
+  /** The whole distribution behind latencyUs (and serviceTimeUs), for plotting; null for UDP. */
+  curves: { latency: CurvePoint[]; service: CurvePoint[] | null } | null;
+  /** Per-second counts over the measured window (the last second may be partial: measuredS says how long it was). */
+  perSecond: SecondBucket[];
   schedule: { late: number; lateThresholdMs: number; maxSlipMs: number; maxBacklog: number } | null;
   exhausted: boolean;
   transactions: { count: number; source: 'cache' | 'signed'; signMs: number; file: string | null };
@@ -129,6 +147,27 @@ function percentiles(h: hdr.Histogram): Percentiles | null {
   const max = h.maxValue;
   const at = (q: number): number => Math.min(h.getValueAtPercentile(q), max);
   return { count: h.totalCount, mean: Math.round(h.mean), p50: at(50), p90: at(90), p99: at(99), p999: at(99.9), max };
+}
+
+/** Curve points per decade of 1/(1-p): smooth enough on an HDR plot, ~20 points per "nine". */
+const CURVE_STEPS_PER_DECADE = 20;
+
+/**
+ * The histogram's percentile curve at x = 1/(1-p) stepping evenly on a log
+ * scale, up to where the samples run out (x = count), then the max.
+ */
+export function percentileCurve(h: hdr.Histogram): CurvePoint[] {
+  if (h.totalCount === 0) return [];
+  const max = h.maxValue;
+  const out: CurvePoint[] = [];
+  for (let k = 0; ; k++) {
+    const x = 10 ** (k / CURVE_STEPS_PER_DECADE);
+    if (x >= h.totalCount) break;
+    const percentile = 100 - 100 / x;
+    out.push({ percentile: Number(percentile.toPrecision(10)), us: Math.min(h.getValueAtPercentile(percentile), max) });
+  }
+  out.push({ percentile: Number((100 - 100 / Math.max(h.totalCount, 1)).toPrecision(10)), us: max });
+  return out;
 }
 
 function validateOptions(o: BenchOptions): void {
@@ -210,6 +249,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   const req = { sent: 0, ok: 0, errors: 0, duplicates: 0, late: 0, warmup: 0 };
   const tx = { perRequest: per, sent: 0, ok: 0, duplicates: 0, notSent: 0 };
   const all = { sent: 0, ok: 0, errors: 0 }; // warm-up included, for the progress line
+  const perSecond: SecondBucket[] = [];
   let lastSecondSent = 0;
   let warmupEnd = 0;
   let lastEnd = 0;
@@ -227,6 +267,12 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     req.sent++;
     tx.sent += per;
     statuses[String(o.status)] = (statuses[String(o.status)] ?? 0) + 1;
+    // Bucketed by completion: one array slot per second, so recording stays O(1).
+    const sec = Math.max(0, Math.floor((ended - warmupEnd) / 1000));
+    while (perSecond.length <= sec) perSecond.push({ s: perSecond.length, ok: 0, errors: {} });
+    const b = perSecond[sec]!;
+    if (ok) b.ok++;
+    else b.errors[String(o.status)] = (b.errors[String(o.status)] ?? 0) + 1;
     if (ok) {
       req.ok++;
       tx.ok += per - o.notSent;
@@ -405,6 +451,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     statuses,
     latencyUs: target.kind === 'http' ? percentiles(latency) : null,
     serviceTimeUs: target.kind === 'http' && open ? percentiles(service) : null,
+    curves: target.kind === 'http' && latency.totalCount > 0 ? { latency: percentileCurve(latency), service: open ? percentileCurve(service) : null } : null,
+    perSecond,
     schedule,
     exhausted,
     transactions: { count, source, signMs: Math.round(signMs), file },

@@ -1,5 +1,5 @@
-/** Human table (stdout) and JSON file of a BenchResult. */
-import { writeFileSync } from 'node:fs';
+/** Human table (stdout) and JSON file of a BenchResult; claiming output files up front. */
+import { closeSync, existsSync, openSync, unlinkSync, writeFileSync } from 'node:fs';
 import type { BenchResult, Percentiles } from './generator.js';
 
 /** Keys every JSON report has (tests check them; documented in `txrelay bench --help`). */
@@ -13,6 +13,8 @@ export const JSON_KEYS = [
   'statuses',
   'latencyUs',
   'serviceTimeUs',
+  'curves',
+  'perSecond',
   'schedule',
   'exhausted',
   'transactions',
@@ -22,6 +24,26 @@ export const JSON_KEYS = [
   'startedAt',
   'finishedAt',
 ] as const;
+
+/**
+ * Claims an output file before a run, so a path that cannot be written fails
+ * in the first instant, not after the whole run. Returns a function that
+ * removes the file again if it did not exist before (for a run that fails).
+ */
+export function claimOutputFile(file: string): () => void {
+  const existed = existsSync(file);
+  // 'a': creates it, or checks an existing one is writable, without truncating it yet.
+  closeSync(openSync(file, 'a'));
+  return () => {
+    if (!existed) {
+      try {
+        unlinkSync(file);
+      } catch {
+        /* already gone */
+      }
+    }
+  };
+}
 
 export function writeJsonReport(file: string, r: BenchResult): void {
   writeFileSync(file, JSON.stringify(r, null, 2) + '\n');

@@ -53,6 +53,7 @@ test('bench:e2e --smoke measures every phase and reports the five goals and the 
     assert.ok(door.defaultLayout.c16.threads.some((x: { label: string }) => x.label === 'main'), 'per-thread CPU has the main thread');
     assert.match(md, /^\| solana-v2 \| (\*\*)?\d+\.\d\dx(\*\*)? (met|missed) \|/m);
     assert.match(md, /^## Overload$/m);
+    for (const f of ['e2e-latency.svg', 'e2e-latency-16.svg', 'e2e-throughput.svg']) assert.match(readFileSync(join(out, f), 'utf8'), /^<svg [^]*<path class="series"/, `${f} has a drawn line`);
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
