@@ -35,12 +35,12 @@
  * pool; the whole pipeline in well under a minute, for the test suite.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DOORS, type Door, type DoorName, type Family } from './e2e/doors.js';
-import { decodeBodies, encodeBodies, writeBodies } from './e2e/bodies.js';
+import { cachedPool, writeBodies } from './e2e/bodies.js';
 import { cpuModel, loadAvg } from './e2e/proc.js';
 import { summariseProfiles } from './e2e/profile.js';
 import { meanCrypto, renderMarkdown, type CryptoCeiling, type DoorReport, type ProfileRun, type Report } from './e2e/report.js';
@@ -49,7 +49,6 @@ import { writeE2ePlots } from './e2e/plots.js';
 import { DOOR_SHED_ENV, collect, onCores, startBare, startRelay, startSink, stopChild, stopRelay, type Layout, type Relay, type Sink, type Target } from './e2e/relay.js';
 import { measureWindow, type RunStats } from './e2e/window.js';
 import { OPEN_CONNECTIONS, OPEN_FACTOR, openLoopGenerator, openLoopSpec, wrkSpec, type WrkResult } from './e2e/generators.js';
-import { solanaTransfers, evmTransfers } from '../src/bench/txgen.js';
 import { loadAcceptor, describeAcceptor } from '../src/ingress/uws.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url)); // dist/bench
@@ -136,22 +135,8 @@ function preflight(): void {
 
 // ---- transaction pools -------------------------------------------------------------
 
-/** Raw signed transactions of a family, cached under bench/.cache/e2e (git-ignored). */
-async function pool(family: Family): Promise<Buffer[]> {
-  mkdirSync(CACHE, { recursive: true });
-  const file = join(CACHE, `${family}-${POOL}-chain${CHAIN_ID}.bodies`);
-  if (existsSync(file)) {
-    const txs = decodeBodies(readFileSync(file));
-    if (txs.length === POOL) return txs;
-  }
-  log(`signing ${POOL} ${family} transactions (cached afterwards in ${file})`);
-  const t = performance.now();
-  const txs = family === 'solana' ? solanaTransfers(POOL) : await evmTransfers(POOL, { chainId: CHAIN_ID });
-  writeFileSync(file + '.tmp', encodeBodies(txs));
-  renameSync(file + '.tmp', file);
-  log(`signed in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-  return txs;
-}
+/** Raw signed transactions of a family, shared with the other benchmarks through one cache file. */
+const pool = (family: Family): Promise<Buffer[]> => cachedPool(family, POOL, CHAIN_ID, CACHE, log);
 
 /** Hands out disjoint ranges of a pool, so no transaction reaches one relay start twice. */
 class Cursor {

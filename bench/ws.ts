@@ -53,7 +53,7 @@
  * nothing, its figures mean nothing). Needs taskset and 2 cores.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -62,7 +62,7 @@ import { parseArgs } from 'node:util';
 import * as hdr from 'hdr-histogram-js';
 import WebSocket from 'ws';
 import { DOORS, type Door, type DoorName, type Family } from './e2e/doors.js';
-import { decodeBodies, encodeBodies, readBodies, writeBodies } from './e2e/bodies.js';
+import { cachedPool, readBodies, writeBodies } from './e2e/bodies.js';
 import { coresBusySeconds, cpuModel, loadAvg } from './e2e/proc.js';
 import { startRelay, startSink, stopChild, stopRelay, type Relay, type Sink } from './e2e/relay.js';
 import { jsonLine, requestHead } from './e2e/generators.js';
@@ -315,21 +315,8 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
-/** Raw signed transactions of a family, cached as bench:e2e caches them (bench/.cache/e2e, git-ignored). */
-async function pool(family: Family): Promise<Buffer[]> {
-  mkdirSync(CACHE, { recursive: true });
-  const file = join(CACHE, `${family}-${POOL}-chain${CHAIN_ID}.bodies`);
-  if (existsSync(file)) {
-    const txs = decodeBodies(readFileSync(file));
-    if (txs.length === POOL) return txs;
-  }
-  log(`signing ${POOL} ${family} transactions (cached afterwards in ${file})`);
-  const { solanaTransfers, evmTransfers } = await import('../src/bench/txgen.js');
-  const txs = family === 'solana' ? solanaTransfers(POOL) : await evmTransfers(POOL, { chainId: CHAIN_ID });
-  writeFileSync(file + '.tmp', encodeBodies(txs));
-  renameSync(file + '.tmp', file);
-  return txs;
-}
+/** Raw signed transactions of a family, shared with the other benchmarks through one cache file. */
+const pool = (family: Family): Promise<Buffer[]> => cachedPool(family, POOL, CHAIN_ID, CACHE, log);
 
 interface Pair {
   c16: RunStats | null;
