@@ -16,7 +16,7 @@
  *               `http.max_buffered_body_bytes` (the rest get 503);
  *   recovery    attackers gone.
  * Reported per phase: ping latency and success, the relay's RSS (max, and
- * above the baseline), CPU, and `txrelay_body_bytes_buffered` at its peak.
+ * above the baseline), CPU, and `txrelay_body_buffered_bytes` at its peak.
  *
  *   node scripts/reliability/partial-bodies.mjs [--strangers 16000] [--account 2000] [--seconds 15]
  */
@@ -84,7 +84,7 @@ let baseRss = 0;
 
 async function phase(name, seconds, attackFn) {
   const rss = sampler(() => relay.rssMb(), 250);
-  const held = pollMax(() => relay.metric('txrelay_body_bytes_buffered'), 500);
+  const held = pollMax(() => relay.metric('txrelay_body_buffered_bytes'), 500);
   const cpu0 = relay.cpuSeconds();
   const t0 = performance.now();
   const a = attackFn ? await attackFn() : (await sleep(seconds * 1000), null);

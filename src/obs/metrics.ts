@@ -22,9 +22,18 @@ export class Metrics {
 
   constructor() {
     client.collectDefaultMetrics({ register: this.registry, prefix: 'txrelay_process_' });
+    // Gauges named like counters (Prometheus conventions: `_total` is for counters only); each is
+    // the sum over `type` of the gauge of the same name without the suffix, which stays.
+    for (const g of ['active_handles_total', 'active_requests_total', 'active_resources_total']) {
+      this.registry.removeSingleMetric(`txrelay_process_nodejs_${g}`);
+    }
   }
 
-  /** A counter whose values are read from `read()` at scrape time. */
+  /**
+   * A counter whose values are read from `read()` at scrape time. Zeros are
+   * exported too: a series that first appears at a non-zero value hides its
+   * first increase from rate() and increase(), and from the alerts built on them.
+   */
   counter(name: string, help: string, labelNames: string[], read: () => Iterable<[Record<string, string>, number]>): void {
     new client.Counter({
       name,
@@ -33,7 +42,7 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         this.reset();
-        for (const [labels, v] of read()) if (v > 0) this.inc(labels, v);
+        for (const [labels, v] of read()) this.inc(labels, v);
       },
     });
   }

@@ -45,8 +45,10 @@ export function registerRelayMetrics(m: Metrics, p: RelayParts): void {
     m.counter('txrelay_registry_resyncs_total', 'Full resyncs of the replica from a snapshot (first sync, or a position past the change log\'s retention).', [], () => [[{}, feed.resyncs]]);
     m.gauge('txrelay_registry_accounts', 'Live accounts in the replica.', [], () => [[{}, reg.live]]);
   }
-  m.counter('txrelay_admitted_total', 'Transactions admitted and queued for forwarding, by lane.', ['lane'], () => by(p.stats().admitted, 'lane'));
-  m.counter('txrelay_duplicates_total', 'Submissions recognised as duplicates on this node, by lane.', ['lane'], () => by(p.stats().duplicates, 'lane'));
+  // Every lane from the start, at 0: a series that first appears above 0 hides that increase from rate().
+  const perLane = (r: Record<string, number>): Sample[] => by({ ...Object.fromEntries(p.stats().lanes.map((s) => [s.lane, 0])), ...r }, 'lane');
+  m.counter('txrelay_admitted_total', 'Transactions admitted and queued for forwarding, by lane.', ['lane'], () => perLane(p.stats().admitted));
+  m.counter('txrelay_duplicates_total', 'Submissions recognised as duplicates on this node, by lane.', ['lane'], () => perLane(p.stats().duplicates));
   m.counter('txrelay_rejected_total', 'Submissions rejected, by error code.', ['code'], () => by(p.stats().rejected, 'code'));
   m.counter('txrelay_udp_datagrams_total', 'UDP datagrams by outcome (everything but admitted/duplicate was dropped).', ['outcome'], () =>
     p.udp ? labelled(p.udp.outcomes, 'outcome') : [],
@@ -73,9 +75,9 @@ export function registerRelayMetrics(m: Metrics, p: RelayParts): void {
       [{ reason: 'expired' }, s.verify.expired],
     ];
   });
-  m.gauge('txrelay_verify_queue_ms', 'Estimated time a check submitted now would wait for a verifier, in milliseconds (the longest among the acceptors).', [], () => [[{}, p.stats().queueMs]]);
-  m.gauge('txrelay_slab_bytes_used', 'Bytes of in-flight transactions in the slabs.', [], () => [[{}, p.stats().slabUsed]]);
-  m.gauge('txrelay_body_bytes_buffered', 'Request body bytes held while their bodies are read (bound: http.max_buffered_body_bytes per HTTP thread).', [], () => [[{}, p.stats().bodyBytes]]);
+  m.gauge('txrelay_verify_queue_seconds', 'Estimated time a check submitted now would wait for a verifier, in seconds (the longest among the acceptors).', [], () => [[{}, p.stats().queueMs / 1000]]);
+  m.gauge('txrelay_slab_used_bytes', 'Bytes of in-flight transactions in the slabs.', [], () => [[{}, p.stats().slabUsed]]);
+  m.gauge('txrelay_body_buffered_bytes', 'Request body bytes held while their bodies are read (bound: http.max_buffered_body_bytes per HTTP thread).', [], () => [[{}, p.stats().bodyBytes]]);
   m.gauge('txrelay_websockets_open', 'WebSockets open on the /ws door.', [], () => [[{}, p.stats().sockets]]);
   m.counter('txrelay_batch_records_refused_total', "EVM batches refused with 429 before a receive record was written: the account's record budget was spent.", [], () => [
     [{}, p.stats().refusedRecords],

@@ -211,20 +211,20 @@ test('stalled bodies: a stranger\'s is never buffered, an account\'s counts towa
   const strangers = await partialBodies(relay, 300, '', 131_072);
   t.after(() => strangers.forEach((s) => s.destroy()));
   await new Promise((r) => setTimeout(r, 300));
-  assert.equal(await relay.metric('txrelay_body_bytes_buffered'), 0);
+  assert.equal(await relay.metric('txrelay_body_buffered_bytes'), 0);
   // An account's stalled bodies are held, as received, within the budget.
   const acct = await relay.createAccount({ plan: 'paid' });
   const mine = await partialBodies(relay, 20, `Authorization: Bearer ${acct.uuid}\r\n`, 65_536);
   let held = 0;
   for (let i = 0; i < 100 && held < 20 * 65_535; i++) {
     await new Promise((r) => setTimeout(r, 20));
-    held = await relay.metric('txrelay_body_bytes_buffered');
+    held = await relay.metric('txrelay_body_buffered_bytes');
   }
   assert.ok(held >= 20 * 65_535 && held <= 20 * 65_536, `held ${held}`);
   for (const s of mine) s.destroy();
   for (let i = 0; i < 100 && held > 0; i++) {
     await new Promise((r) => setTimeout(r, 20));
-    held = await relay.metric('txrelay_body_bytes_buffered');
+    held = await relay.metric('txrelay_body_buffered_bytes');
   }
   assert.equal(held, 0, 'given back when the clients went away');
 });
@@ -252,7 +252,7 @@ test('past http.max_buffered_body_bytes a body is refused 503 retry-safe, and ot
     assert.match(a, /max_buffered_body_bytes/);
     assert.match(a, /retry_safe/);
   }
-  assert.ok((await small.metric('txrelay_body_bytes_buffered')) <= 1_048_576);
+  assert.ok((await small.metric('txrelay_body_buffered_bytes')) <= 1_048_576);
   const tx = await signed1559({ nonce: 77 });
   const ok = await fetch(small.base + '/', {
     method: 'POST',
@@ -275,10 +275,10 @@ test('incomplete /v2 bodies wait in the body budget, not in the transaction slab
   let held = 0;
   for (let i = 0; i < 100 && held < 200 * 4095; i++) {
     await new Promise((res) => setTimeout(res, 20));
-    held = await r.metric('txrelay_body_bytes_buffered');
+    held = await r.metric('txrelay_body_buffered_bytes');
   }
   assert.ok(held >= 200 * 4095, `held ${held}`);
-  assert.equal(await r.metric('txrelay_slab_bytes_used'), 0, 'no slab block for a body not yet whole');
+  assert.equal(await r.metric('txrelay_slab_used_bytes'), 0, 'no slab block for a body not yet whole');
   // Another tenant's transaction goes through; so does a body that arrives in pieces, once whole.
   const b = await r.createAccount({ solana: { tps: 1000, burst: 1000 } });
   const res = await fetch(r.base + '/v2', { method: 'POST', headers: { 'api-key': b.uuid }, body: legacyTransfer().bytes });
