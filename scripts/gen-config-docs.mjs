@@ -11,6 +11,7 @@ const ROOT = new URL('../', import.meta.url);
 export const DOCS_FILE = fileURLToPath(new URL('docs/configuration.md', ROOT));
 
 const { configSchema } = await import(new URL('dist/src/config/schema.js', ROOT).href);
+const { OTHER_ENV } = await import(new URL('dist/src/config/env-allowlist.js', ROOT).href);
 
 const HEADER = `# Configuration
 
@@ -18,8 +19,15 @@ const HEADER = `# Configuration
 
 txrelay runs on embedded defaults: \`txrelay serve\` needs no configuration file.
 Every key below has a default, a type and, where it matters, a range. A value
-of the wrong type or out of range, or a key the schema does not know, stops
-start-up with a message that names the key (exit code 2).
+of the wrong type or out of range, a key the schema does not know, or a
+\`TXRELAY_\` variable that is not a key's stops start-up with one line that
+names the key, says what was wrong in words and what to do, and for a
+misspelt name suggests the nearest real one (exit code 2):
+
+\`\`\`
+txrelay: unknown key http.prot in txrelay.toml — did you mean http.port?
+txrelay: solana.rpc_upstreams[0] must be an http:// or https:// URL, got "foo" — fix it in txrelay.toml (or set TXRELAY_SOLANA_RPC_UPSTREAMS)
+\`\`\`
 
 ## Where settings come from
 
@@ -58,9 +66,14 @@ upper case, with \`_\` between the parts: \`http.port\` is \`TXRELAY_HTTP_PORT\`
   list (\`http://a:8899,http://b:8899\`); an empty value is an empty list;
 - text as it is.
 
-Only the names of keys in the tables below are read; any other \`TXRELAY_\`
-variable is ignored. The other commands (\`txrelay accounts\`) read the same
-sources, to find the admin API and its token.
+Only the names of keys in the tables below are read. Any other \`TXRELAY_\`
+variable stops start-up as an unknown key does, except the few the project
+reads for other purposes (src/config/env-allowlist.ts):
+
+${OTHER_ENV.map((o) => '- `' + o.name + (o.prefix ? '*' : '') + '`: ' + o.why + '.').join('\n')}
+
+The other commands (\`txrelay accounts\`) read the same sources, to find the
+admin API and its token.
 
 \`txrelay serve --help\` lists every key with its default and its variable name.
 `;

@@ -5,8 +5,10 @@
  * rendered from it and tests assert against it. Messages never hold a
  * credential.
  */
+import { RPC_UNAVAILABLE, RPC_RATE_LIMITED, type Retry } from './client/codes.js';
 
-export type Retry = 'retry_safe' | 'do_not_retry_automatically';
+// Defined on the client side so the client package needs nothing from the server.
+export type { Retry };
 
 export interface ErrorSpec {
   /** Stable machine code; callers branch on this, never on message text. */
@@ -43,16 +45,16 @@ export const E = {
   AUTH_INVALID: spec('TXR_AUTH_INVALID', 401, -32010, 'Unauthorized: account UUID not recognised', { text: 'Invalid Api-Key' }),
 
   // Rate limits; `{}` is the limit in requests per second.
-  RATE_ACCOUNT: spec('TXR_RATE_ACCOUNT', 429, -32005, 'Account rate limit: {} per second', { text: 'Exceed Rate Limit: {} per second', retry: 'retry_safe' }),
-  RATE_IP: spec('TXR_RATE_IP', 429, -32005, 'IP rate limit: {} per second', { text: 'Exceed Rate Limit: {} per second', retry: 'retry_safe' }),
+  RATE_ACCOUNT: spec('TXR_RATE_ACCOUNT', 429, RPC_RATE_LIMITED, 'Account rate limit: {} per second', { text: 'Exceed Rate Limit: {} per second', retry: 'retry_safe' }),
+  RATE_IP: spec('TXR_RATE_IP', 429, RPC_RATE_LIMITED, 'IP rate limit: {} per second', { text: 'Exceed Rate Limit: {} per second', retry: 'retry_safe' }),
 
   // Capacity and availability: nothing was sent, so every one is retry-safe.
   CAPACITY: spec('TXR_CAPACITY', 503, -32006, 'Insufficient capacity: {}', { text: 'Server Busy', retry: 'retry_safe' }),
-  UNAVAILABLE: spec('TXR_UNAVAILABLE', 503, -32001, 'Transaction not sent: {}', { text: 'Upstream Unavailable', retry: 'retry_safe' }),
-  DRAINING: spec('TXR_DRAINING', 503, -32001, 'Transaction not sent: node is shutting down', { text: 'Service Unavailable: shutting down', retry: 'retry_safe' }),
+  UNAVAILABLE: spec('TXR_UNAVAILABLE', 503, RPC_UNAVAILABLE, 'Transaction not sent: {}', { text: 'Upstream Unavailable', retry: 'retry_safe' }),
+  DRAINING: spec('TXR_DRAINING', 503, RPC_UNAVAILABLE, 'Transaction not sent: node is shutting down', { text: 'Service Unavailable: shutting down', retry: 'retry_safe' }),
   // 499 (nginx's "client closed request"): written nowhere, since the client is gone; counted.
-  CLIENT_GONE: spec('TXR_CLIENT_GONE', 499, -32001, 'Transaction not sent: the client went away before its answer', { text: 'Client Closed Request', retry: 'retry_safe' }),
-  CHECK_FAILED: spec('TXR_CHECK_FAILED', 503, -32001, 'Transaction not sent: {}', { text: 'Service Unavailable: transaction check failed', retry: 'retry_safe' }),
+  CLIENT_GONE: spec('TXR_CLIENT_GONE', 499, RPC_UNAVAILABLE, 'Transaction not sent: the client went away before its answer', { text: 'Client Closed Request', retry: 'retry_safe' }),
+  CHECK_FAILED: spec('TXR_CHECK_FAILED', 503, RPC_UNAVAILABLE, 'Transaction not sent: {}', { text: 'Service Unavailable: transaction check failed', retry: 'retry_safe' }),
   BATCH_RECORD: spec('TXR_BATCH_RECORD', 503, -32011, 'Batch receive record could not be persisted; nothing was sent', { retry: 'retry_safe' }),
 
   // Solana decoding and bundle rules; the bundle statuses are the error codes Solana bundle clients know.
@@ -71,7 +73,7 @@ export const E = {
   BATCH_NOT_FOUND: spec('TXR_BATCH_NOT_FOUND', 404, -32602, 'no batch record with that id'),
   ACCOUNT_REVOKED: spec('TXR_ACCOUNT_REVOKED', 409, -32602, 'account is revoked; a revoked account cannot be changed'),
   // Postgres registry mode: admission goes on from the replica; only account changes wait for the database.
-  REGISTRY_UNAVAILABLE: spec('TXR_REGISTRY_UNAVAILABLE', 503, -32001, 'account registry database unreachable; account changes are refused until it answers: {}', {
+  REGISTRY_UNAVAILABLE: spec('TXR_REGISTRY_UNAVAILABLE', 503, RPC_UNAVAILABLE, 'account registry database unreachable; account changes are refused until it answers: {}', {
     retry: 'retry_safe',
   }),
 
@@ -81,6 +83,10 @@ export const E = {
   FORWARD_CONFIG: spec('TXR_FORWARD_CONFIG', 500, -32603, '{}'),
   // Postgres registry mode: never synced and no database, a schema newer than this binary, a node name in use.
   REGISTRY_START: spec('TXR_REGISTRY_START', 500, -32603, '{}'),
+  // A listener's port in use, not permitted (below 1024 without the privilege), or its address not on this machine.
+  LISTEN: spec('TXR_LISTEN', 500, -32603, '{}'),
+  // storage.data_dir cannot be created, or its files cannot be written.
+  DATA_DIR: spec('TXR_DATA_DIR', 500, -32603, '{}'),
 
   // Store: after a failed commit every write is refused until a restart.
   STORE_FAILED: spec('TXR_STORE_FAILED', 500, -32603, 'embedded store write failed; store refuses writes until restart'),

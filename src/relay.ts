@@ -3,9 +3,9 @@
  * listeners, and stops them in the order that loses nothing acknowledged
  * (docs/architecture.md, docs/operations.md).
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, constants as osConstants } from 'node:os';
 import type { Config } from './config/schema.js';
 import { systemClock, type Clock } from './clock.js';
 import { IpLimiter } from './tables/ip-limiter.js';
@@ -25,7 +25,7 @@ import { initKeccak } from './chains/evm/hash.js';
 import { ed25519Backend } from './chains/solana/verify.js';
 import { loadAcceptor, describeAcceptor, type TemplatedApp, type us_listen_socket } from './ingress/uws.js';
 import { connectionCaps } from './ingress/conn-caps.js';
-import { listenOn } from './ingress/listen.js';
+import { listenOn, ListenError } from './ingress/listen.js';
 import { HttpService, ACCEPT_BUCKETS } from './ingress/service.js';
 import { AcceptorThreads } from './ingress/acceptors.js';
 import { UdpIngress } from './ingress/udp.js';
@@ -34,6 +34,7 @@ import { Metrics } from './obs/metrics.js';
 import { mergeStats, type ServiceStats } from './obs/service-stats.js';
 import { registerRelayMetrics } from './obs/relay-metrics.js';
 import { silentLogger, scrub, type Logger } from './obs/log.js';
+import { E, TxrelayError } from './errors.js';
 import { base58Backend } from './native/base58.js';
 import { nativeUnavailableReason } from './native/addon.js';
 
@@ -101,12 +102,22 @@ export class Relay {
     const threads = acceptorThreads(cfg.http.acceptors, uws.App(), acceptor.name, log);
 
     const dataDir = resolve(cfg.storage.data_dir);
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    const adminToken = cfg.admin.token || adminTokenFile(dataDir);
+    let adminToken: string;
+    try {
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+      adminToken = cfg.admin.token || adminTokenFile(dataDir);
+    } catch (e) {
+      throw dataDirError(dataDir, e);
+    }
 
     await initKeccak();
     const storeLog = componentLog(log, 'store');
-    const db = Store.open(dataDir, { log: storeLog });
+    let db: Store;
+    try {
+      db = Store.open(dataDir, { log: storeLog });
+    } catch (e) {
+      throw dataDirError(dataDir, e);
+    }
     let pgRegistry: PgRegistry | null = null;
     let accounts: Registry;
     if (cfg.registry.mode === 'postgres') {
@@ -236,7 +247,9 @@ export class Relay {
       acceptors?.listen(cfg.http.host, ports.http);
       ports.admin = await listenOn(uws, adminApp, cfg.admin.host, cfg.admin.port, listen, 'admin');
       if (udp) {
-        const u = await udp.listen(cfg.udp.host, cfg.udp.port, cfg.udp.sockets);
+        const u = await udp.listen(cfg.udp.host, cfg.udp.port, cfg.udp.sockets).catch(async (e: unknown) => {
+          throw await ListenError.probe('udp', cfg.udp.host, cfg.udp.port, e);
+        });
         ports.udp = u.port;
         if (u.sockets === 1 && cfg.udp.sockets !== 1 && !u.reusePort && availableParallelism() > 1) {
           log.info(`UDP: one socket on port ${u.port}: Node ${process.version} cannot share a UDP port (dgram reusePort needs Node >= 22.12)`);
@@ -294,6 +307,28 @@ export class Relay {
     await p.db.close();
     p.log.info('txrelay stopped');
   }
+}
+
+/** `storage.data_dir` (resolved) that cannot be created or written (TXR_DATA_DIR); `errno` is the system's code. */
+export class DataDirError extends TxrelayError {
+  constructor(
+    readonly path: string,
+    readonly errno: string,
+    /** Whether the directory was there: not writable, or not creatable. */
+    readonly exists: boolean,
+    cause: unknown,
+  ) {
+    super(E.DATA_DIR, `storage.data_dir ${path}: ${errno}`, { cause });
+    this.name = 'DataDirError';
+  }
+}
+
+/** File-system refusals become a DataDirError; anything else is not the directory's fault and stays as it is. */
+function dataDirError(dir: string, e: unknown): unknown {
+  const raw = (e as { code?: unknown })?.code;
+  // lmdb reports the system's error number (13), node:fs its name (EACCES).
+  const code = typeof raw === 'number' ? Object.entries(osConstants.errno).find(([, n]) => n === raw)?.[0] : raw;
+  return typeof code === 'string' && /^E[A-Z]+$/.test(code) ? new DataDirError(dir, code, existsSync(dir), e) : e;
 }
 
 /** The replica's state for /healthz: how far it is and how stale. */

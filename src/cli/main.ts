@@ -15,7 +15,8 @@ import { Store } from '../store/db.js';
 import { AccountStore, type AccountRecord } from '../store/accounts.js';
 import { importAccounts } from '../store/pg-registry.js';
 import { describeUrl, migrate } from '../store/pg-schema.js';
-import { createLogger } from '../obs/log.js';
+import { createProcessLogger } from '../obs/log.js';
+import { exitOnStartupError } from './startup.js';
 import { registerSendCommand } from './send.js';
 import { registerStatusCommand } from './status.js';
 import { registerBenchCommands } from '../bench/cli.js';
@@ -34,14 +35,11 @@ function fail(msg: string): never {
   process.exit(1);
 }
 
-function config(file?: string): Config {
+function config(file?: string, debug = false): Config {
   try {
     return loadConfig({ file });
   } catch (e) {
-    if (e instanceof ConfigError) {
-      process.stderr.write(`txrelay: ${e.message}\n`);
-      process.exit(2);
-    }
+    if (e instanceof ConfigError) exitOnStartupError(e, debug);
     throw e;
   }
 }
@@ -50,17 +48,22 @@ program
   .command('serve')
   .description('run the relay (HTTP, UDP and admin listeners) on the given configuration or embedded defaults')
   .option('-c, --config <file>', 'TOML or JSON configuration file')
+  .option('--debug', 'on a failed start, print the stack trace too, and log start-up as it happens')
   .addHelpText('after', '\nConfiguration keys (env override in brackets):\n' + describeKeys().map((k) => `  ${k.key} = ${JSON.stringify(k.default)}  [${k.env}]`).join('\n'))
-  .action(async (opts: { config?: string }) => {
-    const cfg = config(opts.config);
-    const log = createLogger(cfg.log.level, undefined, cfg.node.name);
+  .action(async (opts: { config?: string; debug?: boolean }) => {
+    const cfg = config(opts.config, opts.debug);
+    const debug = opts.debug === true || cfg.log.level === 'debug' || cfg.log.level === 'trace';
+    // Start-up's lines wait for its outcome: a failed start is one line on stderr, not a page of logs (docs/operations.md#logs).
+    const out = createProcessLogger({ level: cfg.log.level, node: cfg.node.name, format: cfg.log.format, hold: !debug });
+    const log = out.log;
     let relay: Relay;
     try {
       relay = await Relay.start({ config: cfg, logger: log });
     } catch (e) {
-      log.fatal({ err: (e as Error).message }, 'start-up failed');
-      process.exit(1);
+      out.discard();
+      exitOnStartupError(e, debug);
     }
+    out.release();
     if (!cfg.admin.token) log.info({ file: join(resolve(cfg.storage.data_dir), 'admin.token') }, 'admin token file');
     let stopping = false;
     const stop = (sig: string) => {

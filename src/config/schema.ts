@@ -7,7 +7,16 @@
 
 const port = { type: 'integer', minimum: 0, maximum: 65535 } as const;
 const host = { type: 'string', minLength: 1 } as const;
-const url = { type: 'string', pattern: '^https?://' } as const;
+const URL_PATTERN = '^https?://';
+const BASE58_PATTERN = '^[1-9A-HJ-NP-Za-km-z]{32,44}$';
+const NODE_NAME_PATTERN = '^([A-Za-z0-9][A-Za-z0-9._-]*)?$';
+/** Each pattern of the schema in words, for the loader's messages: nobody should have to read a regex. */
+export const PATTERN_WORDS: Readonly<Record<string, string>> = {
+  [URL_PATTERN]: 'an http:// or https:// URL',
+  [BASE58_PATTERN]: 'a base58 address of 32 to 44 characters',
+  [NODE_NAME_PATTERN]: 'letters, digits, ".", "_" and "-", starting with a letter or digit',
+};
+const url = { type: 'string', pattern: URL_PATTERN } as const;
 const urls = { type: 'array', items: url, default: [] as string[] } as const;
 // TPS up to 1M and burst up to 2M keep milli-token fixed point inside an i32.
 const tps = { type: 'integer', minimum: 0, maximum: 1_000_000 } as const;
@@ -275,7 +284,7 @@ export const configSchema = {
           type: 'string',
           default: '',
           maxLength: 63,
-          pattern: '^([A-Za-z0-9][A-Za-z0-9._-]*)?$',
+          pattern: NODE_NAME_PATTERN,
           description:
             'This node\'s name, in its start-up line, logs, metrics (`txrelay_node_info`) and the `x-svc-node` response header. Empty: the host name. In postgres mode two live nodes cannot share a name.',
         },
@@ -383,7 +392,7 @@ export const configSchema = {
         },
         tip_accounts: {
           type: 'array',
-          items: { type: 'string', pattern: '^[1-9A-HJ-NP-Za-km-z]{32,44}$' },
+          items: { type: 'string', pattern: BASE58_PATTERN },
           default: [],
           description: 'Base58 addresses of the tip accounts that bundles must pay. Empty: the tip rule is off, and start-up says so.',
         },
@@ -415,7 +424,13 @@ export const configSchema = {
         level: {
           enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
           default: 'info',
-          description: 'Log level; `silent` turns logging off. Logs are JSON lines on standard output.',
+          description: 'Log level; `silent` turns logging off.',
+        },
+        format: {
+          enum: ['auto', 'json', 'pretty'],
+          default: 'auto',
+          description:
+            'How log lines are written to standard output. `json`: one JSON object per line (pino). `pretty`: one readable line per event (pino-pretty), for people. `auto`: `pretty` when standard output is a terminal, else `json`.',
         },
       },
       'Logging.',
@@ -458,5 +473,5 @@ export interface Config {
   solana: { enabled: boolean; rpc_upstreams: string[]; bundle_upstreams: string[]; tip_accounts: string[] };
   plans: { free: PlanConfig; paid: PlanConfig };
   workers: { threads: number; inline: 'auto' | 'never' };
-  log: { level: string };
+  log: { level: string; format: 'auto' | 'json' | 'pretty' };
 }

@@ -118,7 +118,7 @@ export class ChangeFeed {
     } catch (e) {
       if (e instanceof TxrelayError) throw e;
       if (!this.synced) {
-        throw new TxrelayError(E.REGISTRY_START, `registry: PostgreSQL at ${where} does not answer (${(e as Error).message}) and this node has never synced its replica, so it cannot start`);
+        throw new TxrelayError(E.REGISTRY_START, `registry: PostgreSQL at ${where} does not answer (${(e as Error).message}) and this node has never synced its replica, so it cannot start — check that PostgreSQL is running and that database.url (TXRELAY_DATABASE_URL) points at it`);
       }
       const age = this.currentAt > 0 ? `, last current ${new Date(this.currentAt).toISOString()}` : '';
       this.o.log.warn(`registry: PostgreSQL at ${where} does not answer (${(e as Error).message}); serving from the stored replica (change ${this.seq}${age}) and catching up when it returns`);
