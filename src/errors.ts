@@ -28,6 +28,8 @@ function spec(code: string, http: number, rpc: number, message: string, extra: P
 }
 
 const DO_NOT_RETRY = { retry: 'do_not_retry_automatically' } as const;
+/** A Solana call that came with only the EVM header is told which one to use. */
+const SOLANA_HEADER = ' (Solana methods take the api-key header; Authorization: Bearer is for EVM methods)';
 
 export const E = {
   // Request shape.
@@ -42,6 +44,7 @@ export const E = {
 
   // Authentication: the Solana bodies are the fixed texts its clients know.
   AUTH_MISSING: spec('TXR_AUTH_MISSING', 401, -32010, 'Unauthorized: account UUID missing{}', { text: 'Not Found api-key' }),
+  AUTH_SOLANA_HEADER: spec('TXR_AUTH_MISSING', 401, -32010, `Unauthorized: account UUID missing${SOLANA_HEADER}`, { text: `Not Found api-key${SOLANA_HEADER}` }),
   AUTH_INVALID: spec('TXR_AUTH_INVALID', 401, -32010, 'Unauthorized: account UUID not recognised', { text: 'Invalid Api-Key' }),
 
   // Rate limits; `{}` is the limit in requests per second.
@@ -59,6 +62,11 @@ export const E = {
 
   // Solana decoding and bundle rules; the bundle statuses are the error codes Solana bundle clients know.
   SOL_DECODE: spec('TXR_SOL_DECODE', 400, -32602, 'Transaction Decode Error: {}', DO_NOT_RETRY),
+  // -32003 is what Solana clients know a bad signature by; the plain-text doors keep the decode error's text.
+  SOL_SIGNATURE: spec('TXR_SOL_SIGNATURE', 400, -32003, 'Transaction signature verification failure', {
+    text: 'Transaction Decode Error: signature verification failed',
+    ...DO_NOT_RETRY,
+  }),
   BATCH_DECODE: spec('TXR_BATCH_DECODE', 605, -32602, 'Batch Decode Error: {}', DO_NOT_RETRY),
   TIP_NOT_FOUND: spec('TXR_TIP_NOT_FOUND', 606, -32602, 'Tip Instruction Not Found', DO_NOT_RETRY),
   TIP_TOO_LOW: spec('TXR_TIP_TOO_LOW', 607, -32602, 'Please add a minimum tip of {} lamports (batch total)', DO_NOT_RETRY),

@@ -64,7 +64,9 @@ export class SolanaClient {
       return withRequestId({ kind: 'accepted', signatures: j.result, duplicate: header(res.headers, 'x-svc-duplicate') === 'true' }, res);
     }
     const bad = failure(res);
-    return bad.kind === 'rejected' ? bad : { kind: 'uncertain', signatures: txs.map(firstSignature).filter((s): s is string => s !== undefined), reason: bad.reason };
+    if (bad.kind === 'rejected') return bad;
+    const signatures = txs.map(firstSignature).filter((s): s is string => s !== undefined);
+    return bad.kind === 'not-sent' ? { kind: 'not-sent', signatures, reason: bad.reason, retry: 'retry_safe' } : { kind: 'uncertain', signatures, reason: bad.reason };
   }
 
   private async single(bytes: Uint8Array, req: Parameters<HttpTransport['request']>[0]): Promise<WithRequestId<SolanaOutcome>> {
@@ -78,7 +80,9 @@ export class SolanaClient {
     const j = res.status === 200 ? safeJson(res.text) : undefined;
     if (j && typeof j.result === 'string') return withRequestId({ kind: 'accepted', signature: j.result, duplicate: header(res.headers, 'x-svc-duplicate') === 'true' }, res);
     const bad = failure(res);
-    return bad.kind === 'rejected' ? bad : { kind: 'uncertain', signature: firstSignature(bytes), reason: bad.reason };
+    if (bad.kind === 'rejected') return bad;
+    const signature = firstSignature(bytes);
+    return bad.kind === 'not-sent' ? { kind: 'not-sent', signature, reason: bad.reason, retry: 'retry_safe' } : { kind: 'uncertain', signature, reason: bad.reason };
   }
 
   /**
@@ -109,11 +113,18 @@ function withRequestId<T extends object>(o: T, res: HttpResponse): WithRequestId
   return id ? { ...o, requestId: id } : o;
 }
 
-/** 4xx and the relay's "not sent" 503 are final rejections; any other 5xx, or an unreadable 200, may have been forwarded. */
-function failure(res: HttpResponse): { kind: 'rejected'; status: number; message: string } | { kind: 'uncertain'; reason: string } {
+/**
+ * 4xx, the relay's "not sent" 503 and a JSON-RPC error object (HTTP 200, as Solana's JSON-RPC answers
+ * errors) are final rejections, except an error object marked `retry_safe`, which is not-sent; any other
+ * 5xx, or an unreadable 200, may have been forwarded.
+ */
+function failure(res: HttpResponse): { kind: 'rejected'; status: number; message: string } | { kind: 'uncertain' | 'not-sent'; reason: string } {
   const j = safeJson(res.text);
-  const message = typeof j?.error?.message === 'string' ? j.error.message : res.text.trim().slice(0, 300);
-  if (res.status === 503 || res.status < 200 || res.status >= 600 || (res.status >= 400 && res.status < 500)) {
+  const rpcError = typeof j?.error?.message === 'string';
+  const message = rpcError ? j.error.message : res.text.trim().slice(0, 300);
+  // A JSON-RPC error marked retry-safe (capacity, a failing lane, draining): nothing was sent.
+  if (res.status === 200 && rpcError && j.error.data?.retry === 'retry_safe') return { kind: 'not-sent', reason: message };
+  if ((res.status === 200 && rpcError) || res.status === 503 || res.status < 200 || res.status >= 600 || (res.status >= 400 && res.status < 500)) {
     return { kind: 'rejected', status: res.status, message };
   }
   return { kind: 'uncertain', reason: `HTTP ${res.status}: ${message}` };

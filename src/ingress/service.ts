@@ -169,6 +169,7 @@ export class HttpService {
       timer: (door) => accept.labels(door),
       node: cfg.node.name,
       bodies,
+      tipAccounts: cfg.solana.tip_accounts,
     };
     registerPing(doors);
     if (cfg.solana.enabled) registerSolanaDoors(doors);

@@ -21,7 +21,7 @@ import { MAX_V1_TX_SIZE } from '../chains/solana/decode.js';
 import type { TipAccounts } from '../chains/solana/tip.js';
 import { Gate, OVER_BOUND, type GateDeps } from './gate.js';
 import { Placer, SLAB_FULL } from './place.js';
-import { MAX_BUNDLE_BODY, bundleVerdict, memberViews, placeBundle, prepareBundle } from './bundle.js';
+import { MAX_BUNDLE_BODY, bundleVerdict, memberViews, placeBundle, placeBundleTexts, prepareBundle } from './bundle.js';
 import { prepareItem, type BatchRecorder } from './evm-batch.js';
 import { Outcome } from './outcome.js';
 import { Kind, Submission, type BodySink, type Sink } from './submission.js';
@@ -181,6 +181,12 @@ export class Pipeline implements BodySink {
   /** A payload that is already here (text, a datagram, a body read whole): into the slab, then on. */
   private placed(sub: Submission): void {
     if (sub.kind === Kind.EvmBatch) return this.prepareBatch(sub);
+    if (sub.kind === Kind.Bundle) {
+      // A bundle sent as text (JSON-RPC sendBundle): its members decoded into the slab, then as a binary body's.
+      const err = placeBundleTexts(this.place, sub);
+      if (err !== null) return this.finish(sub, Outcome.refused(err));
+      return this.prepareBundle(sub);
+    }
     if (sub.offset < 0) {
       let err: RelayError | null = null;
       if (sub.kind === Kind.EvmTx) err = this.place.hex(sub, sub.text!);
@@ -441,6 +447,7 @@ export class Pipeline implements BodySink {
     const r = this.jobs.field(s, S_RESULT) as JobResult;
     if (r === JobResult.Internal) return new RelayError(E.CHECK_FAILED, 'the transaction check failed on this node');
     if (r === JobResult.Expired) return new RelayError(E.CAPACITY, OVER_BOUND);
+    if (r === JobResult.BadSignature && decode === E.SOL_DECODE) return new RelayError(E.SOL_SIGNATURE);
     return new RelayError(decode, prefix + this.jobs.message(s));
   }
 

@@ -1,10 +1,12 @@
 /**
- * Bundles (docs/protocol.md#solana-bundles): 1 to 4 Solana transactions, all
- * or nothing. Between placing and checking, each member is decoded once here
- * (the tip rule needs the instructions; the signature checks reuse the
- * offsets), the tip rule applied across the bundle, and the dedup key built
- * from the ordered signatures.
+ * Bundles (docs/protocol.md#solana-bundles, #sendbundle): 1 to 4 Solana
+ * transactions, all or nothing, as a binary body or as JSON-RPC text.
+ * Between placing and checking, each member is decoded once here (the tip
+ * rule needs the instructions; the signature checks reuse the offsets), the
+ * tip rule applied across the bundle, and the dedup key built from the
+ * ordered signatures.
  */
+import { createHash } from 'node:crypto';
 import { DecodeError, E, RelayError } from '../errors.js';
 import { base58EncodeAt } from '../native/base58.js';
 import { decodeSolanaTransaction, MAX_V1_TX_SIZE, maxSizeFor, SolanaTxView } from '../chains/solana/decode.js';
@@ -54,6 +56,42 @@ export function placeBundle(p: Placer, sub: Submission, body: Uint8Array): Relay
   sub.offsets = offsets;
   sub.lengths = lengths;
   return null;
+}
+
+/**
+ * A bundle sent as text (`sendBundle`): `sub.texts` in `sub.encoding`, each
+ * decoded strictly into its own slab block, as a `sendTransaction` is. A
+ * member that does not decode is 605 naming its index. Sets `sub.offsets`
+ * and `sub.lengths`.
+ */
+export function placeBundleTexts(p: Placer, sub: Submission): RelayError | null {
+  const texts = sub.texts!;
+  const offsets: number[] = [];
+  const lengths: number[] = [];
+  for (let i = 0; i < texts.length; i++) {
+    // The Placer decodes into `sub.offset`; each block is moved to `offsets` at once.
+    const err = p.solanaText(sub, texts[i]!);
+    if (err !== null) {
+      for (const o of offsets) p.release(o);
+      return err.spec === E.SOL_DECODE ? new RelayError(E.BATCH_DECODE, `transaction ${i}: ${err.detail}`) : err;
+    }
+    offsets.push(sub.offset);
+    lengths.push(sub.length);
+    sub.offset = -1;
+    sub.length = 0;
+  }
+  sub.offsets = offsets;
+  sub.lengths = lengths;
+  return null;
+}
+
+/**
+ * A bundle's id as Jito computes it: lowercase hex SHA-256 over its members'
+ * first signatures, in order (the dedup key after its domain byte), so the
+ * same bundle always has the same id.
+ */
+export function bundleId(key: Uint8Array): string {
+  return createHash('sha256').update(key.subarray(1)).digest('hex');
 }
 
 /**

@@ -14,7 +14,7 @@ import type { Outcome } from './outcome.js';
 export const enum Kind {
   /** One Solana transaction (`POST /v2`, JSON-RPC `sendTransaction`, UDP). */
   SolanaTx = 0,
-  /** 1-4 Solana transactions, all or nothing (`POST /v2/batch`). */
+  /** 1-4 Solana transactions, all or nothing (`POST /v2/batch`, JSON-RPC `sendBundle`). */
   Bundle = 1,
   /** One EVM transaction (JSON-RPC, plain text, an EVM batch's item). */
   EvmTx = 2,

@@ -52,6 +52,17 @@ test('sendTransaction is accepted with the signature; a resend is a duplicate', 
   assert.equal(firstSignature(tx.bytes), tx.signature);
 });
 
+test('a refused sendTransaction (HTTP 200 with a JSON-RPC error, as Solana answers) is rejected, never accepted or uncertain', async () => {
+  const forged = Uint8Array.from(legacyTransfer().bytes);
+  forged[forged.length - 1]! ^= 1; // the message changes, the signature no longer matches
+  assert.deepEqual(await client.sendTransaction(forged), { kind: 'rejected', status: 200, message: 'Transaction signature verification failure' });
+  const garbage = await client.sendTransaction(new Uint8Array(100).fill(7));
+  assert.equal(garbage.kind, 'rejected');
+  assert.match((garbage as { message: string }).message, /^Transaction Decode Error: /);
+  // The same bad signature on /v2 is the plain-text 400 it always was.
+  assert.deepEqual(await client.sendRaw(forged), { kind: 'rejected', status: 400, message: 'Transaction Decode Error: signature verification failed' });
+});
+
 test('sendRaw on /v2 is accepted', async () => {
   const tx = legacyTransfer();
   assert.deepEqual(acked(await client.sendRaw(tx.bytes)), { kind: 'accepted', signature: tx.signature, duplicate: false });

@@ -115,3 +115,30 @@ for (const [name, file] of [['@solana/web3.js', 'web3js.mjs'], ['@solana/kit', '
     assert.equal(bs58.encode(bytes.subarray(1, 65)), signature, 'the upstream got the transaction the client signed');
   });
 }
+
+test('@solana/kit and viem see the relay\'s refusal code and message, not a bare HTTP error', async () => {
+  const kit = await import('@solana/kit');
+  const relayRpc = kit.createSolanaRpcFromTransport(kit.createDefaultRpcTransport({ url: relay.base, headers: { 'api-key': uuid } }));
+  const garbage = Buffer.alloc(100, 7).toString('base64') as Parameters<typeof relayRpc.sendTransaction>[0];
+  await assert.rejects(relayRpc.sendTransaction(garbage, { encoding: 'base64' }).send(), (e: any) => {
+    assert.equal(e.context?.__code, -32602, String(e));
+    assert.match(e.message, /Transaction Decode Error/);
+    return true;
+  });
+  // A transaction whose message was changed after signing: its signature no longer verifies.
+  const { legacyTransfer } = await import('../helpers/solana.js');
+  const forged = Buffer.from(legacyTransfer().bytes);
+  forged[forged.length - 1]! ^= 1;
+  await assert.rejects(relayRpc.sendTransaction(forged.toString('base64') as typeof garbage, { encoding: 'base64' }).send(), (e: any) => {
+    assert.equal(e.context?.__code, -32003, String(e));
+    return true;
+  });
+
+  const viem = await import('viem');
+  const evm = viem.createPublicClient({ transport: viem.http(relay.base, { fetchOptions: { headers: { authorization: `Bearer ${uuid}` } } }) });
+  await assert.rejects(evm.sendRawTransaction({ serializedTransaction: '0x02c0' }), (e: any) => {
+    const cause = e.walk((x: any) => typeof x?.code === 'number');
+    assert.equal(cause?.code, -32602, String(e));
+    return true;
+  });
+});

@@ -7,7 +7,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { Keypair } from '@solana/web3.js';
+import { createHash } from 'node:crypto';
+import bs58 from 'bs58';
+import { Connection, Keypair, SendTransactionError } from '@solana/web3.js';
 import { startTestRelay, eventually, type TestRelay } from '../helpers/relay.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { legacyTransfer, v0WithLookup, v1Transfer, tipTransfer, tipTransferWithSeed } from '../helpers/solana.js';
@@ -310,9 +312,9 @@ test('/v2 reads a chunked body (no Content-Length) in pieces, and refuses an emp
   assert.ok(empty.endsWith('Transaction Decode Error: empty body'), empty);
 });
 
-test('JSON-RPC validation errors are 400 with -32602; bad JSON is -32700; unknown method -32601', async () => {
+test('sendTransaction errors are HTTP 200 with -32602; bad JSON is 400 -32700; unknown method 400 -32601', async () => {
   let r = await rpc({ jsonrpc: '2.0', id: 3, method: 'sendTransaction', params: ['!!notbase64'] });
-  assert.equal(r.status, 400);
+  assert.equal(r.status, 200);
   assert.equal(r.json.error.code, -32602);
   assert.equal(r.json.id, 3);
   r = await rpc('{"jsonrpc":"2.0",');
@@ -323,7 +325,7 @@ test('JSON-RPC validation errors are 400 with -32602; bad JSON is -32700; unknow
   assert.equal(r.json.error.code, -32601);
 });
 
-test('sendTransaction base64 is strict (standard alphabet, padded, canonical): anything else is 400 -32602 and not forwarded', async () => {
+test('sendTransaction base64 is strict (standard alphabet, padded, canonical): anything else is -32602 and not forwarded', async () => {
   const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
   // A transaction whose base64 has padding and a '+' or '/', so every variant below applies to it.
   let tx = legacyTransfer();
@@ -340,7 +342,7 @@ test('sendTransaction base64 is strict (standard alphabet, padded, canonical): a
   for (const [what, bad] of Object.entries(variants)) {
     assert.notEqual(bad, text, what);
     const r = await rpc({ jsonrpc: '2.0', id: 9, method: 'sendTransaction', params: [bad, { encoding: 'base64' }] });
-    assert.equal(r.status, 400, what);
+    assert.equal(r.status, 200, what);
     assert.equal(r.json.error.code, -32602, what);
   }
   const ok = await sendTx(tx.bytes, 10);
@@ -483,6 +485,108 @@ test('an account change is live without restart', async () => {
   // At the old 1 TPS the next token is ~1 s away; at the new 100 TPS, 10 ms.
   await new Promise((r) => setTimeout(r, 30));
   assert.equal((await post('/v2', legacyTransfer().bytes, { 'api-key': rec.uuid })).status, 200);
+});
+
+function sendBundleRpc(txs: string[], opts?: Record<string, unknown>, id: number | string = 1, headers?: Record<string, string>) {
+  return rpc({ jsonrpc: '2.0', id, method: 'sendBundle', params: opts === undefined ? [txs] : [txs, opts] }, headers);
+}
+
+/** Jito's bundle id: hex SHA-256 over the members' first signatures, in order. */
+function bundleIdOf(signatures: string[]): string {
+  return createHash('sha256').update(Buffer.concat(signatures.map((s) => bs58.decode(s)))).digest('hex');
+}
+
+test('@solana/web3.js sendRawTransaction: a bad signature is -32003 with the relay\'s message, a garbage transaction -32602', async () => {
+  const conn = new Connection(relay.base, { httpHeaders: { 'api-key': key }, disableRetryOnRateLimit: true });
+  const forged = legacyTransfer().bytes;
+  forged[forged.length - 1]! ^= 1; // the message changes, the signature no longer matches
+  await assert.rejects(conn.sendRawTransaction(forged, { skipPreflight: true }), (e: unknown) => {
+    assert.ok(e instanceof SendTransactionError, String(e));
+    assert.equal(e.transactionError.message, 'Transaction signature verification failure');
+    return true;
+  });
+  // web3.js 1.x keeps only the message of a sendTransaction error; its JSON-RPC call, the same request, shows the code.
+  const call = (conn as any)._rpcRequest.bind(conn) as (m: string, a: unknown[]) => Promise<any>;
+  const bad = await call('sendTransaction', [b64(forged), { encoding: 'base64', skipPreflight: true }]);
+  assert.deepEqual(bad.error, { code: -32003, message: 'Transaction signature verification failure', data: { retry: 'do_not_retry_automatically' } });
+  const garbage = await call('sendTransaction', [b64(new Uint8Array(100).fill(7)), { encoding: 'base64' }]);
+  assert.equal(garbage.error.code, -32602);
+  assert.match(garbage.error.message, /^Transaction Decode Error: /);
+  await assert.rejects(conn.sendRawTransaction(new Uint8Array(100).fill(7), { skipPreflight: true }), /Transaction Decode Error: /);
+  // A good one goes through the same client.
+  const tx = legacyTransfer();
+  assert.equal(await conn.sendRawTransaction(tx.bytes, { skipPreflight: true }), tx.signature);
+  assert.ok(!receivedSingles().includes(b64(forged)), 'the forged transaction was not forwarded');
+});
+
+test('a Solana call with only Authorization: Bearer is 401 "Not Found api-key" naming the header to use', async () => {
+  const tx = legacyTransfer();
+  const r = await rpc({ jsonrpc: '2.0', id: 1, method: 'sendTransaction', params: [b64(tx.bytes)] }, { authorization: `Bearer ${key}` });
+  assert.equal(r.status, 401);
+  assert.equal(r.text, 'Not Found api-key (Solana methods take the api-key header; Authorization: Bearer is for EVM methods)');
+  const b = await sendBundleRpc([b64(tipTransfer(TIP, 6000).bytes)], { encoding: 'base64' }, 2, { authorization: `Bearer ${key}` });
+  assert.equal(b.status, 401);
+  assert.match(b.text, /^Not Found api-key \(/);
+  // With the api-key header the same call is accepted: the hint is only for the wrong header.
+  assert.equal((await sendTx(tx.bytes)).json.result, tx.signature);
+});
+
+test('sendBundle on POST / answers the bundle id, forwards one sendBundle, and a resend is a duplicate with the same id', async () => {
+  const a = legacyTransfer();
+  const t = tipTransfer(TIP, 5000, { version: 'v0' });
+  const id = bundleIdOf([a.signature, t.signature]);
+  const r = await sendBundleRpc([b64(a.bytes), b64(t.bytes)], { encoding: 'base64' }, 11);
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(r.json, { jsonrpc: '2.0', result: id, id: 11 });
+  const again = await sendBundleRpc([b64(a.bytes), b64(t.bytes)], { encoding: 'base64' }, 12);
+  assert.equal(again.status, 200);
+  assert.equal(again.json.result, id);
+  assert.equal(again.headers.get('x-svc-duplicate'), 'true');
+  // The same bundle as a binary body is the same submission too (one dedup, one lane).
+  const bin = await post('/v2/batch', bundleBody([a.bytes, t.bytes]));
+  assert.equal(bin.headers.get('x-svc-duplicate'), 'true');
+  await eventually(() => bundleUp.calls().some((x) => x.method === 'sendBundle' && x.params[0][0] === b64(a.bytes)), 5000, 'forwarded bundle');
+  const sent = bundleUp.calls().filter((x) => x.method === 'sendBundle' && x.params[0][0] === b64(a.bytes));
+  assert.equal(sent.length, 1, 'forwarded once');
+  assert.deepEqual(sent[0]!.params, [[b64(a.bytes), b64(t.bytes)], { encoding: 'base64' }]);
+});
+
+test('sendBundle takes base58 when no encoding is given, as Jito does', async () => {
+  const t = tipTransfer(TIP, 6000);
+  const r = await sendBundleRpc([bs58.encode(t.bytes)]);
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.result, bundleIdOf([t.signature]));
+  // Base64 text read as base58 does not decode: a 605 message, carried as -32602.
+  const wrong = await sendBundleRpc([b64(tipTransfer(TIP, 6000).bytes)]);
+  assert.equal(wrong.status, 200);
+  assert.equal(wrong.json.error.code, -32602);
+  assert.equal(wrong.json.error.message, 'Batch Decode Error: transaction 0: invalid base58');
+});
+
+test('sendBundle refusals are HTTP 200 JSON-RPC errors with -32602 and the bundle rules\' messages', async () => {
+  const enc = { encoding: 'base64' };
+  const cases: [string, unknown[], string | RegExp][] = [
+    ['no tip', [[b64(legacyTransfer().bytes)], enc], 'Tip Instruction Not Found'],
+    ['tip too low', [[b64(tipTransfer(TIP, 4999).bytes)], enc], 'Please add a minimum tip of 5000 lamports (batch total)'],
+    ['five transactions', [Array.from({ length: 5 }, () => b64(tipTransfer(TIP, 6000).bytes)), enc], /^Invalid params: a bundle is an array of 1 to 4/],
+    ['no transactions', [[], enc], /^Invalid params: /],
+    ['not an array', [b64(legacyTransfer().bytes), enc], /^Invalid params: /],
+    ['unknown encoding', [[b64(legacyTransfer().bytes)], { encoding: 'hex' }], 'Invalid params: encoding must be base64 or base58'],
+    ['garbage member', [[b64(tipTransfer(TIP, 6000).bytes), b64(new Uint8Array(100).fill(7))], enc], /^Batch Decode Error: transaction 1: /],
+  ];
+  const forged = legacyTransfer().bytes;
+  forged[forged.length - 1]! ^= 1;
+  cases.push(['bad signature', [[b64(tipTransfer(TIP, 6000).bytes), b64(forged)], enc], 'Batch Decode Error: transaction 1: signature verification failed']);
+  const before = bundleUp.calls().length;
+  for (const [what, params, message] of cases) {
+    const r = await rpc({ jsonrpc: '2.0', id: what, method: 'sendBundle', params });
+    assert.equal(r.status, 200, what);
+    assert.equal(r.json.id, what);
+    assert.equal(r.json.error.code, -32602, what);
+    if (typeof message === 'string') assert.equal(r.json.error.message, message, what);
+    else assert.match(r.json.error.message, message, what);
+  }
+  assert.equal(bundleUp.calls().length, before, 'nothing refused was forwarded');
 });
 
 test('accept latency is recorded per door in txrelay_accept_seconds', async () => {

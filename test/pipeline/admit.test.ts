@@ -245,13 +245,14 @@ test('every refusal after placing gives back what the submission held: a bad sig
   const bad = Uint8Array.from(sol.legacyTransfer().bytes);
   bad[bad.length - 1]! ^= 1;
   const [forged] = await h.admit(v2(bad, key));
-  assert.equal(forged!.error?.spec, E.SOL_DECODE);
-  assert.match(forged!.error!.message, /signature verification failed/);
+  assert.equal(forged!.error?.spec, E.SOL_SIGNATURE);
+  assert.equal(forged!.error!.text, 'Transaction Decode Error: signature verification failed');
   const big = v2(new Uint8Array(5000), key);
   assert.equal((await h.admit(big))[0]!.error?.spec, E.SOL_DECODE);
   assert.equal((await h.admit(v2(new Uint8Array(0), key)))[0]!.error?.message, 'Transaction Decode Error: empty body');
   assertNothingHeld(h);
-  assert.equal(h.pipeline.rejected.get('TXR_SOL_DECODE'), 3, 'each refusal counted by its code');
+  assert.equal(h.pipeline.rejected.get('TXR_SOL_DECODE'), 2, 'each refusal counted by its code');
+  assert.equal(h.pipeline.rejected.get('TXR_SOL_SIGNATURE'), 1);
 });
 
 test('a full slab refuses for capacity, retry-safe, before the body is read; the bytes held by a slow body count against it', async (t) => {

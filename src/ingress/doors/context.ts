@@ -21,6 +21,8 @@ export interface DoorContext {
   node: string;
   /** Body bytes being read on this thread (`http.max_buffered_body_bytes`). */
   bodies: BodyBudget;
+  /** `solana.tip_accounts`, as Jito's `getTipAccounts` answers them. */
+  tipAccounts: readonly string[];
 }
 
 /** The request is valid only while the handler runs, which is when the pipeline asks. */

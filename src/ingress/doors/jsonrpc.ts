@@ -5,6 +5,12 @@
  *   eth_sendRawTransaction        EVM, one `0x` transaction, Bearer
  *   svc_sendRawTransactionBatch   EVM batch, 1 to evm.max_batch transactions, Bearer
  *   sendTransaction               Solana, base64 (default) or base58, api-key
+ *   sendBundle                    Solana bundle (Jito's), 1 to 4 transactions, base58 (default) or base64, api-key
+ *
+ * Jito's paths (jito.ts) are served here too, each with its own methods and
+ * Jito's credentials. Solana calls answer as Solana clients expect: every
+ * error but 401 and 429 is HTTP 200 with the JSON-RPC error object
+ * (docs/protocol.md#solana-json-rpc).
  *
  * The request is one Submission, read once it passed the shed and per-IP
  * checks; its calls become Submissions of their own, admitted in order and
@@ -24,11 +30,13 @@ import type { Family } from '../../pipeline/accounts.js';
 import { Encoding, Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
 import { joinHeaders, retryAfterHeaders, retryHeaders, type Headers } from '../headers.js';
 import { DUPLICATE, QUEUED, QUEUED_DUPLICATE, evmAccepted, evmBatch, rpcError, signaturesJson, solanaResult, statusesJson, withDryRun } from '../render.js';
+import { MAX_BUNDLE, bundleId } from '../../pipeline/bundle.js';
 import { JSON_TYPE, TEXT_TYPE, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
 import { bearer } from './evm.js';
 import { scanCall } from './rpc-scan.js';
+import { JITO_BUNDLES, JITO_BUNDLE_METHODS, JITO_TRANSACTIONS, JITO_TRANSACTION_METHODS, jitoHead, jitoStatusRefusal, tipAccountsJson } from './jito.js';
 
 export interface RpcCall {
   method: string;
@@ -53,11 +61,24 @@ export interface RpcSocket {
   unsubscribe(id: number): boolean;
 }
 
+/** An HTTP path this door serves: `POST /`, or one of Jito's. */
+interface RpcRoute {
+  /** Metric label and status door. */
+  door: string;
+  methods: ReadonlySet<string>;
+  /** Jito's credentials (jito.ts), and every JSON-RPC error HTTP 200. */
+  jito: boolean;
+}
+
 interface RpcRequest {
   res: Res | null;
   socket: RpcSocket | null;
+  route: RpcRoute;
+  /** The Solana credential: the api-key header (on Jito's paths, whichever of Jito's places held it). */
   apiKey: string | null;
   authorization: string | null;
+  /** Jito's `?bundleOnly=true`: `sendTransaction` as a bundle of one. */
+  bundleOnly: boolean;
   array: boolean;
   /** A WebSocket message, during its callback only (uWS takes it back after). */
   message: Uint8Array | null;
@@ -66,12 +87,19 @@ interface RpcRequest {
 
 /** A socket call that is no submission: answered by the socket itself once the gate let it through. */
 type SocketOp = { op: 'subscribe' } | { op: 'unsubscribe'; id: number };
+/** A read answered by the door once the gate let it through: Jito's `getTipAccounts`. */
+type ReadOp = SocketOp | { op: 'tips' };
+/** A `sendTransaction` admitted as a bundle of one (`ctx` of its Submission): answered with its signature. */
+const BUNDLE_OF_ONE = 'bundle-of-one';
 
 const ARRAY_METHODS = new Set(['eth_sendRawTransaction']);
-const METHODS = new Set(['eth_sendRawTransaction', 'svc_sendRawTransactionBatch', 'sendTransaction', 'txrelay_getStatuses']);
+const SOLANA_METHODS = new Set(['sendTransaction', 'sendBundle']);
+const METHODS = new Set(['eth_sendRawTransaction', 'svc_sendRawTransactionBatch', 'sendTransaction', 'sendBundle', 'txrelay_getStatuses']);
 const SOCKET_METHODS = new Set(['txrelay_subscribe', 'txrelay_unsubscribe']);
 /** The wrong family's header names the right one. */
 const EVM_HEADER = ' (EVM methods take `Authorization: Bearer <uuid>`; the api-key header is for Solana methods)';
+/** The refusal's text when a Jito path got only the EVM header (401 before the body is read). */
+const SOLANA_HEADER_TEXT = new RelayError(E.AUTH_SOLANA_HEADER).text;
 /** Ids per status read (docs/protocol.md#status). */
 export const MAX_STATUS_IDS = 100;
 
@@ -80,8 +108,10 @@ export type RpcMessage = (socket: RpcSocket, message: Uint8Array) => void;
 
 export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
   const { app, pipeline, reply } = ctx;
-  const methods = new Set([...METHODS].filter((m) => (m === 'txrelay_getStatuses' ? true : m === 'sendTransaction' ? ctx.enabled.solana : ctx.enabled.evm)));
+  const methods = new Set([...METHODS].filter((m) => (m === 'txrelay_getStatuses' ? true : SOLANA_METHODS.has(m) ? ctx.enabled.solana : ctx.enabled.evm)));
   const maxArray = ctx.maxBatch;
+  const root: RpcRoute = { door: 'jsonrpc', methods, jito: false };
+  const tips = tipAccountsJson(ctx.tipAccounts);
 
   const io: DoorIo = {
     ...httpIo(ctx, (sub) => (sub.ctx as RpcRequest).res!),
@@ -91,8 +121,14 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       if (!/^application\/json\s*(;|$)/i.test(req.getHeader('content-type'))) return new RelayError(E.UNSUPPORTED_MEDIA, 'use application/json');
       const rq = sub.ctx as RpcRequest;
       rq.authorization = req.getHeader('authorization') || null;
+      if (rq.route.jito) {
+        const head = jitoHead(req);
+        if (head instanceof RelayError) return head;
+        rq.apiKey = head.credential;
+        rq.bundleOnly = head.bundleOnly;
+      }
       // Checked by the gate before the body is read: a stranger's body is never buffered or parsed.
-      sub.credential = rq.apiKey ?? bearer(rq.authorization);
+      sub.credential = rq.route.jito ? rq.apiKey : (rq.apiKey ?? bearer(rq.authorization));
       return null;
     },
     calls: (sub, body) => parseCalls(sub, body),
@@ -109,19 +145,30 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
   };
 
   const callOf = (rq: RpcRequest, c: RpcCall | RelayError, id: string, io: DoorIo): Submission => {
-    const door = rq.socket === null ? 'jsonrpc' : 'ws';
+    const door = rq.socket === null ? rq.route.door : 'ws';
     if (c instanceof RelayError) return refusedCall(c, id, io, door);
     const m = c.method;
     if (SOCKET_METHODS.has(m) && rq.socket === null) return refusedCall(new RelayError(E.METHOD_NOT_FOUND, `${m} (only on the WebSocket door, /ws)`), id, io, door);
-    if (!methods.has(m) && !(rq.socket !== null && SOCKET_METHODS.has(m))) return refusedCall(new RelayError(E.METHOD_NOT_FOUND, m.slice(0, 64)), id, io, door);
+    if (!rq.route.methods.has(m) && !(rq.socket !== null && SOCKET_METHODS.has(m))) {
+      return refusedCall((rq.route.jito ? jitoStatusRefusal(m) : null) ?? new RelayError(E.METHOD_NOT_FOUND, m.slice(0, 64)), id, io, door);
+    }
     if (rq.array && !ARRAY_METHODS.has(m)) return refusedCall(new RelayError(E.INVALID_REQUEST, `${m} cannot be sent inside a JSON-RPC array`), id, io, door);
     const p = c.params;
     // Over a WebSocket every call carries the upgrade's credential; over HTTP each family's own header.
     const sk = rq.socket;
     let sub: Submission;
-    if (m === 'sendTransaction') {
-      sub = new Submission(Kind.SolanaTx, 'solana', io);
-      sub.credential = sk?.credential ?? rq.apiKey;
+    if (m === 'sendTransaction' && rq.bundleOnly) {
+      // Jito's bundleOnly: a bundle of one, with the bundle rules and lane.
+      sub = solanaCall(rq, Kind.Bundle, io);
+      sub.ctx = BUNDLE_OF_ONE;
+      const tx = sendTransactionParams(p);
+      if (tx instanceof RelayError) sub.invalid = tx;
+      else {
+        sub.texts = [tx.data];
+        sub.encoding = tx.encoding;
+      }
+    } else if (m === 'sendTransaction') {
+      sub = solanaCall(rq, Kind.SolanaTx, io);
       const tx = sendTransactionParams(p);
       if (tx instanceof RelayError) sub.invalid = tx;
       else {
@@ -130,6 +177,20 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
         // Base64 that decodes is canonical (strict decoding): the lane forwards the client's own text.
         sub.textForwarded = tx.encoding === Encoding.Base64;
       }
+    } else if (m === 'sendBundle') {
+      sub = solanaCall(rq, Kind.Bundle, io);
+      const b = sendBundleParams(p);
+      if (b instanceof RelayError) sub.invalid = b;
+      else {
+        sub.texts = b.data;
+        sub.encoding = b.encoding;
+      }
+    } else if (m === 'getTipAccounts') {
+      // Read access, as a subscription: the gate and the status reads' limit, then the door answers.
+      sub = new Submission(Kind.Query, 'solana', io);
+      sub.credential = rq.apiKey;
+      sub.queryIds = [];
+      sub.ctx = { op: 'tips' } satisfies ReadOp;
     } else if (m === 'txrelay_getStatuses') {
       // Either family's credential: the statuses are the account's, whichever door sent them.
       sub = new Submission(Kind.Query, sk?.family ?? (rq.apiKey !== null ? 'solana' : 'evm'), io);
@@ -164,6 +225,14 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     }
     sub.door = door;
     sub.rpcId = id;
+    return sub;
+  };
+
+  /** A Solana call: the socket's credential, else the api-key header's; only the EVM header is told which one to use. */
+  const solanaCall = (rq: RpcRequest, kind: Kind, io: DoorIo): Submission => {
+    const sub = new Submission(kind, 'solana', io);
+    sub.credential = rq.socket?.credential ?? rq.apiKey;
+    if (sub.credential === null && rq.authorization !== null) sub.refused = new RelayError(E.AUTH_SOLANA_HEADER);
     return sub;
   };
 
@@ -206,16 +275,26 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       return [status, JSON_TYPE, evmBatch(o, c.rpcId, dry), headers];
     }
     if (err !== null) {
-      // Solana: 401 and 429 are the plain text its clients know; the rest are JSON-RPC errors.
-      if (rq.socket === null && c.kind === Kind.SolanaTx && c.refused === null && (err.spec.http === 401 || err.spec.http === 429)) {
-        return [err.spec.http, TEXT_TYPE, err.text, retryHeaders(err)];
+      // Solana: 401 and 429 are the plain text its clients know; every other error is HTTP 200 with
+      // the JSON-RPC error object, the only form Solana clients show the code and message of.
+      if (rq.socket === null && (rq.route.jito || c.kind === Kind.SolanaTx || c.kind === Kind.Bundle)) {
+        if (err.spec.http === 401 || err.spec.http === 429) return [err.spec.http, TEXT_TYPE, err.text, retryHeaders(err)];
+        return [200, JSON_TYPE, rpcError(err, c.rpcId), undefined];
       }
       return [err.spec.http, JSON_TYPE, rpcError(err, c.rpcId), retryHeaders(err)];
     }
     if (c.kind === Kind.SolanaTx) return [200, JSON_TYPE, solanaResult(signaturesJson(o), c.rpcId), withDryRun(pipeline.dry(c.lane), o.status === 'duplicate' ? DUPLICATE : undefined)];
+    if (c.kind === Kind.Bundle) {
+      const id = bundleId(c.key!);
+      const dup = o.status === 'duplicate' ? DUPLICATE : undefined;
+      // A bundle of one answers as Jito's sendTransaction does: the signature, the bundle id in a header.
+      if (c.ctx === BUNDLE_OF_ONE) return [200, JSON_TYPE, solanaResult(`"${o.id}"`, c.rpcId), withDryRun(pipeline.dry(c.lane), [['x-bundle-id', id], ...(dup ?? [])])];
+      return [200, JSON_TYPE, solanaResult(`"${id}"`, c.rpcId), withDryRun(pipeline.dry(c.lane), dup)];
+    }
     if (c.kind === Kind.Query) {
-      const op = c.ctx as SocketOp | null;
+      const op = c.ctx as ReadOp | null;
       if (op === null) return [200, JSON_TYPE, solanaResult(statusesJson(o), c.rpcId), undefined];
+      if (op.op === 'tips') return [200, JSON_TYPE, solanaResult(tips, c.rpcId), undefined];
       const result = op.op === 'subscribe' ? rq.socket!.subscribe() : rq.socket!.unsubscribe(op.id);
       if (result instanceof RelayError) return [result.spec.http, JSON_TYPE, rpcError(result, c.rpcId), undefined];
       return [200, JSON_TYPE, solanaResult(String(result), c.rpcId), undefined];
@@ -231,10 +310,15 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     if (rq.socket !== null) return socketAnswer(rq, sub, o);
     const res = rq.res!;
     if (calls === null && err !== null) {
-      // The request as a whole: a shed, a per-IP 429 or a 401 is the plain text a Solana caller (api-key) knows.
-      const plain = rq.apiKey !== null && (err.spec.http === 429 || err.spec.http === 401 || err.spec === E.CAPACITY);
-      if (plain) return reply.sendHeld(res, err.holdMs, err.spec.http, TEXT_TYPE, err.text, retryHeaders(err));
-      return reply.sendHeld(res, err.holdMs, err.spec.http, JSON_TYPE, rpcError(err, 'null'), err.spec.http === 429 ? retryHeaders(err) : undefined);
+      // The request as a whole: a shed, a per-IP 429 or a 401 is the plain text a Solana caller (api-key, Jito's paths) knows.
+      const jito = rq.route.jito;
+      const plain = (rq.apiKey !== null || jito) && (err.spec.http === 429 || err.spec.http === 401 || err.spec === E.CAPACITY);
+      if (plain) {
+        // Only the EVM header on a Jito path: the refusal names the one to use.
+        const text = jito && err.spec === E.AUTH_MISSING && rq.authorization !== null ? SOLANA_HEADER_TEXT : err.text;
+        return reply.sendHeld(res, err.holdMs, err.spec.http, TEXT_TYPE, text, retryHeaders(err));
+      }
+      return reply.sendHeld(res, err.holdMs, jito ? 200 : err.spec.http, JSON_TYPE, rpcError(err, 'null'), err.spec.http === 429 ? retryHeaders(err) : undefined);
     }
     if (calls === null) return;
     // A request that queued anything carries its id, for status reads.
@@ -269,17 +353,27 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     wsTimer?.observe((performance.now() - rq.t0) / 1000);
   };
 
-  const timer = ctx.timer('jsonrpc');
-  app.post('/', (r: HttpResponse, req: HttpRequest) => {
-    const res = reply.begin(r, timer);
-    const sub = new Submission(Kind.Calls, 'evm', io);
-    sub.door = 'jsonrpc';
-    // The api-key header is read before the shed decision: it says how a shed is answered (plain text for a Solana caller).
-    sub.ctx = { res, socket: null, apiKey: req.getHeader('api-key') || null, authorization: null, array: false, message: null, t0: 0 } satisfies RpcRequest;
-    sub.req = req;
-    sub.maxBody = ctx.maxBody;
-    pipeline.admit(sub, sink);
-  });
+  const route = (path: string, rt: RpcRoute): void => {
+    const timer = ctx.timer(rt.door);
+    app.post(path, (r: HttpResponse, req: HttpRequest) => {
+      const res = reply.begin(r, timer);
+      const sub = new Submission(Kind.Calls, rt.jito ? 'solana' : 'evm', io);
+      sub.door = rt.door;
+      // The api-key header is read before the shed decision: it says how a shed is answered (plain text for a Solana caller).
+      // Jito's paths read their credential with the rest of the head (jito.ts): their sheds are plain text anyway.
+      const apiKey = rt.jito ? null : req.getHeader('api-key') || null;
+      sub.ctx = { res, socket: null, route: rt, apiKey, authorization: null, bundleOnly: false, array: false, message: null, t0: 0 } satisfies RpcRequest;
+      sub.req = req;
+      sub.maxBody = ctx.maxBody;
+      pipeline.admit(sub, sink);
+    });
+  };
+  route('/', root);
+  if (ctx.enabled.solana) {
+    // One door label for both of Jito's paths: the metric's label set stays fixed.
+    route(JITO_BUNDLES, { door: 'jito', methods: JITO_BUNDLE_METHODS, jito: true });
+    route(JITO_TRANSACTIONS, { door: 'jito', methods: JITO_TRANSACTION_METHODS, jito: true });
+  }
 
   return (socket, message) => {
     // As for an HTTP body (body.ts): uWS flushes this callback's answers when it returns, and forwarding waits for that.
@@ -287,7 +381,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     const sub = new Submission(Kind.Calls, socket.family, socketIo);
     sub.door = 'ws';
     sub.credential = socket.credential;
-    const rq: RpcRequest = { res: null, socket, apiKey: null, authorization: null, array: false, message, t0: wsTimer ? performance.now() : 0 };
+    const rq: RpcRequest = { res: null, socket, route: root, apiKey: null, authorization: null, bundleOnly: false, array: false, message, t0: wsTimer ? performance.now() : 0 };
     sub.ctx = rq;
     sub.maxBody = ctx.maxBody;
     ctx.ack.enter();
@@ -310,6 +404,21 @@ function socketOp(method: string, p: unknown): SocketOp | RelayError {
   return { op: 'unsubscribe', id: p[0] as number };
 }
 
+/**
+ * `sendBundle` params, as Jito takes them: `[[transaction, ...], {encoding}]`,
+ * 1 to 4 transactions, encoding base58 (the default, as Jito's) or base64.
+ */
+function sendBundleParams(params: unknown): { data: string[]; encoding: Encoding } | RelayError {
+  const bad = (m: string) => new RelayError(E.INVALID_PARAMS, m);
+  if (!Array.isArray(params) || params.length < 1 || params.length > 2) return bad('params must be [[transaction, ...], {encoding}]');
+  const [txs, opts] = params as [unknown, unknown];
+  if (!Array.isArray(txs) || txs.length < 1 || txs.length > MAX_BUNDLE || !txs.every((t) => typeof t === 'string')) {
+    return bad(`a bundle is an array of 1 to ${MAX_BUNDLE} transactions, each a string`);
+  }
+  const encoding = encodingOf(opts, Encoding.Base58);
+  return encoding instanceof RelayError ? encoding : { data: txs as string[], encoding };
+}
+
 /** The ids of a status read: 1 to 100 non-empty strings of at most 128 characters. */
 export function statusIds(v: unknown): string[] | RelayError {
   if (!Array.isArray(v) || v.length < 1 || v.length > MAX_STATUS_IDS) return new RelayError(E.INVALID_PARAMS, `ids must be an array of 1 to ${MAX_STATUS_IDS} ids`);
@@ -323,16 +432,18 @@ function sendTransactionParams(params: unknown): { data: string; encoding: Encod
   if (!Array.isArray(params) || params.length < 1 || params.length > 2) return bad('params must be [transaction, {encoding}]');
   const [data, opts] = params as [unknown, unknown];
   if (typeof data !== 'string') return bad('transaction must be a string');
-  let encoding = Encoding.Base64;
-  if (opts !== undefined && opts !== null) {
-    if (typeof opts !== 'object' || Array.isArray(opts)) return bad('second parameter must be an object');
-    const enc = (opts as { encoding?: unknown }).encoding;
-    if (enc !== undefined) {
-      if (enc !== 'base64' && enc !== 'base58') return bad('encoding must be base64 or base58');
-      encoding = enc === 'base58' ? Encoding.Base58 : Encoding.Base64;
-    }
-  }
-  return { data, encoding };
+  const encoding = encodingOf(opts, Encoding.Base64);
+  return encoding instanceof RelayError ? encoding : { data, encoding };
+}
+
+/** `{encoding}` of a Solana send: base64 or base58, `dflt` when absent; other fields are ignored. */
+function encodingOf(opts: unknown, dflt: Encoding): Encoding | RelayError {
+  if (opts === undefined || opts === null) return dflt;
+  if (typeof opts !== 'object' || Array.isArray(opts)) return new RelayError(E.INVALID_PARAMS, 'second parameter must be an object');
+  const enc = (opts as { encoding?: unknown }).encoding;
+  if (enc === undefined) return dflt;
+  if (enc !== 'base64' && enc !== 'base58') return new RelayError(E.INVALID_PARAMS, 'encoding must be base64 or base58');
+  return enc === 'base58' ? Encoding.Base58 : Encoding.Base64;
 }
 
 /** One parsed JSON-RPC call, or the request error it is answered with (id: `idOf`). */
