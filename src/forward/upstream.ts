@@ -16,6 +16,7 @@ import { readAnswer, type AnswerScan } from './answer.js';
 import { Parse, ResponseParser } from './http1.js';
 import { E, TxrelayError } from '../errors.js';
 import { decimalDigits, writeDecimal, type BodyWriter } from './wire.js';
+import { HistogramSeries, type SeriesData } from '../obs/metrics.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 /** Where forwarding reports trouble. Fields never hold transaction bytes, UUIDs or upstream URL paths (API keys live there). */
@@ -101,7 +102,12 @@ export interface UpstreamStats {
   aborted: number;
   /** Of the last request answered; 0 before any. */
   lastLatencyMs: number;
+  /** Seconds from a request's write to its whole answer, answered requests only (FORWARD_BUCKETS). */
+  latency: SeriesData;
 }
+
+/** Seconds: a colocated node answers in well under a millisecond, a distant one in tens; the time-out is 2 s. */
+export const FORWARD_BUCKETS = [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2];
 
 export interface UpstreamOptions {
   connections?: number;
@@ -179,6 +185,7 @@ export class UpstreamClient {
   private connErrors = 0;
   private aborted = 0;
   private lastLatencyMs = 0;
+  private readonly latency = new HistogramSeries(FORWARD_BUCKETS);
 
   constructor(url: URL, opts: UpstreamOptions = {}) {
     this.label = upstreamLabel(url);
@@ -261,6 +268,7 @@ export class UpstreamClient {
       connErrors: this.connErrors,
       aborted: this.aborted,
       lastLatencyMs: this.lastLatencyMs,
+      latency: { counts: [...this.latency.counts], sum: this.latency.sum, count: this.latency.count },
     };
   }
 
@@ -408,6 +416,7 @@ export class UpstreamClient {
     const p = c.parser;
     const now = performance.now();
     this.lastLatencyMs = now - c.t0;
+    this.latency.observe(this.lastLatencyMs / 1000);
     const r = c.result;
     const count = c.count;
     if (p.status < 200 || p.status >= 300) {

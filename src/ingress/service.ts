@@ -196,6 +196,7 @@ export class HttpService {
       admitted: counts(p.admitted),
       duplicates: counts(p.duplicates),
       rejected: counts(p.rejected),
+      rejectedByDoor: counts(p.rejectedByDoor),
       verify: { acceptor: v.stats.acceptor, workers: v.stats.workers, internal: v.stats.internal, expired: v.stats.expired, restarts: v.workerRestarts },
       shed: { standing: v.controller.shedStanding, overMax: v.controller.shedOverMax },
       queueMs: v.queueMs(),

@@ -62,12 +62,14 @@ export class Metrics {
   }
 
   /**
-   * A histogram with one label, rendered at scrape time from `read()`: the
-   * series of every thread that observes it (LabelledHistogram.snapshot),
-   * summed per label value.
+   * A histogram rendered at scrape time from `read()`: the series of every
+   * thread that observes it (LabelledHistogram.snapshot), summed per label
+   * value. With several labels, a series' key is its values joined by
+   * LABEL_SEPARATOR, in `labelNames` order.
    */
-  histogram(name: string, help: string, labelName: string, bounds: readonly number[], read: () => Iterable<readonly [string, SeriesData]>): void {
-    this.registry.registerMetric(new MergedHistogram(name, help, labelName, bounds, read) as unknown as client.Metric);
+  histogram(name: string, help: string, labelNames: string | readonly string[], bounds: readonly number[], read: () => Iterable<readonly [string, SeriesData]>): void {
+    const names = typeof labelNames === 'string' ? [labelNames] : labelNames;
+    this.registry.registerMetric(new MergedHistogram(name, help, names, bounds, read) as unknown as client.Metric);
   }
 
   /** Runs before each scrape renders (gathering what other threads counted). */
@@ -124,6 +126,9 @@ export class LabelledHistogram {
   }
 }
 
+/** Joins the label values of a series key for a histogram with several labels (never in an origin or a lane name). */
+export const LABEL_SEPARATOR = '\u0000';
+
 /** Sums series by label value. */
 export function mergeSeries(all: Iterable<readonly [string, SeriesData]>): Map<string, SeriesData> {
   const out = new Map<string, SeriesData>();
@@ -147,22 +152,25 @@ class MergedHistogram {
   constructor(
     readonly name: string,
     readonly help: string,
-    private readonly labelName: string,
+    private readonly labelNames: readonly string[],
     private readonly bounds: readonly number[],
     private readonly read: () => Iterable<readonly [string, SeriesData]>,
   ) {}
 
   get(): { name: string; help: string; type: string; aggregator: string; values: { metricName: string; labels: Record<string, string | number>; value: number }[] } {
     const values: { metricName: string; labels: Record<string, string | number>; value: number }[] = [];
-    for (const [label, s] of mergeSeries(this.read())) {
+    for (const [key, s] of mergeSeries(this.read())) {
+      const parts = key.split(LABEL_SEPARATOR);
+      const labels: Record<string, string> = {};
+      this.labelNames.forEach((n, i) => (labels[n] = parts[i] ?? ''));
       let acc = 0;
       for (let i = 0; i <= this.bounds.length; i++) {
         acc += s.counts[i] ?? 0;
         const le = i < this.bounds.length ? this.bounds[i]! : '+Inf';
-        values.push({ metricName: `${this.name}_bucket`, labels: { [this.labelName]: label, le }, value: acc });
+        values.push({ metricName: `${this.name}_bucket`, labels: { ...labels, le }, value: acc });
       }
-      values.push({ metricName: `${this.name}_sum`, labels: { [this.labelName]: label }, value: s.sum });
-      values.push({ metricName: `${this.name}_count`, labels: { [this.labelName]: label }, value: s.count });
+      values.push({ metricName: `${this.name}_sum`, labels, value: s.sum });
+      values.push({ metricName: `${this.name}_count`, labels, value: s.count });
     }
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }

@@ -5,7 +5,8 @@
  * account, a key or a URL path (where upstream API keys live).
  */
 import type { Metrics } from './metrics.js';
-import { labelled } from './metrics.js';
+import { LABEL_SEPARATOR, labelled, type SeriesData } from './metrics.js';
+import { FORWARD_BUCKETS } from '../forward/upstream.js';
 import type { ServiceStats } from './service-stats.js';
 import type { DedupFilter } from '../tables/dedup.js';
 import type { UdpIngress } from '../ingress/udp.js';
@@ -49,7 +50,12 @@ export function registerRelayMetrics(m: Metrics, p: RelayParts): void {
   const perLane = (r: Record<string, number>): Sample[] => by({ ...Object.fromEntries(p.stats().lanes.map((s) => [s.lane, 0])), ...r }, 'lane');
   m.counter('txrelay_admitted_total', 'Transactions admitted and queued for forwarding, by lane.', ['lane'], () => perLane(p.stats().admitted));
   m.counter('txrelay_duplicates_total', 'Submissions recognised as duplicates on this node, by lane.', ['lane'], () => perLane(p.stats().duplicates));
-  m.counter('txrelay_rejected_total', 'Submissions rejected, by error code.', ['code'], () => by(p.stats().rejected, 'code'));
+  m.counter('txrelay_rejected_total', 'Submissions rejected, by door and error code.', ['door', 'code'], () =>
+    Object.entries(p.stats().rejectedByDoor).map(([key, n]): Sample => {
+      const [door, code] = key.split(LABEL_SEPARATOR);
+      return [{ door: door!, code: code! }, n];
+    }),
+  );
   m.counter('txrelay_udp_datagrams_total', 'UDP datagrams by outcome (everything but admitted/duplicate was dropped).', ['outcome'], () =>
     p.udp ? labelled(p.udp.outcomes, 'outcome') : [],
   );
@@ -115,6 +121,13 @@ export function registerRelayMetrics(m: Metrics, p: RelayParts): void {
       ),
     );
   m.counter('txrelay_upstream_items_total', 'Forwarded items per upstream by outcome (retried: put back for a resend after a transport failure; overrun: given up after falling a whole queue behind another upstream; expired: given up at the maximum age).', ['lane', 'upstream', 'outcome'], upstreamItems);
+  m.histogram(
+    'txrelay_upstream_request_seconds',
+    'Time from writing a request to an upstream to its whole answer, per upstream (answered requests only; time-outs and connection failures are counted in txrelay_upstream_items_total).',
+    ['lane', 'upstream'],
+    FORWARD_BUCKETS,
+    () => lanes().flatMap((s) => s.upstreams.map((u): [string, SeriesData] => [s.lane + LABEL_SEPARATOR + u.upstream, u.latency])),
+  );
   m.gauge("txrelay_upstream_breaker_open", "Whether an upstream's circuit breaker is open (1) or not (0).", ['lane', 'upstream'], () =>
     lanes().flatMap((s) => s.upstreams.map((u): Sample => [{ lane: s.lane, upstream: u.upstream }, u.breaker === 'closed' ? 0 : 1])),
   );

@@ -4,7 +4,7 @@
  * metrics are the sum of every service's (docs/operations.md#metrics).
  */
 import type { LaneStats } from '../forward/lane.js';
-import type { SeriesData } from './metrics.js';
+import { mergeSeries, type SeriesData } from './metrics.js';
 
 export interface ServiceStats {
   /** `main`, or an acceptor thread's index; `node` once merged. */
@@ -12,6 +12,8 @@ export interface ServiceStats {
   admitted: Record<string, number>;
   duplicates: Record<string, number>;
   rejected: Record<string, number>;
+  /** Keyed by door and code, joined by LABEL_SEPARATOR. */
+  rejectedByDoor: Record<string, number>;
   verify: { acceptor: number; workers: number; internal: number; expired: number; restarts: number };
   shed: { standing: number; overMax: number };
   /** The longest estimated verification wait among the services. */
@@ -33,6 +35,7 @@ export function mergeStats(all: readonly ServiceStats[]): ServiceStats {
     admitted: {},
     duplicates: {},
     rejected: {},
+    rejectedByDoor: {},
     verify: { acceptor: 0, workers: 0, internal: 0, expired: 0, restarts: 0 },
     shed: { standing: 0, overMax: 0 },
     queueMs: 0,
@@ -48,6 +51,7 @@ export function mergeStats(all: readonly ServiceStats[]): ServiceStats {
     addCounts(out.admitted, s.admitted);
     addCounts(out.duplicates, s.duplicates);
     addCounts(out.rejected, s.rejected);
+    addCounts(out.rejectedByDoor, s.rejectedByDoor);
     addCounts(out.verify, s.verify);
     addCounts(out.shed, s.shed);
     out.queueMs = Math.max(out.queueMs, s.queueMs);
@@ -82,6 +86,7 @@ function mergeLane(a: LaneStats, b: LaneStats): LaneStats {
     const v = b.upstreams[i]!;
     for (const k of ['requests', 'sent', 'ok', 'rpcErrors', 'httpErrors', 'timeouts', 'connErrors', 'aborted', 'backlog', 'inFlight', 'retried', 'overrun', 'expired'] as const) u[k] += v[k];
     u.lastLatencyMs = Math.max(u.lastLatencyMs, v.lastLatencyMs);
+    u.latency = mergeSeries([['', u.latency], ['', v.latency]]).get('')!;
     if (BREAKER_ORDER[v.breaker] > BREAKER_ORDER[u.breaker]) u.breaker = v.breaker;
     u.batching &&= v.batching;
   });

@@ -15,7 +15,7 @@ import type { LaneName } from '../forward/lane.js';
 import type { Verifier } from '../exec/verifier.js';
 import { F_OVER_UDP, JobKind, JobResult, KEY_BYTES, S_AUX0, S_AUX1, S_AUX2, S_AUX3, S_AUX4, S_RESULT, type JobTable } from '../exec/jobs.js';
 import { KEY_EVM, KEY_SOLANA_SINGLE } from '../exec/check.js';
-import { CounterSet } from '../obs/metrics.js';
+import { CounterSet, LABEL_SEPARATOR } from '../obs/metrics.js';
 import { base58EncodeAt } from '../native/base58.js';
 import { MAX_V1_TX_SIZE } from '../chains/solana/decode.js';
 import type { TipAccounts } from '../chains/solana/tip.js';
@@ -66,6 +66,8 @@ export class Pipeline implements BodySink {
   readonly gate: Gate;
   /** Refusals by the table's code; admissions and duplicates by lane. */
   readonly rejected = new CounterSet<string>();
+  /** The same refusals by door and code, the key joined by LABEL_SEPARATOR (the metric's labels). */
+  readonly rejectedByDoor = new CounterSet<string>();
   readonly admitted = new CounterSet<LaneName>();
   readonly duplicates = new CounterSet<LaneName>();
   private readonly place: Placer;
@@ -477,8 +479,10 @@ export class Pipeline implements BodySink {
   /** The one way out: resources back, counted, to the door (a settled group skips it: its members were counted). */
   private finish(sub: Submission, o: Outcome): void {
     this.release(sub);
-    if (o.error !== null) this.rejected.inc(o.error.spec.code);
-    else if (sub.kind <= Kind.EvmTx) {
+    if (o.error !== null) {
+      this.rejected.inc(o.error.spec.code);
+      this.rejectedByDoor.inc((doorOf(sub) || 'other') + LABEL_SEPARATOR + o.error.spec.code);
+    } else if (sub.kind <= Kind.EvmTx) {
       (o.status === 'queued' ? this.admitted : this.duplicates).inc(sub.lane);
       // Its acknowledgement names the request (x-svc-request-id), traced or not; a datagram has none.
       if (!sub.overUdp) requestIdOf(sub);

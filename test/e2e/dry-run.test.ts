@@ -5,7 +5,7 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestRelay, type TestRelay } from '../helpers/relay.js';
+import { startTestRelay, eventually, type TestRelay } from '../helpers/relay.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { signed1559 } from '../helpers/evm.js';
 import { legacyTransfer } from '../helpers/solana.js';
@@ -74,6 +74,8 @@ test('a lane with an upstream claims the forward and has no dry-run header', asy
   assert.equal(r.status, 202);
   assert.equal(((await r.json()) as { message: string }).message, 'Successfully forwarded');
   assert.equal(r.headers.get('x-svc-dry-run'), null);
+  // Its forward is timed per upstream (txrelay_upstream_request_seconds, docs/operations.md#metrics).
+  await eventually(async () => (await relay.metric('txrelay_upstream_request_seconds_count', { lane: 'evm-paid' })) >= 1, 5000, 'the forward to be timed');
 });
 
 test('Solana on a lane with no upstream: the signature, with x-svc-dry-run', async () => {
