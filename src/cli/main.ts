@@ -18,6 +18,7 @@ import { describeUrl, migrate } from '../store/pg-schema.js';
 import { createProcessLogger } from '../obs/log.js';
 import { exitOnStartupError } from './startup.js';
 import { registerSendCommand } from './send.js';
+import { reload } from './reload.js';
 import { registerStatusCommand } from './status.js';
 import { registerBenchCommands } from '../bench/cli.js';
 
@@ -80,6 +81,11 @@ program
     };
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
+    // Reload, not Node's default of exiting (docs/operations.md#reload).
+    let inForce = cfg;
+    process.on('SIGHUP', () => {
+      if (!stopping) inForce = reload(opts.config, inForce, log).config;
+    });
   });
 
 // ---- accounts: a thin client of the admin API ---------------------------------
