@@ -6,26 +6,22 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import ganache from 'ganache';
+import { startChain, chainCall, type TestChain } from '../helpers/ganache.js';
 import { startTestRelay, eventually, type TestRelay } from '../helpers/relay.js';
 import { startUpstream } from '../helpers/upstream.js';
-import { TEST_PRIVATE_KEY, signed1559, signedLegacy, signed2930, signed7702, testAccount } from '../helpers/evm.js';
+import { signed1559, signedLegacy, signed2930, signed7702, testAccount } from '../helpers/evm.js';
 
 type Upstream = Awaited<ReturnType<typeof startUpstream>>;
 
 let relay: TestRelay;
-// ganache's typings tie options to a flavor generic; its runtime API is what matters here.
-let node: { listen(port: number, host: string): Promise<void>; address(): unknown; close(): Promise<void> };
+let node: TestChain;
 let nodeUrl: string;
 let freeUp: Upstream;
 let paid: string;
 let free: string;
 let nonce = 0;
 
-async function rpcCall(url: string, method: string, params: unknown[]): Promise<any> {
-  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
-  return ((await r.json()) as { result: any }).result;
-}
+const rpcCall = chainCall;
 
 async function post(path: string, body: string, headers: Record<string, string>) {
   const r = await fetch(relay.base + path, { method: 'POST', headers, body });
@@ -59,13 +55,8 @@ async function mineable() {
 }
 
 before(async () => {
-  node = (ganache.server as (o: unknown) => typeof node)({
-    logging: { quiet: true },
-    chain: { chainId: 1, hardfork: 'shanghai' },
-    wallet: { accounts: [{ secretKey: TEST_PRIVATE_KEY, balance: '0x56BC75E2D63100000' }] },
-  });
-  await node.listen(0, '127.0.0.1');
-  nodeUrl = `http://127.0.0.1:${(node.address() as { port: number }).port}`;
+  node = await startChain();
+  nodeUrl = node.url;
   freeUp = await startUpstream();
   relay = await startTestRelay({
     evm: { upstreams: { paid: [nodeUrl], free: [freeUp.url] } },

@@ -17,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import bs58 from 'bs58';
-import ganache from 'ganache';
+import { startChain, chainCall, type TestChain } from '../helpers/ganache.js';
 import { startTestRelay, eventually, type TestRelay } from '../helpers/relay.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { TEST_PRIVATE_KEY } from '../helpers/evm.js';
@@ -26,7 +26,7 @@ const ROOT = new URL('../../../', import.meta.url).pathname;
 const run = promisify(execFile);
 
 let relay: TestRelay;
-let node: { listen(port: number, host: string): Promise<void>; address(): unknown; close(): Promise<void> };
+let node: TestChain;
 let evmRpc: string;
 let solRpc: Server;
 let solRpcUrl: string;
@@ -34,13 +34,8 @@ let solUp: Awaited<ReturnType<typeof startUpstream>>;
 let uuid: string;
 
 before(async () => {
-  node = (ganache.server as (o: unknown) => typeof node)({
-    logging: { quiet: true },
-    chain: { chainId: 1, hardfork: 'shanghai' },
-    wallet: { accounts: [{ secretKey: TEST_PRIVATE_KEY, balance: '0x56BC75E2D63100000' }] },
-  });
-  await node.listen(0, '127.0.0.1');
-  evmRpc = `http://127.0.0.1:${(node.address() as { port: number }).port}`;
+  node = await startChain();
+  evmRpc = node.url;
   // The stand-in Solana chain RPC: a fresh blockhash for every ask, as a cluster gives.
   solRpc = createServer((req, res) => {
     let body = '';
@@ -94,11 +89,7 @@ test('viem: prepared from the chain node, sent to the relay, mined under the has
   const hash = await example('viem.mjs', evmRpc);
   assert.match(hash, /^0x[0-9a-f]{64}$/);
   let receipt: { status: string } | null = null;
-  await eventually(async () => {
-    const r = await fetch(evmRpc, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getTransactionReceipt', params: [hash] }) });
-    receipt = ((await r.json()) as { result: { status: string } | null }).result;
-    return receipt !== null;
-  }, 10_000, 'receipt');
+  await eventually(async () => (receipt = await chainCall(evmRpc, 'eth_getTransactionReceipt', [hash])) !== null, 10_000, 'receipt');
   assert.equal(receipt!.status, '0x1');
 });
 
