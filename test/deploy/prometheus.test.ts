@@ -53,6 +53,17 @@ test('promtool check rules accepts alerts.yml', { skip: skipPromtool }, () => {
   assert.ok(r.ok, r.out);
 });
 
+test('a rule file that does not parse fails with promtool\'s own message', { skip: skipPromtool }, (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'txrelay-rules-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const broken = join(dir, 'alerts.yml');
+  // An unbalanced parenthesis in the first rule's expression.
+  writeFileSync(broken, readFileSync(RULES, 'utf8').replace(/^(\s+expr: .*)$/m, '$1)'));
+  const r = promtool(['check', 'rules', broken]);
+  assert.equal(r.ok, false);
+  assert.match(r.out, /parse error|unexpected/i, r.out);
+});
+
 test('promtool test rules: every alert has a case in which it fires, and the cases pass', { skip: skipPromtool }, () => {
   const names = alertNames();
   assert.ok(names.length >= 8, `alerts found: ${names.join(', ')}`);
