@@ -72,7 +72,7 @@ export const E = {
   TIP_TOO_LOW: spec('TXR_TIP_TOO_LOW', 607, -32602, 'Please add a minimum tip of {} lamports (batch total)', DO_NOT_RETRY),
 
   // Admin API (JSON bodies `{"error":{"code","message"}}`).
-  ADMIN_AUTH: spec('TXR_ADMIN_AUTH', 401, -32010, 'admin bearer token required'),
+  ADMIN_AUTH: spec('TXR_ADMIN_AUTH', 401, -32010, "admin bearer token missing or not this relay's"),
   ADMIN_ROUTE: spec('TXR_NOT_FOUND', 404, -32601, 'no such admin route'),
   ACCOUNT_INVALID: spec('TXR_ACCOUNT_INVALID', 400, -32602, '{}'),
   ACCOUNT_NOT_FOUND: spec('TXR_ACCOUNT_NOT_FOUND', 404, -32602, 'account not found'),

@@ -93,13 +93,17 @@ program
 interface AdminTarget {
   base: string;
   token: string;
+  /** Where the token came from, for the message when the relay refuses it. */
+  tokenFrom: string;
 }
 
 function adminTarget(file?: string): AdminTarget {
   const cfg = config(file);
   let token = cfg.admin.token;
+  let tokenFrom = 'admin.token in the configuration';
   if (!token) {
     const f = join(resolve(cfg.storage.data_dir), 'admin.token');
+    tokenFrom = f;
     if (!existsSync(f)) {
       process.stderr.write(`txrelay: no admin.token in ${cfg.storage.data_dir}; start the relay once (txrelay serve) or set admin.token\n`);
       process.exit(2);
@@ -107,7 +111,7 @@ function adminTarget(file?: string): AdminTarget {
     token = readFileSync(f, 'utf8').trim();
   }
   const host = cfg.admin.host.includes(':') ? `[${cfg.admin.host}]` : cfg.admin.host;
-  return { base: `http://${host}:${cfg.admin.port}`, token };
+  return { base: `http://${host}:${cfg.admin.port}`, token, tokenFrom };
 }
 
 async function admin(t: AdminTarget, method: string, path: string, body?: unknown): Promise<any> {
@@ -128,6 +132,11 @@ async function adminCall(t: AdminTarget, method: string, path: string, body?: un
   }
   const text = await res.body.text();
   const json = text ? JSON.parse(text) : null;
+  if (res.statusCode === 401) {
+    // The usual cause: a token from another relay's data directory (a second relay, or one started with another storage.data_dir).
+    process.stderr.write(`txrelay: the relay at ${t.base} refused the admin token read from ${t.tokenFrom}; use the same configuration and TXRELAY_* variables as that relay (storage.data_dir, admin.token)\n`);
+    process.exit(1);
+  }
   if (res.statusCode >= 300) {
     process.stderr.write(`txrelay: ${json?.error?.message ?? `admin API answered ${res.statusCode}`}\n`);
     process.exit(1);

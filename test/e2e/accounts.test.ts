@@ -143,6 +143,16 @@ test('at the live-account cap the admin API answers 507 TXR_ACCOUNT_LIMIT and st
   assert.equal(cli.stdout, '');
   assert.match(cli.stderr, /account limit reached: this node holds at most 2 live accounts/);
 
+  // Another relay's token: the CLI says where it read it and what to check.
+  const wrong = await new Promise<{ code: number | null; stderr: string }>((resolve) =>
+    execFile(process.execPath, [CLI, 'accounts', 'list'], { env: { ...env, TXRELAY_ADMIN_TOKEN: 'not-this-relays-token' } }, (err, _out, stderr) =>
+      resolve({ code: err ? (err as any).code : 0, stderr }),
+    ),
+  );
+  assert.equal(wrong.code, 1);
+  assert.match(wrong.stderr, /^txrelay: the relay at http:\/\/127\.0\.0\.1:\d+ refused the admin token read from admin\.token in the configuration; use the same configuration/);
+  assert.ok(!wrong.stderr.includes('not-this-relays-token'), 'the token is never printed');
+
   // Revoking frees a place at once.
   assert.equal((await call('DELETE', `/admin/accounts/${first.json.uuid}`)).status, 200);
   assert.equal((await call('POST', '/admin/accounts', {})).status, 201);

@@ -146,6 +146,18 @@ test('the Solana header on an EVM call is a 401 that names the header EVM method
   assert.ok(!r.text.includes(paid), 'no UUID in an error message');
 });
 
+test('an Authorization header without Bearer is a 401 that shows the form, on JSON-RPC and plain text', async () => {
+  const tx = await signed1559({ nonce: 906 });
+  const r = await post('/', JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'eth_sendRawTransaction', params: [tx.hex] }), { 'content-type': 'application/json', authorization: paid });
+  assert.equal(r.status, 401);
+  assert.equal(r.json.error.code, -32010);
+  assert.match(r.json.error.message, /must read `Bearer <uuid>`/);
+  const p = await plain(tx.hex, '', { authorization: paid });
+  assert.equal(p.status, 401);
+  assert.match(p.json.error.message, /must read `Bearer <uuid>`/);
+  assert.ok(!r.text.includes(paid) && !p.text.includes(paid), 'no UUID in an error message');
+});
+
 test('413 with -32013 when the body exceeds http.max_body_bytes; 415 -32015 for another Content-Type', async () => {
   const big = '0x' + 'ab'.repeat(70000);
   let r = await plain(big, `?auth=${paid}`);

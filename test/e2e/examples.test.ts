@@ -125,6 +125,13 @@ test('@solana/kit and viem see the relay\'s refusal code and message, not a bare
     return true;
   });
 
+  // A read sent to the relay by mistake says where reads go.
+  await assert.rejects(relayRpc.getLatestBlockhash().send(), (e: any) => {
+    assert.equal(e.context?.__code, -32601, String(e));
+    assert.match(e.message, /only sends transactions; send reads to your chain RPC/);
+    return true;
+  });
+
   const viem = await import('viem');
   const evm = viem.createPublicClient({ transport: viem.http(relay.base, { fetchOptions: { headers: { authorization: `Bearer ${uuid}` } } }) });
   await assert.rejects(evm.sendRawTransaction({ serializedTransaction: '0x02c0' }), (e: any) => {

@@ -312,7 +312,7 @@ test('/v2 reads a chunked body (no Content-Length) in pieces, and refuses an emp
   assert.ok(empty.endsWith('Transaction Decode Error: empty body'), empty);
 });
 
-test('sendTransaction errors are HTTP 200 with -32602; bad JSON is 400 -32700; unknown method 400 -32601', async () => {
+test('sendTransaction errors are HTTP 200 with -32602; bad JSON is 400 -32700; an unknown method from a Solana caller 200 -32601', async () => {
   let r = await rpc({ jsonrpc: '2.0', id: 3, method: 'sendTransaction', params: ['!!notbase64'] });
   assert.equal(r.status, 200);
   assert.equal(r.json.error.code, -32602);
@@ -320,9 +320,11 @@ test('sendTransaction errors are HTTP 200 with -32602; bad JSON is 400 -32700; u
   r = await rpc('{"jsonrpc":"2.0",');
   assert.equal(r.status, 400);
   assert.equal(r.json.error.code, -32700);
+  // A read asked with the api-key header is answered as Solana RPC answers, saying where reads go.
   r = await rpc({ jsonrpc: '2.0', id: 4, method: 'getBalance', params: [] });
-  assert.equal(r.status, 400);
+  assert.equal(r.status, 200);
   assert.equal(r.json.error.code, -32601);
+  assert.match(r.json.error.message, /send reads to your chain RPC/);
 });
 
 test('sendTransaction base64 is strict (standard alphabet, padded, canonical): anything else is -32602 and not forwarded', async () => {
@@ -527,6 +529,12 @@ test('a Solana call with only Authorization: Bearer is 401 "Not Found api-key" n
   const b = await sendBundleRpc([b64(tipTransfer(TIP, 6000).bytes)], { encoding: 'base64' }, 2, { authorization: `Bearer ${key}` });
   assert.equal(b.status, 401);
   assert.match(b.text, /^Not Found api-key \(/);
+  // The raw and bundle doors say the same.
+  for (const path of ['/v2', '/v2/batch']) {
+    const raw = await post(path, tx.bytes, { authorization: `Bearer ${key}` });
+    assert.equal(raw.status, 401);
+    assert.equal(raw.text, 'Not Found api-key (Solana methods take the api-key header; Authorization: Bearer is for EVM methods)');
+  }
   // With the api-key header the same call is accepted: the hint is only for the wrong header.
   assert.equal((await sendTx(tx.bytes)).json.result, tx.signature);
 });

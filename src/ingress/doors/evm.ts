@@ -13,6 +13,9 @@ import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
 
 /** `Authorization: Bearer <uuid>` -> the UUID; '' when the header is present but not a Bearer credential. */
+/** An Authorization header that is not `Bearer <uuid>` is told the form (AUTH_MISSING's detail). */
+export const BEARER_FORM = ' (the Authorization header must read `Bearer <uuid>`)';
+
 export function bearer(authorization: string | null): string | null {
   if (authorization === null) return null;
   // The usual form, matched as the expression below would, without its match array (~150 B per request).
@@ -88,6 +91,7 @@ export function registerEvmTextDoor(ctx: DoorContext): void {
       const fromHeader = bearer(req.getHeader('authorization') || null);
       if (fromQuery !== null && fromHeader !== null) return new RelayError(E.INVALID_REQUEST, 'use exactly one authentication method');
       sub.credential = fromQuery ?? fromHeader;
+      if (sub.credential === '') return new RelayError(E.AUTH_MISSING, BEARER_FORM);
       return null;
     },
   };

@@ -34,7 +34,7 @@ import { MAX_BUNDLE, bundleId } from '../../pipeline/bundle.js';
 import { JSON_TYPE, TEXT_TYPE, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
-import { bearer } from './evm.js';
+import { BEARER_FORM, bearer } from './evm.js';
 import { scanCall } from './rpc-scan.js';
 import { JITO_BUNDLES, JITO_BUNDLE_METHODS, JITO_TRANSACTIONS, JITO_TRANSACTION_METHODS, jitoHead, jitoStatusRefusal, tipAccountsJson } from './jito.js';
 
@@ -100,6 +100,8 @@ const SOCKET_METHODS = new Set(['txrelay_subscribe', 'txrelay_unsubscribe']);
 const EVM_HEADER = ' (EVM methods take `Authorization: Bearer <uuid>`; the api-key header is for Solana methods)';
 /** The refusal's text when a Jito path got only the EVM header (401 before the body is read). */
 const SOLANA_HEADER_TEXT = new RelayError(E.AUTH_SOLANA_HEADER).text;
+/** A read (eth_chainId, getLatestBlockhash, ...) is the usual unknown method: say where it belongs. */
+const ONLY_SENDS = ' (the relay only sends transactions; send reads to your chain RPC)';
 /** Ids per status read (docs/protocol.md#status). */
 export const MAX_STATUS_IDS = 100;
 
@@ -129,6 +131,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       }
       // Checked by the gate before the body is read: a stranger's body is never buffered or parsed.
       sub.credential = rq.route.jito ? rq.apiKey : (rq.apiKey ?? bearer(rq.authorization));
+      if (sub.credential === '') return new RelayError(E.AUTH_MISSING, BEARER_FORM);
       return null;
     },
     calls: (sub, body) => parseCalls(sub, body),
@@ -150,7 +153,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     const m = c.method;
     if (SOCKET_METHODS.has(m) && rq.socket === null) return refusedCall(new RelayError(E.METHOD_NOT_FOUND, `${m} (only on the WebSocket door, /ws)`), id, io, door);
     if (!rq.route.methods.has(m) && !(rq.socket !== null && SOCKET_METHODS.has(m))) {
-      return refusedCall((rq.route.jito ? jitoStatusRefusal(m) : null) ?? new RelayError(E.METHOD_NOT_FOUND, m.slice(0, 64)), id, io, door);
+      return refusedCall((rq.route.jito ? jitoStatusRefusal(m) : null) ?? new RelayError(E.METHOD_NOT_FOUND, m.slice(0, 64) + ONLY_SENDS), id, io, door);
     }
     if (rq.array && !ARRAY_METHODS.has(m)) return refusedCall(new RelayError(E.INVALID_REQUEST, `${m} cannot be sent inside a JSON-RPC array`), id, io, door);
     const p = c.params;
@@ -277,7 +280,9 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     if (err !== null) {
       // Solana: 401 and 429 are the plain text its clients know; every other error is HTTP 200 with
       // the JSON-RPC error object, the only form Solana clients show the code and message of.
-      if (rq.socket === null && (rq.route.jito || c.kind === Kind.SolanaTx || c.kind === Kind.Bundle)) {
+      // A method the relay does not serve, asked by a Solana client (a read, usually), is answered the same way.
+      const solanaCaller = rq.apiKey !== null && rq.authorization === null && err.spec === E.METHOD_NOT_FOUND;
+      if (rq.socket === null && (rq.route.jito || c.kind === Kind.SolanaTx || c.kind === Kind.Bundle || solanaCaller)) {
         if (err.spec.http === 401 || err.spec.http === 429) return [err.spec.http, TEXT_TYPE, err.text, retryHeaders(err)];
         return [200, JSON_TYPE, rpcError(err, c.rpcId), undefined];
       }
