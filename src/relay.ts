@@ -4,7 +4,7 @@
  * (docs/architecture.md, docs/operations.md).
  */
 import { existsSync, mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { availableParallelism, constants as osConstants } from 'node:os';
 import type { Config } from './config/schema.js';
 import { systemClock, type Clock } from './clock.js';
@@ -104,7 +104,7 @@ export class Relay {
     const dataDir = resolve(cfg.storage.data_dir);
     let adminToken: string;
     try {
-      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+      makeDir(dataDir);
       adminToken = cfg.admin.token || adminTokenFile(dataDir);
     } catch (e) {
       throw dataDirError(dataDir, e);
@@ -307,6 +307,18 @@ export class Relay {
     await p.db.close();
     p.log.info('txrelay stopped');
   }
+}
+
+/**
+ * `mkdir -p` one level at a time: Node's recursive mkdirSync loops forever
+ * where the file system answers ENOENT for a directory it will never hold
+ * (under /proc), so a mistyped data_dir would hang start-up.
+ */
+function makeDir(dir: string): void {
+  if (existsSync(dir)) return;
+  const parent = dirname(dir);
+  if (parent !== dir) makeDir(parent);
+  mkdirSync(dir, { mode: 0o700 });
 }
 
 /** `storage.data_dir` (resolved) that cannot be created or written (TXR_DATA_DIR); `errno` is the system's code. */

@@ -8,7 +8,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
@@ -148,6 +148,11 @@ test('a data directory this user cannot write, or cannot create: one line naming
   writeFileSync(join(dir, 'file'), '');
   const inTheWay = oneLine(await serve([], baseEnv(join(dir, 'file', 'data'))));
   assert.ok(inTheWay.includes(`storage.data_dir ${join(dir, 'file', 'data')} cannot be created: a file is in the way`), inTheWay);
+  // A place that can never hold a directory (Node's recursive mkdir loops forever on it).
+  if (existsSync('/proc/self')) {
+    const proc = oneLine(await serve([], baseEnv('/proc/txrelay-data')));
+    assert.ok(proc.includes('storage.data_dir /proc/txrelay-data cannot be used') && proc.includes('TXRELAY_STORAGE_DATA_DIR'), proc);
+  }
   const closed = nobodyCannotRead();
   if (closed) return t.skip(closed);
   const locked = join(dir, 'locked');
