@@ -4,8 +4,9 @@
 // second instead of waiting ~14 s for an unchanged compile. "Changed": a
 // file's modification time after the last build began, or a file added or
 // removed, among the .ts files under the tsconfig's folders, tsconfig.json
-// and package.json. The stamp is dist/.build-stamp; `npm run build` always
-// compiles.
+// and package.json. The stamp is dist/.build-stamp; `npm ci` builds through
+// this script too (prepare), so the first `npm start` after it does not
+// compile again; `npm run build` always compiles.
 //
 //   node scripts/build.mjs [--root DIR]   (DIR: a project with a tsconfig.json; default this one)
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
