@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startChain, chainCall, type TestChain } from '../helpers/ganache.js';
-import { startTestRelay, eventually, type TestRelay } from '../helpers/relay.js';
+import { startTestRelay, eventually, postTo, type TestRelay } from '../helpers/relay.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { signed1559, signedLegacy, signed2930, signed7702, testAccount } from '../helpers/evm.js';
 
@@ -23,17 +23,7 @@ let nonce = 0;
 
 const rpcCall = chainCall;
 
-async function post(path: string, body: string, headers: Record<string, string>) {
-  const r = await fetch(relay.base + path, { method: 'POST', headers, body });
-  const text = await r.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: r.status, headers: r.headers, text, json };
-}
+const post = (path: string, body: string, headers: Record<string, string>) => postTo(relay.base + path, body, headers);
 
 const jsonHeaders = (uuid: string) => ({ 'content-type': 'application/json', authorization: `Bearer ${uuid}` });
 

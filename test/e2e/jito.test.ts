@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import bs58 from 'bs58';
 import { Keypair } from '@solana/web3.js';
-import { startTestRelay, eventually, type TestRelay } from '../helpers/relay.js';
+import { startTestRelay, eventually, postTo, type TestRelay } from '../helpers/relay.js';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.js';
 import { legacyTransfer, tipTransfer } from '../helpers/solana.js';
 
@@ -34,17 +34,8 @@ function bundleIdOf(signatures: string[]): string {
 /** The sendBundle calls the bundle upstream received whose first transaction is `first` (base64). */
 const bundlesStartingWith = (up: TestUpstream, first: Uint8Array) => up.calls().filter((c) => c.method === 'sendBundle' && c.params[0][0] === b64(first));
 
-async function post(path: string, body: unknown, headers: Record<string, string>) {
-  const r = await fetch(relay.base + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  const text = await r.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: r.status, headers: r.headers, text, json };
-}
+const post = (path: string, body: unknown, headers: Record<string, string>) =>
+  postTo(relay.base + path, JSON.stringify(body), { 'content-type': 'application/json', ...headers });
 
 before(async () => {
   if (skip) return;

@@ -102,3 +102,16 @@ export async function eventually(cond: () => boolean | Promise<boolean>, ms = 50
   }
   throw new Error(`timed out waiting for ${what}`);
 }
+
+/** A POST answered in full: status, headers, body text, and the body as JSON where it parses. */
+export async function postTo(url: string, body: string | Uint8Array, headers: Record<string, string>): Promise<{ status: number; headers: Headers; text: string; json: any }> {
+  const r = await fetch(url, { method: 'POST', headers, body });
+  const text = await r.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: r.status, headers: r.headers, text, json };
+}
