@@ -8,21 +8,17 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
 import dgram from 'node:dgram';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
-/** Root may bind low ports and write anywhere: those cases run the CLI as `nobody` then. */
-const NOBODY = 65534;
 const isRoot = process.getuid?.() === 0;
 
 function tempDir(t: TestContext): string {
   const d = mkdtempSync(join(tmpdir(), 'txrelay-startup-'));
-  // Readable by `nobody` for the cases that drop root.
-  chmodSync(d, 0o755);
   t.after(() => rmSync(d, { recursive: true, force: true }));
   return d;
 }
@@ -49,9 +45,14 @@ interface Run {
   stderr: string;
 }
 
-function serve(args: string[], env: NodeJS.ProcessEnv, uid?: number): Promise<Run> {
+/** Runs `txrelay serve`; `unprivileged`: as root, with every capability dropped (see below). */
+function serve(args: string[], env: NodeJS.ProcessEnv, unprivileged = false): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'serve', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'], ...(uid === undefined ? {} : { uid, gid: uid }) });
+    const argv = [CLI, 'serve', ...args];
+    const child =
+      unprivileged && isRoot
+        ? spawn(SETPRIV, [...DROP_CAPS, process.execPath, ...argv], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+        : spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -107,38 +108,36 @@ test('the UDP port in use: one line naming udp.port and TXRELAY_UDP_PORT, with o
 });
 
 /**
- * As root, the cases that need a user without privileges run the CLI as
- * `nobody`, which must be able to read the checkout: a clone inside a 0700
- * directory (mktemp -d) is out of its reach, and those cases skip.
+ * As root, the cases that need a process without privileges run the CLI
+ * through util-linux's setpriv with every capability dropped: still uid 0, so
+ * it reads the checkout wherever it lies, but it may neither bind a port
+ * below 1024 nor write where the permission bits forbid its owner.
  */
-function nobodyCannotRead(): string | false {
-  if (!isRoot) return false;
-  const r = spawnSync(process.execPath, ['-e', `require('fs').accessSync(${JSON.stringify(CLI)}, require('fs').constants.R_OK)`], { uid: NOBODY, gid: NOBODY });
-  return r.status === 0 ? false : `uid ${NOBODY} (nobody) cannot read ${CLI}: the checkout's directories are closed to other users`;
+const SETPRIV = '/usr/bin/setpriv';
+const DROP_CAPS = ['--bounding-set=-all', '--inh-caps=-all'];
+
+function unprivilegedSkip(): string | false {
+  if (isRoot && !existsSync(SETPRIV)) return `running as root and ${SETPRIV} is missing: cannot drop privileges for this case`;
+  return false;
 }
 
-/** A low port this process's child will be refused: as root the child runs as `nobody`. */
-function unprivileged(): { uid?: number; skip: string | false } {
-  const closed = nobodyCannotRead();
-  if (closed) return { skip: closed };
+/** A low port this process's child will be refused. */
+function lowPortSkip(): string | false {
   let start = 1024;
   try {
     start = Number(readFileSync('/proc/sys/net/ipv4/ip_unprivileged_port_start', 'utf8'));
   } catch {
     // Not Linux's knob: the classic rule.
   }
-  if (start <= 80) return { skip: `unprivileged processes may bind port 80 here (ip_unprivileged_port_start ${start})` };
-  return isRoot ? { uid: NOBODY, skip: false } : { skip: false };
+  if (start <= 80) return `unprivileged processes may bind port 80 here (ip_unprivileged_port_start ${start})`;
+  return unprivilegedSkip();
 }
 
 test('a port below 1024 without the privilege: one line saying so, naming http.port', async (t) => {
-  const u = unprivileged();
-  if (u.skip) return t.skip(u.skip);
-  const dir = tempDir(t);
-  const data = join(dir, 'data');
-  mkdirSync(data, { mode: 0o700 });
-  if (u.uid !== undefined) chownSync(data, u.uid, u.uid);
-  const line = oneLine(await serve([], baseEnv(data, { TXRELAY_HTTP_PORT: '80' }), u.uid));
+  const skip = lowPortSkip();
+  if (skip) return t.skip(skip);
+  const data = join(tempDir(t), 'data');
+  const line = oneLine(await serve([], baseEnv(data, { TXRELAY_HTTP_PORT: '80' }), true));
   assert.ok(line.includes('http.port 80') && line.includes('below 1024') && line.includes('TXRELAY_HTTP_PORT'), line);
 });
 
@@ -153,16 +152,15 @@ test('a data directory this user cannot write, or cannot create: one line naming
     const proc = oneLine(await serve([], baseEnv('/proc/txrelay-data')));
     assert.ok(proc.includes('storage.data_dir /proc/txrelay-data cannot be used') && proc.includes('TXRELAY_STORAGE_DATA_DIR'), proc);
   }
-  const closed = nobodyCannotRead();
-  if (closed) return t.skip(closed);
+  const skip = unprivilegedSkip();
+  if (skip) return t.skip(skip);
+  // 0555 locks a directory for its owner, once the owner has no capability to override it.
   const locked = join(dir, 'locked');
-  // As root, a root-owned 0755 directory is locked for `nobody`; otherwise 0555 locks it for its owner.
-  mkdirSync(locked, { mode: isRoot ? 0o755 : 0o555 });
-  const uid = isRoot ? NOBODY : undefined;
-  const notWritable = oneLine(await serve([], baseEnv(locked), uid));
+  mkdirSync(locked, { mode: 0o555 });
+  const notWritable = oneLine(await serve([], baseEnv(locked), true));
   assert.ok(notWritable.includes(`storage.data_dir ${locked} is not writable`) && notWritable.includes('TXRELAY_STORAGE_DATA_DIR'), notWritable);
   const below = join(locked, 'data');
-  const notCreatable = oneLine(await serve([], baseEnv(below), uid));
+  const notCreatable = oneLine(await serve([], baseEnv(below), true));
   assert.ok(notCreatable.includes(`storage.data_dir ${below} cannot be created`) && notCreatable.includes('TXRELAY_STORAGE_DATA_DIR'), notCreatable);
 });
 
