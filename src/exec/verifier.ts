@@ -98,12 +98,14 @@ interface VerifierStats {
   internal: number;
   /** Waited past `limits.queue_max_ms`, not checked: retry-safe 503. */
   expired: number;
+  /** Milliseconds workers spent checking this thread's jobs, claim to completion: their utilisation over time. */
+  workerBusyMs: number;
 }
 
 export class Verifier {
   readonly threads: number;
   readonly controller: QueueController;
-  readonly stats: VerifierStats = { acceptor: 0, workers: 0, internal: 0, expired: 0 };
+  readonly stats: VerifierStats = { acceptor: 0, workers: 0, internal: 0, expired: 0, workerBusyMs: 0 };
   private readonly jobs: JobTable;
   private readonly ctx: CheckContext;
   private readonly clock: Clock;
@@ -367,7 +369,10 @@ export class Verifier {
     for (let s = this.jobs.nextDone(); s >= 0; s = this.jobs.nextDone()) {
       // An expired job was not checked: no sample.
       const t = this.jobs.time(s, T_END) - this.jobs.time(s, T_START);
-      if (t >= 0 && this.jobs.field(s, S_RESULT) !== JobResult.Expired) this.noteService(t);
+      if (t >= 0 && this.jobs.field(s, S_RESULT) !== JobResult.Expired) {
+        this.noteService(t);
+        this.stats.workerBusyMs += t;
+      }
       this.stats.workers++;
       this.settle(s);
     }

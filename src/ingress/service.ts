@@ -197,7 +197,7 @@ export class HttpService {
       duplicates: counts(p.duplicates),
       rejected: counts(p.rejected),
       rejectedByDoor: counts(p.rejectedByDoor),
-      verify: { acceptor: v.stats.acceptor, workers: v.stats.workers, internal: v.stats.internal, expired: v.stats.expired, restarts: v.workerRestarts },
+      verify: { acceptor: v.stats.acceptor, workers: v.stats.workers, internal: v.stats.internal, expired: v.stats.expired, restarts: v.workerRestarts, workerBusyMs: v.stats.workerBusyMs },
       shed: { standing: v.controller.shedStanding, overMax: v.controller.shedOverMax },
       queueMs: v.queueMs(),
       slabUsed: this.slab.used,

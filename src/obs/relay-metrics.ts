@@ -71,6 +71,9 @@ export function registerRelayMetrics(m: Metrics, p: RelayParts): void {
     [{ where: 'acceptor' }, v().acceptor],
     [{ where: 'worker' }, v().workers],
   ]);
+  m.counter('txrelay_verify_worker_busy_seconds_total', 'Time verification workers spent checking, claim to completion, summed over workers: its rate is how many cores of checking they did (at most workers.threads).', [], () => [
+    [{}, v().workerBusyMs / 1000],
+  ]);
   m.counter('txrelay_verify_failed_total', 'Checks that failed on this node rather than on the transaction (answered 503 retry-safe).', [], () => [[{}, v().internal]]);
   m.counter('txrelay_verify_worker_restarts_total', 'Verification workers restarted after dying.', [], () => [[{}, v().restarts]]);
   m.counter('txrelay_shed_total', 'Arrivals shed by the queue controller, by reason (standing queue: CoDel control law; over_max: estimated wait over limits.queue_max_ms; expired: admitted, then waited past it before its check).', ['reason'], () => {

@@ -14,7 +14,7 @@ export interface ServiceStats {
   rejected: Record<string, number>;
   /** Keyed by door and code, joined by LABEL_SEPARATOR. */
   rejectedByDoor: Record<string, number>;
-  verify: { acceptor: number; workers: number; internal: number; expired: number; restarts: number };
+  verify: { acceptor: number; workers: number; internal: number; expired: number; restarts: number; workerBusyMs: number };
   shed: { standing: number; overMax: number };
   /** The longest estimated verification wait among the services. */
   queueMs: number;
@@ -36,7 +36,7 @@ export function mergeStats(all: readonly ServiceStats[]): ServiceStats {
     duplicates: {},
     rejected: {},
     rejectedByDoor: {},
-    verify: { acceptor: 0, workers: 0, internal: 0, expired: 0, restarts: 0 },
+    verify: { acceptor: 0, workers: 0, internal: 0, expired: 0, restarts: 0, workerBusyMs: 0 },
     shed: { standing: 0, overMax: 0 },
     queueMs: 0,
     slabUsed: 0,
