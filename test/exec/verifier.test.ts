@@ -175,9 +175,10 @@ test('valid, forged, duplicate and malformed transactions get the same verdicts 
       assert.equal((await check(JobKind.EvmTx, evm)).result, JobResult.Duplicate, inline);
       assert.equal((await check(JobKind.EvmTx, evm.subarray(0, evm.length - 1))).result, JobResult.Invalid, `${inline}: truncated`);
       assert.equal(v.stats.acceptor + v.stats.workers, 7, `${inline}: each check counted once`);
-      // With no worker the acceptor checks everything; a worker's checking time is counted (its utilisation).
+      // With no worker the acceptor checks everything. A worker's checks count their time (its utilisation);
+      // how many it gets is a race with the acceptor's turn-end sweep, so only the pairing is fixed.
       if (inline === 'auto') assert.equal(v.stats.workers, 0);
-      else assert.ok(v.stats.workers > 0 && v.stats.workerBusyMs > 0, `worker checks ${v.stats.workers}, busy ${v.stats.workerBusyMs} ms`);
+      assert.equal(v.stats.workerBusyMs > 0, v.stats.workers > 0, `worker checks ${v.stats.workers}, busy ${v.stats.workerBusyMs} ms`);
     } finally {
       await v.close();
     }
