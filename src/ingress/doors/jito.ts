@@ -75,7 +75,3 @@ export function jitoHead(req: HttpRequest): JitoHead | RelayError {
   return { credential: apiKey ?? jitoAuth ?? uuid, bundleOnly };
 }
 
-/** `getTipAccounts`' result: the configured tip accounts, as JSON text. */
-export function tipAccountsJson(accounts: readonly string[]): string {
-  return JSON.stringify(accounts);
-}

@@ -36,7 +36,7 @@ import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
 import { BEARER_FORM, bearer } from './evm.js';
 import { scanCall } from './rpc-scan.js';
-import { JITO_BUNDLES, JITO_BUNDLE_METHODS, JITO_TRANSACTIONS, JITO_TRANSACTION_METHODS, jitoHead, jitoStatusRefusal, tipAccountsJson } from './jito.js';
+import { JITO_BUNDLES, JITO_BUNDLE_METHODS, JITO_TRANSACTIONS, JITO_TRANSACTION_METHODS, jitoHead, jitoStatusRefusal } from './jito.js';
 
 export interface RpcCall {
   method: string;
@@ -98,8 +98,6 @@ const METHODS = new Set(['eth_sendRawTransaction', 'svc_sendRawTransactionBatch'
 const SOCKET_METHODS = new Set(['txrelay_subscribe', 'txrelay_unsubscribe']);
 /** The wrong family's header names the right one. */
 const EVM_HEADER = ' (EVM methods take `Authorization: Bearer <uuid>`; the api-key header is for Solana methods)';
-/** The refusal's text when a Jito path got only the EVM header (401 before the body is read). */
-const SOLANA_HEADER_TEXT = new RelayError(E.AUTH_SOLANA_HEADER).text;
 /** A read (eth_chainId, getLatestBlockhash, ...) is the usual unknown method: say where it belongs. */
 const ONLY_SENDS = ' (the relay only sends transactions; send reads to your chain RPC)';
 /** Ids per status read (docs/protocol.md#status). */
@@ -113,7 +111,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
   const methods = new Set([...METHODS].filter((m) => (m === 'txrelay_getStatuses' ? true : SOLANA_METHODS.has(m) ? ctx.enabled.solana : ctx.enabled.evm)));
   const maxArray = ctx.maxBatch;
   const root: RpcRoute = { door: 'jsonrpc', methods, jito: false };
-  const tips = tipAccountsJson(ctx.tipAccounts);
+  const tips = JSON.stringify(ctx.tipAccounts);
 
   const io: DoorIo = {
     ...httpIo(ctx, (sub) => (sub.ctx as RpcRequest).res!),
@@ -132,6 +130,8 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       // Checked by the gate before the body is read: a stranger's body is never buffered or parsed.
       sub.credential = rq.route.jito ? rq.apiKey : (rq.apiKey ?? bearer(rq.authorization));
       if (sub.credential === '') return new RelayError(E.AUTH_MISSING, BEARER_FORM);
+      // Only the EVM header on a Jito path: the refusal names the one to use, as on the other Solana doors.
+      if (rq.route.jito && sub.credential === null && rq.authorization !== null) return new RelayError(E.AUTH_SOLANA_HEADER);
       return null;
     },
     calls: (sub, body) => parseCalls(sub, body),
@@ -160,15 +160,15 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     // Over a WebSocket every call carries the upgrade's credential; over HTTP each family's own header.
     const sk = rq.socket;
     let sub: Submission;
-    if (m === 'sendTransaction' && rq.bundleOnly) {
-      // Jito's bundleOnly: a bundle of one, with the bundle rules and lane.
+    if (m === 'sendBundle' || (m === 'sendTransaction' && rq.bundleOnly)) {
       sub = solanaCall(rq, Kind.Bundle, io);
-      sub.ctx = BUNDLE_OF_ONE;
-      const tx = sendTransactionParams(p);
-      if (tx instanceof RelayError) sub.invalid = tx;
+      // Jito's bundleOnly: a sendTransaction as a bundle of one, with the bundle rules and lane.
+      const b = m === 'sendBundle' ? sendBundleParams(p) : bundleOfOne(sendTransactionParams(p));
+      if (m !== 'sendBundle') sub.ctx = BUNDLE_OF_ONE;
+      if (b instanceof RelayError) sub.invalid = b;
       else {
-        sub.texts = [tx.data];
-        sub.encoding = tx.encoding;
+        sub.texts = b.data;
+        sub.encoding = b.encoding;
       }
     } else if (m === 'sendTransaction') {
       sub = solanaCall(rq, Kind.SolanaTx, io);
@@ -179,14 +179,6 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
         sub.encoding = tx.encoding;
         // Base64 that decodes is canonical (strict decoding): the lane forwards the client's own text.
         sub.textForwarded = tx.encoding === Encoding.Base64;
-      }
-    } else if (m === 'sendBundle') {
-      sub = solanaCall(rq, Kind.Bundle, io);
-      const b = sendBundleParams(p);
-      if (b instanceof RelayError) sub.invalid = b;
-      else {
-        sub.texts = b.data;
-        sub.encoding = b.encoding;
       }
     } else if (m === 'getTipAccounts') {
       // Read access, as a subscription: the gate and the status reads' limit, then the door answers.
@@ -318,11 +310,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       // The request as a whole: a shed, a per-IP 429 or a 401 is the plain text a Solana caller (api-key, Jito's paths) knows.
       const jito = rq.route.jito;
       const plain = (rq.apiKey !== null || jito) && (err.spec.http === 429 || err.spec.http === 401 || err.spec === E.CAPACITY);
-      if (plain) {
-        // Only the EVM header on a Jito path: the refusal names the one to use.
-        const text = jito && err.spec === E.AUTH_MISSING && rq.authorization !== null ? SOLANA_HEADER_TEXT : err.text;
-        return reply.sendHeld(res, err.holdMs, err.spec.http, TEXT_TYPE, text, retryHeaders(err));
-      }
+      if (plain) return reply.sendHeld(res, err.holdMs, err.spec.http, TEXT_TYPE, err.text, retryHeaders(err));
       return reply.sendHeld(res, err.holdMs, jito ? 200 : err.spec.http, JSON_TYPE, rpcError(err, 'null'), err.spec.http === 429 ? retryHeaders(err) : undefined);
     }
     if (calls === null) return;
@@ -439,6 +427,10 @@ function sendTransactionParams(params: unknown): { data: string; encoding: Encod
   if (typeof data !== 'string') return bad('transaction must be a string');
   const encoding = encodingOf(opts, Encoding.Base64);
   return encoding instanceof RelayError ? encoding : { data, encoding };
+}
+
+function bundleOfOne(tx: { data: string; encoding: Encoding } | RelayError): { data: string[]; encoding: Encoding } | RelayError {
+  return tx instanceof RelayError ? tx : { data: [tx.data], encoding: tx.encoding };
 }
 
 /** `{encoding}` of a Solana send: base64 or base58, `dflt` when absent; other fields are ignored. */
