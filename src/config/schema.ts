@@ -275,6 +275,14 @@ export const configSchema = {
           default: 16,
           description: 'Status subscriptions one socket may hold (`txrelay_subscribe`).',
         },
+        max_account_subscriptions: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 1_048_576,
+          default: 64,
+          description:
+            'Status subscriptions all of one account\'s sockets may hold together, per HTTP thread: each status change of the account is pushed at most this many times per thread, however many sockets it opens. A subscription over it is refused (-32602).',
+        },
       },
       'The WebSocket door: JSON-RPC messages of both families and pushed status changes.',
     ),
@@ -466,7 +474,7 @@ export interface Config {
   registry: { mode: 'embedded' | 'postgres'; poll_interval_ms: number; change_retention_s: number };
   node: { name: string };
   status: { enabled: boolean; retention_s: number; max_tracked: number; reads_per_s: number; reads_burst: number };
-  ws: { enabled: boolean; idle_timeout_s: number; max_buffered_bytes: number; max_subscriptions: number };
+  ws: { enabled: boolean; idle_timeout_s: number; max_buffered_bytes: number; max_subscriptions: number; max_account_subscriptions: number };
   limits: { ip_rps: number; ip_burst: number; queue_capacity: number; queue_target_ms: number; queue_max_ms: number; shed_hold_ms: number };
   dedup: { window_s: number };
   evm: { enabled: boolean; chain_id: number; upstreams: { paid: string[]; free: string[] }; max_batch: number };

@@ -177,7 +177,7 @@ export class HttpService {
     const rpcMessage = registerJsonRpcDoor(doors);
     registerStatusDoor(doors);
     const ws = cfg.ws.enabled
-      ? registerWsDoor(doors, rpcMessage, feed, { idleTimeoutS: cfg.ws.idle_timeout_s, maxBufferedBytes: cfg.ws.max_buffered_bytes, maxSubscriptions: cfg.ws.max_subscriptions })
+      ? registerWsDoor(doors, rpcMessage, feed, { idleTimeoutS: cfg.ws.idle_timeout_s, maxBufferedBytes: cfg.ws.max_buffered_bytes, maxSubscriptions: cfg.ws.max_subscriptions, maxAccountSubscriptions: cfg.ws.max_account_subscriptions })
       : null;
     app.any('/*', (res) => {
       res.cork(() => res.writeStatus('404 Not Found').writeHeader('content-type', TEXT_TYPE).writeHeader('x-svc-node', cfg.node.name).end('Not Found'));

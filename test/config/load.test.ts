@@ -44,7 +44,7 @@ test('no file and no environment: the embedded defaults', () => {
   assert.deepEqual(c.plans, { free: { evm_tps: 5, solana_tps: 2, min_tip_lamports: 1000 }, paid: { evm_tps: 50, solana_tps: 2, min_tip_lamports: 1000 } });
   assert.equal(c.storage.data_dir, './data');
   assert.equal(c.database.url, '');
-  assert.deepEqual(c.ws, { enabled: true, idle_timeout_s: 120, max_buffered_bytes: 1048576, max_subscriptions: 16 });
+  assert.deepEqual(c.ws, { enabled: true, idle_timeout_s: 120, max_buffered_bytes: 1048576, max_subscriptions: 16, max_account_subscriptions: 64 });
 });
 
 test('a TOML file sets keys; the rest keep their defaults', () => {

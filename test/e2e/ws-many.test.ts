@@ -12,8 +12,9 @@
  *
  * The child's configuration keeps the per-address caps out of the way: all
  * 10,000 sockets come from 127.0.0.1 (`http.max_connections_per_ip = 0`, the
- * per-IP bucket high), and each upgrade and each subscription is a status
- * read (`status.reads_per_s` / `reads_burst` high). TXRELAY_TEST_ACCEPTOR and
+ * per-IP bucket high), each upgrade and each subscription is a status
+ * read (`status.reads_per_s` / `reads_burst` high), and the account's
+ * subscriptions are capped (`ws.max_account_subscriptions`, raised here). TXRELAY_TEST_ACCEPTOR and
  * TXRELAY_TEST_ACCEPTORS pick the child's acceptor as they do for the
  * in-process relays (test/helpers/relay.ts).
  *
@@ -181,6 +182,8 @@ test(`${SOCKETS} WebSockets open at once on a relay process, each subscribed, wi
       limits: { ip_rps: 1_000_000, ip_burst: 2_000_000 },
       // Each upgrade and each subscription is a read of the one account: 2 x SOCKETS in a few seconds.
       status: { reads_per_s: 100_000, reads_burst: 200_000 },
+      // Every socket is the one account's, each with a subscription: the per-account cap out of the way too.
+      ws: { max_account_subscriptions: SOCKETS + 1 },
       solana: { rpc_upstreams: [up.url] },
     });
     const r = relay;

@@ -12,7 +12,10 @@
  * error; one over twice that drops the connection (uWS's limit, so a socket
  * never buffers more); a reader that leaves more than `ws.max_buffered_bytes`
  * unread is closed (4008); a silent socket is pinged, then closed
- * (`ws.idle_timeout_s`); a revoked account's sockets close (4001). A closed
+ * (`ws.idle_timeout_s`); a revoked account's sockets close (4001); an
+ * account's subscriptions on all its sockets are capped
+ * (`ws.max_account_subscriptions`), so one change is pushed a bounded number
+ * of times however many sockets the account opens. A closed
  * socket gives its place in the connection caps back itself: uWS's filter
  * sees no close of an upgraded connection.
  */
@@ -40,6 +43,8 @@ export interface WsOptions {
   idleTimeoutS: number;
   maxBufferedBytes: number;
   maxSubscriptions: number;
+  /** Subscriptions of one account across this thread's sockets: a status change is pushed at most this many times. */
+  maxAccountSubscriptions: number;
 }
 
 export interface WsDoor {
@@ -99,6 +104,11 @@ class Socket implements RpcSocket, Subscriber {
   subscribe(): number | RelayError {
     const max = this.door.o.maxSubscriptions;
     if (this.subs.length >= max) return new RelayError(E.INVALID_PARAMS, `a socket holds at most ${max} subscriptions (ws.max_subscriptions)`);
+    // Pushes per change grow with the account's subscriptions on all its sockets, not one socket's.
+    const held = this.door.accountSubs.get(this.accountId) ?? 0;
+    const cap = this.door.o.maxAccountSubscriptions;
+    if (held >= cap) return new RelayError(E.INVALID_PARAMS, `an account holds at most ${cap} subscriptions across its sockets (ws.max_account_subscriptions)`);
+    this.door.accountSubs.set(this.accountId, held + 1);
     const id = this.door.nextSubscription++;
     if (this.subs.length === 0) this.door.feed.add(this.accountId, this);
     this.subs.push(id);
@@ -109,6 +119,7 @@ class Socket implements RpcSocket, Subscriber {
     const i = this.subs.indexOf(id);
     if (i < 0) return false;
     this.subs.splice(i, 1);
+    this.door.release(this.accountId, 1);
     if (this.subs.length === 0) this.door.feed.remove(this.accountId, this);
     return true;
   }
@@ -128,7 +139,10 @@ class Socket implements RpcSocket, Subscriber {
   closed(): void {
     this.open = false;
     this.ws = null;
-    if (this.subs.length > 0) this.door.feed.remove(this.accountId, this);
+    if (this.subs.length > 0) {
+      this.door.feed.remove(this.accountId, this);
+      this.door.release(this.accountId, this.subs.length);
+    }
     this.subs = [];
   }
 }
@@ -136,6 +150,8 @@ class Socket implements RpcSocket, Subscriber {
 class Door implements WsDoor {
   readonly sockets = new Set<Socket>();
   nextSubscription = 1;
+  /** Subscriptions each account holds on this thread's sockets (absent: none). */
+  readonly accountSubs = new Map<number, number>();
 
   constructor(
     readonly o: WsOptions,
@@ -144,6 +160,12 @@ class Door implements WsDoor {
 
   get size(): number {
     return this.sockets.size;
+  }
+
+  release(accountId: number, n: number): void {
+    const left = (this.accountSubs.get(accountId) ?? 0) - n;
+    if (left > 0) this.accountSubs.set(accountId, left);
+    else this.accountSubs.delete(accountId);
   }
 
   accountChanged(rec: AccountRecord): void {
