@@ -590,7 +590,7 @@ export class RelaySocket {
       },
       (e: RelaySocketError) => {
         if (this.sock !== sock || this.stopped) return;
-        // Not made (a read limit, ws.max_subscriptions): calls go on, and it is tried again.
+        // Not made (a read limit, ws.max_subscriptions, ws.max_account_subscriptions): calls go on, and it is tried again.
         this.subscribing = false;
         this.emit('error', new RelaySocketError(`the status subscription was not made: ${e.message}`, e.kind, 'txrelay_subscribe', e.code, e.data, e.retry));
         this.flush();
