@@ -459,7 +459,8 @@ export class Lane<N extends LaneName = LaneName> {
   /** Stops sending and closes sockets (aborting in-flight requests unless idle); unaccepted items drop as `shutdown`. */
   async close(): Promise<void> {
     if (this.closed) return;
-    const idle = this.settled === this.tail;
+    // After `spill` every item is settled, yet requests may be in flight: those are aborted too.
+    const idle = this.settled === this.tail && this.outlets.every((o) => o.inFlight === 0);
     this.accepting = false;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
