@@ -82,6 +82,9 @@ async function stopWithHungUpstream(dir: string, acceptors: number): Promise<{ s
     const relay = await startTestRelay({ ...lanes(hung), http: { acceptors } }, dir);
     const key = (await relay.createAccount({ solana: { tps: 1000, burst: 1000 }, evm: { tps: 1000, burst: 1000 } })).uuid;
     const sent = await acknowledge(relay, key);
+    for (let i = 0; acceptors > 1 && i < acceptors; i++) {
+      assert.ok((await relay.metric('txrelay_acceptor_requests_total', { acceptor: String(i) })) > 0, `thread ${i} acknowledged some, so its lanes hold some`);
+    }
     await hung.waitForCalls(1);
     await relay.stop();
     return sent;
