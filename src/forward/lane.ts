@@ -23,7 +23,8 @@
  * JSON-RPC error or another 4xx is final for that item (a batch refused with a
  * 4xx is first resent one item per request). Every item no upstream accepted
  * is counted under its reason (`rejected`, `expired`, `shutdown`) and logged,
- * throttled.
+ * throttled; at the end of a stop's drain `spill` takes them out instead, to
+ * be written down and resent by the next start (src/forward/spill.ts).
  *
  * The ring is the memory bound. When full, if some upstream has answered the
  * oldest item, those still owing it are overrun and the slot reused: a slow
