@@ -36,6 +36,8 @@ import { registerRelayMetrics } from './obs/relay-metrics.js';
 import { silentLogger, scrub, type Logger } from './obs/log.js';
 import { E, TxrelayError } from './errors.js';
 import { base58Backend } from './native/base58.js';
+import { Replay, writeSpill } from './forward/spill.js';
+import type { SpillEntry } from './forward/lane.js';
 import { nativeUnavailableReason } from './native/addon.js';
 
 /** Batch records older than the store's retention (7 days) are pruned hourly when no database takes them. */
@@ -70,6 +72,9 @@ interface Parts {
   listen: us_listen_socket[];
   apps: TemplatedApp[];
   closeListener: (s: us_listen_socket) => void;
+  dataDir: string;
+  /** The last stop's spill being resent (docs/operations.md#graceful-shutdown). */
+  replay: Replay | null;
 }
 
 export class Relay {
@@ -224,6 +229,14 @@ export class Relay {
         ...(pgRegistry ? { registry: registryHealth(pgRegistry) } : {}),
       }),
     });
+    // What the last stop wrote down goes out first, on the main thread's lanes.
+    const forwardLog = (level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown>): void => log[level]({ ...fields, component: 'forward' }, msg);
+    let replay: Replay | null = null;
+    try {
+      replay = Replay.start({ dataDir, lane: (n) => service.forwarder.lane(n), solanaMaxAgeMs: cfg.solana.spill_max_age_s * 1000, log: forwardLog });
+    } catch (e) {
+      log.error({ component: 'forward', error: e instanceof Error ? e.message : String(e) }, 'forwarding spill unreadable: left in place, not sent');
+    }
     const listen: us_listen_socket[] = [];
     const ports: RelayPorts = { http: 0, udp: null, admin: 0 };
     const relay = new Relay(cfg, ports, adminToken, service.pipeline, metrics, acceptor.kind, threads, {
@@ -239,6 +252,8 @@ export class Relay {
       listen,
       apps: [listener, adminApp],
       closeListener: (s) => uws.us_listen_socket_close(s),
+      dataDir,
+      replay,
     });
     try {
       // With acceptor threads each takes its share of the caps (acceptor-thread.ts).
@@ -294,8 +309,10 @@ export class Relay {
     for (const s of p.listen) p.closeListener(s);
     await p.udp?.close();
     const deadline = Date.now() + DRAIN_MS;
-    const [mine, theirs] = await Promise.all([p.service.drain(deadline), p.acceptors?.drain(deadline) ?? 0]);
-    if (mine + theirs > 0) p.log.warn({ abandoned: mine + theirs }, 'shutdown: forwarding queue not fully drained');
+    const unsent = p.replay?.stop() ?? [];
+    const [mine, theirs] = await Promise.all([p.service.drain(deadline), p.acceptors?.drain(deadline) ?? { abandoned: 0, spill: [] }]);
+    if (mine.abandoned + theirs.abandoned > 0) p.log.warn({ abandoned: mine.abandoned + theirs.abandoned }, 'shutdown: forwarding queue not fully drained');
+    this.writeSpill([...unsent, ...mine.spill, ...theirs.spill]);
     if (p.pruneTimer) clearInterval(p.pruneTimer);
     // After the threads: their batch records are written here.
     await p.batches.flush();
@@ -306,6 +323,27 @@ export class Relay {
     await p.pgRegistry?.close();
     await p.db.close();
     p.log.info('txrelay stopped');
+  }
+
+  /** What the drain could not send, made durable before the node exits; the last start's spill goes only once this is written. */
+  private writeSpill(entries: SpillEntry[]): void {
+    const p = this.parts;
+    const t0 = performance.now();
+    try {
+      const file = writeSpill(p.dataDir, entries);
+      if (file !== null) {
+        p.log.warn(
+          { component: 'forward', items: entries.length, evm: entries.filter((e) => e.family === 'evm').length, write_ms: Math.round((performance.now() - t0) * 10) / 10, file },
+          'shutdown: acknowledged transactions no upstream accepted are written to the data directory and will be sent by the next start',
+        );
+      }
+      p.replay?.removeFiles();
+    } catch (e) {
+      p.log.error(
+        { component: 'forward', reason: 'shutdown', items: entries.length, error: e instanceof Error ? e.message : String(e) },
+        'shutdown: acknowledged transactions could not be written to the data directory: dropped',
+      );
+    }
   }
 }
 

@@ -404,6 +404,14 @@ export const configSchema = {
           default: [],
           description: 'Base58 addresses of the tip accounts that bundles must pay. Empty: the tip rule is off, and start-up says so.',
         },
+        spill_max_age_s: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 3600,
+          default: 60,
+          description:
+            'Solana transactions (single and bundles) that a stop could not forward are written to the data directory and sent by the next start while younger than this many seconds since they were acknowledged; older ones are counted (`txrelay_lane_dropped_total` reason `expired_after_restart`) and logged, not sent: their blockhash has expired. EVM transactions written down are always sent.',
+        },
       },
       'Solana transactions: JSON-RPC, raw bytes, bundles and UDP.',
     ),
@@ -478,7 +486,7 @@ export interface Config {
   limits: { ip_rps: number; ip_burst: number; queue_capacity: number; queue_target_ms: number; queue_max_ms: number; shed_hold_ms: number };
   dedup: { window_s: number };
   evm: { enabled: boolean; chain_id: number; upstreams: { paid: string[]; free: string[] }; max_batch: number };
-  solana: { enabled: boolean; rpc_upstreams: string[]; bundle_upstreams: string[]; tip_accounts: string[] };
+  solana: { enabled: boolean; rpc_upstreams: string[]; bundle_upstreams: string[]; tip_accounts: string[]; spill_max_age_s: number };
   plans: { free: PlanConfig; paid: PlanConfig };
   workers: { threads: number; inline: 'auto' | 'never' };
   log: { level: string; format: 'auto' | 'json' | 'pretty' };

@@ -4,7 +4,7 @@
  */
 import type { Clock } from '../clock.js';
 import type { BreakerOptions } from './breaker.js';
-import { LANE_NAMES, Lane, QUEUE_CAPACITY, type LaneName, type LaneStats } from './lane.js';
+import { LANE_NAMES, Lane, QUEUE_CAPACITY, type LaneName, type LaneStats, type SpillEntry } from './lane.js';
 import type { LogSink } from './upstream.js';
 
 /** Two upstream time-outs plus margin, well inside a service manager's stop timeout. */
@@ -30,8 +30,10 @@ interface ForwarderOptions {
 interface DrainResult {
   /** Items final at every upstream during the drain. */
   sent: number;
-  /** Acknowledged items no upstream had accepted when time ran out (dropped as `shutdown`). */
+  /** Acknowledged items dropped as `shutdown` (none since they are spilled; kept for the count). */
   abandoned: number;
+  /** Acknowledged items no upstream had accepted when time ran out: the node writes them down (src/forward/spill.ts). */
+  spill: SpillEntry[];
 }
 
 interface ForwarderStats {
@@ -106,7 +108,8 @@ export class Forwarder {
 
   /**
    * Graceful shutdown: stops admitting, waits until every item is final or
-   * `timeoutMs`, then closes (aborting what is in flight).
+   * `timeoutMs`, takes out what no upstream accepted (to be written down and
+   * resent on the next start), then closes (aborting what is in flight).
    */
   async drain(timeoutMs = DRAIN_TIMEOUT_MS): Promise<DrainResult> {
     this.drainingFlag = true;
@@ -122,8 +125,9 @@ export class Forwarder {
     }
     const left = this.outstanding();
     const shutdown0 = this.shutdownDrops();
+    const spill = left > 0 ? this.all.flatMap((l) => l.spill()) : [];
     await Promise.all(this.all.map((l) => l.close()));
-    return { sent: before - left, abandoned: this.shutdownDrops() - shutdown0 };
+    return { sent: before - left, abandoned: this.shutdownDrops() - shutdown0, spill };
   }
 
   /** Immediate shutdown: nothing more is sent, in-flight requests are aborted. */

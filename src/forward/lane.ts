@@ -23,7 +23,8 @@
  * JSON-RPC error or another 4xx is final for that item (a batch refused with a
  * 4xx is first resent one item per request). Every item no upstream accepted
  * is counted under its reason (`rejected`, `expired`, `shutdown`) and logged,
- * throttled.
+ * throttled; at the end of a stop's drain `spill` takes them out instead, to
+ * be written down and resent by the next start (src/forward/spill.ts).
  *
  * The ring is the memory bound. When full, if some upstream has answered the
  * oldest item, those still owing it are overrun and the slot reused: a slow
@@ -52,9 +53,29 @@ export const LANE_NAMES: readonly LaneName[] = ['evm-paid', 'evm-free', 'solana-
  */
 type LaneItem<N extends LaneName> = N extends 'solana-bundle' ? readonly string[] : string;
 
-/** Why an acknowledged item ended without any upstream accepting it. */
-type DropReason = 'rejected' | 'expired' | 'shutdown';
-const DROP_REASONS: readonly DropReason[] = ['rejected', 'expired', 'shutdown'];
+/**
+ * Why an acknowledged item ended without any upstream accepting it.
+ * `expired_after_restart`: written down at shutdown, and too old to send when
+ * the node started again (docs/operations.md#graceful-shutdown).
+ */
+type DropReason = 'rejected' | 'expired' | 'shutdown' | 'expired_after_restart';
+const DROP_REASONS: readonly DropReason[] = ['rejected', 'expired', 'shutdown', 'expired_after_restart'];
+
+/**
+ * An acknowledged item no upstream accepted by the end of the drain, taken out
+ * of its lane to be written to the data directory and resent on the next
+ * start (src/forward/spill.ts). Plain data: it crosses threads and files.
+ */
+export interface SpillEntry {
+  lane: LaneName;
+  family: 'evm' | 'solana';
+  /** As queued: `0x…` hex, base64, or a bundle's base64 transactions. */
+  item: string | string[];
+  /** When it was admitted (wall-clock ms). */
+  ackedAt: number;
+  /** The account that sent it (its id, never its key); -1 unknown. */
+  account: number;
+}
 
 export const QUEUE_CAPACITY = 10_000;
 /** evm.max_batch's default, so a client batch travels as one request. */
@@ -91,6 +112,9 @@ const REJECTED = 2;
 const R_REJECTED = 0;
 const R_EXPIRED = 1;
 const R_SHUTDOWN = 2;
+const R_EXPIRED_AFTER_RESTART = 3;
+/** Not a drop: taken out by `spill` to be written down; counted apart. */
+const R_SPILLED = 4;
 
 export interface LaneOptions {
   /** Upstream JSON-RPC URLs; empty runs the lane dry. */
@@ -213,6 +237,7 @@ function endOf(verdict: number, reason: number, t: Trace): ['forwarded' | 'upstr
   if (verdict === ACCEPTED) return ['forwarded', null];
   if (verdict === REJECTED) return ['upstream_rejected', 'every upstream that answered refused it'];
   if (reason === R_SHUTDOWN) return ['dropped', 'the node shut down before an upstream accepted it'];
+  if (reason === R_SPILLED) return ['dropped', 'the node shut down before an upstream accepted it: written to the data directory, to be resent when the node starts again'];
   // Expired: tried and failed everywhere it went, or never got out (breakers open, a backlog).
   return t.tried ? ['failed', 'no upstream accepted it before it expired'] : ['dropped', 'expired in the queue before any upstream took it'];
 }
@@ -241,6 +266,8 @@ export class Lane<N extends LaneName = LaneName> {
   private readonly verdict: Uint8Array;
   /** Admission time, for MAX_AGE_MS; monotone in seq, so expiry is always a prefix of the ring. */
   private readonly born: Float64Array;
+  /** The sending account's id (-1 unknown), for the spill. */
+  private readonly account: Int32Array;
   /** Oldest item some upstream is not done with; every seq below is free. */
   private head = 0;
   private tail = 0;
@@ -251,9 +278,10 @@ export class Lane<N extends LaneName = LaneName> {
   private admittedCount = 0;
   private forwardedCount = 0;
   private discardedCount = 0;
-  private readonly droppedBy = [0, 0, 0];
-  private readonly dropLog = [new Throttle(), new Throttle(), new Throttle()];
-  private readonly dropHeld = [0, 0, 0];
+  private readonly droppedBy = [0, 0, 0, 0];
+  private readonly dropLog = [new Throttle(), new Throttle(), new Throttle(), new Throttle()];
+  private readonly dropHeld = [0, 0, 0, 0];
+  private spilledCount = 0;
 
   private accepting = true;
   private closed = false;
@@ -311,6 +339,7 @@ export class Lane<N extends LaneName = LaneName> {
     this.done = new Uint32Array(size);
     this.verdict = new Uint8Array(size);
     this.born = new Float64Array(size);
+    this.account = new Int32Array(size);
   }
 
   /** No upstream: drops what it admits. */
@@ -339,7 +368,7 @@ export class Lane<N extends LaneName = LaneName> {
   }
 
   /** Queues one item for every upstream; false when full (503 capacity) or draining. A dry lane discards it. */
-  offer(item: LaneItem<N>, trace?: Trace): boolean {
+  offer(item: LaneItem<N>, trace?: Trace, account = trace?.accountId ?? -1): boolean {
     if (!this.accepting) return false;
     if (this.outlets.length === 0) {
       this.admittedCount++;
@@ -358,6 +387,7 @@ export class Lane<N extends LaneName = LaneName> {
     this.done[i] = 0;
     this.verdict[i] = NONE;
     this.born[i] = now;
+    this.account[i] = account;
     this.tail++;
     this.open++;
     this.admittedCount++;
@@ -376,10 +406,62 @@ export class Lane<N extends LaneName = LaneName> {
     this.accepting = false;
   }
 
+  /** The position after the last admitted item, for `settledUpTo`. */
+  position(): number {
+    return this.tail;
+  }
+
+  /** Whether every item admitted before `position` is final everywhere (accepted, refused or given up). */
+  settledUpTo(position: number): boolean {
+    return this.closed || this.head - position >= 0;
+  }
+
+  /** Acknowledged transactions written down at shutdown that were too old to send on this start. */
+  expiredAfterRestart(n: number): void {
+    if (n > 0) this.droppedBy[R_EXPIRED_AFTER_RESTART]! += n;
+  }
+
+  /** Items taken out by `spill`. */
+  get spilled(): number {
+    return this.spilledCount;
+  }
+
+  /**
+   * The end of a drain: takes out every item no upstream has accepted (queued,
+   * waiting for a resend, or in flight: at-least-once) so the node writes it
+   * down instead of dropping it (docs/operations.md#graceful-shutdown). Their
+   * traces end; an in-flight copy's answer will be stale. Only before `close`.
+   */
+  spill(): SpillEntry[] {
+    const out: SpillEntry[] = [];
+    if (this.closed) return out;
+    this.accepting = false;
+    const outs = this.outlets;
+    const family = this.kind === CallKind.EVM ? 'evm' : 'solana';
+    const end = this.tail;
+    for (let s = this.head; s < end; s++) {
+      const i = s & this.mask;
+      if (this.done[i] === this.allMask || this.verdict[i] === ACCEPTED) continue;
+      const item = this.items[i]!;
+      out.push({ lane: this.name, family, item: typeof item === 'string' ? item : [...item], ackedAt: this.born[i]!, account: this.account[i]! });
+      for (let k = 0; k < outs.length; k++) {
+        const o = outs[k]!;
+        if ((this.done[i]! & o.bit) === 0) this.mark(o, s, NONE, R_SPILLED);
+      }
+    }
+    // Nothing more goes out: `close` follows, and what is left owes only accepted items.
+    for (const o of outs) {
+      o.cursor = end;
+      o.retry.length = 0;
+    }
+    return out;
+  }
+
   /** Stops sending and closes sockets (aborting in-flight requests unless idle); unaccepted items drop as `shutdown`. */
   async close(): Promise<void> {
     if (this.closed) return;
-    const idle = this.settled === this.tail;
+    // After `spill` every item is settled, yet requests may be in flight: those are aborted too.
+    const idle = this.settled === this.tail && this.outlets.every((o) => o.inFlight === 0);
     this.accepting = false;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
@@ -416,8 +498,8 @@ export class Lane<N extends LaneName = LaneName> {
       admitted: this.admittedCount,
       forwarded: this.forwardedCount,
       discarded: this.discardedCount,
-      dropped: by[R_REJECTED]! + by[R_EXPIRED]! + by[R_SHUTDOWN]!,
-      droppedBy: { rejected: by[R_REJECTED]!, expired: by[R_EXPIRED]!, shutdown: by[R_SHUTDOWN]! },
+      dropped: by[R_REJECTED]! + by[R_EXPIRED]! + by[R_SHUTDOWN]! + by[R_EXPIRED_AFTER_RESTART]!,
+      droppedBy: { rejected: by[R_REJECTED]!, expired: by[R_EXPIRED]!, shutdown: by[R_SHUTDOWN]!, expired_after_restart: by[R_EXPIRED_AFTER_RESTART]! },
       available: this.available(),
       accepting: this.accepting,
       upstreams: this.outlets.map((o) => ({
@@ -709,7 +791,7 @@ export class Lane<N extends LaneName = LaneName> {
     const final = this.verdict[i]!;
     if (final !== ACCEPTED) {
       if (final === NONE) this.open--;
-      this.dropped(final === REJECTED ? R_REJECTED : reason);
+      this.dropped(final === REJECTED && reason !== R_SPILLED ? R_REJECTED : reason);
     }
     const t = this.traces[i];
     if (t !== undefined) {
@@ -721,6 +803,10 @@ export class Lane<N extends LaneName = LaneName> {
   }
 
   private dropped(reason: number): void {
+    if (reason === R_SPILLED) {
+      this.spilledCount++;
+      return;
+    }
     this.droppedBy[reason]!++;
     if (reason === R_SHUTDOWN) return; // close() logs them in one line
     this.dropHeld[reason]!++;

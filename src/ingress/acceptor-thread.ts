@@ -139,7 +139,7 @@ port.on('message', (m: ToAcceptor) => {
       return;
     }
     case 'drain':
-      void service.drain(m.deadline).then((abandoned) => post({ t: 'drained', abandoned }));
+      void service.drain(m.deadline).then(({ abandoned, spill }) => post({ t: 'drained', abandoned, spill }));
       return;
     case 'close':
       void service.close().then(() => {

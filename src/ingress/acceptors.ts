@@ -31,6 +31,7 @@ import type { IpLimiter } from '../tables/ip-limiter.js';
 import type { TemplatedApp } from './uws.js';
 import type { AcceptorData } from './acceptor-thread.js';
 import type { StatusFeed } from '../status/feed.js';
+import type { SpillEntry } from '../forward/lane.js';
 
 export type ToAcceptor =
   | { t: 'account'; seq: number; r: SeatedRecord }
@@ -54,7 +55,7 @@ export type FromAcceptor =
   | { t: 'stats'; id: number; stats: ServiceStats }
   | { t: 'persist'; id: number; rec: NewBatch }
   | { t: 'outcome'; id: number; batchId: string; items: StoredItem[] }
-  | { t: 'drained'; abandoned: number }
+  | { t: 'drained'; abandoned: number; spill: SpillEntry[] }
   | { t: 'log'; line: string }
   /** A status read on a thread: what the node's other trackers hold. */
   | { t: 'statuses'; id: number; account: number; ids: readonly string[] }
@@ -98,7 +99,7 @@ class Thread {
   alive = true;
   readonly waiting = new Map<number, (s: ServiceStats | null) => void>();
   readonly asked = new Map<number, (views: StatusView[] | null) => void>();
-  drained: ((abandoned: number) => void) | null = null;
+  drained: ((left: { abandoned: number; spill: SpillEntry[] }) => void) | null = null;
 
   constructor(
     readonly index: number,
@@ -185,22 +186,22 @@ export class AcceptorThreads {
     return all.filter((s): s is ServiceStats => s !== null);
   }
 
-  /** As service.ts `drain`, in every thread; resolves to what was abandoned. */
-  async drain(deadline: number): Promise<number> {
+  /** As service.ts `drain`, in every thread; resolves to what was abandoned and what each thread's lanes left to write down. */
+  async drain(deadline: number): Promise<{ abandoned: number; spill: SpillEntry[] }> {
     this.closing = true;
     const each = await Promise.all(
       this.threads
         .filter((t) => t.alive)
         .map(
           (t) =>
-            new Promise<number>((resolve) => {
+            new Promise<{ abandoned: number; spill: SpillEntry[] }>((resolve) => {
               t.drained = resolve;
               t.post({ t: 'drain', deadline });
-              t.worker.once('exit', () => resolve(0));
+              t.worker.once('exit', () => resolve({ abandoned: 0, spill: [] }));
             }),
         ),
     );
-    return each.reduce((a, b) => a + b, 0);
+    return { abandoned: each.reduce((a, b) => a + b.abandoned, 0), spill: each.flatMap((b) => b.spill) };
   }
 
   async close(): Promise<void> {
@@ -300,7 +301,7 @@ export class AcceptorThreads {
         );
         return;
       case 'drained':
-        t.drained?.(m.abandoned);
+        t.drained?.({ abandoned: m.abandoned, spill: m.spill });
         t.drained = null;
         return;
       case 'statuses':

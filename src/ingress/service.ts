@@ -16,6 +16,7 @@ import { Slab } from '../tables/slab.js';
 import { JobTable } from '../exec/jobs.js';
 import { Verifier } from '../exec/verifier.js';
 import { Forwarder } from '../forward/forwarder.js';
+import type { SpillEntry } from '../forward/lane.js';
 import type { TipAccounts } from '../chains/solana/tip.js';
 import { Pipeline } from '../pipeline/admit.js';
 import { Outcome } from '../pipeline/outcome.js';
@@ -212,14 +213,16 @@ export class HttpService {
   /**
    * Graceful stop, first half: refuse new work, answer held refusals, let
    * checks and lanes drain by `deadline` (Date.now() scale). Resolves to the
-   * transactions no upstream accepted in time.
+   * transactions no upstream accepted in time: `spill` is for the data
+   * directory (docs/operations.md#graceful-shutdown).
    */
-  async drain(deadline: number): Promise<number> {
+  async drain(deadline: number): Promise<{ abandoned: number; spill: SpillEntry[] }> {
     this.pipeline.draining = true;
     // The connections close before their hold would end.
     this.reply.releaseHeld();
     while (this.verifier.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-    return (await this.forwarder.drain(Math.max(0, deadline - Date.now()))).abandoned;
+    const { abandoned, spill } = await this.forwarder.drain(Math.max(0, deadline - Date.now()));
+    return { abandoned, spill };
   }
 
   /** An account changed (admin API, registry feed): a revoked account's WebSockets close. */

@@ -101,7 +101,7 @@ export function registerRelayMetrics(m: Metrics, p: RelayParts): void {
   m.counter('txrelay_lane_forwarded_total', 'Transactions forwarded, by lane.', ['lane'], () => lanes().map((s): Sample => [{ lane: s.lane }, s.forwarded]));
   m.counter(
     'txrelay_lane_dropped_total',
-    'Admitted transactions that ended with no upstream accepting them, by reason (rejected: refused by every upstream that answered; expired: maximum age reached; shutdown: drain time-out).',
+    'Admitted transactions that ended with no upstream accepting them, by reason (rejected: refused by every upstream that answered; expired: maximum age reached; shutdown: lanes closed without a drain, nothing written down; expired_after_restart: written down at a stop, older than solana.spill_max_age_s at the next start).',
     ['lane', 'reason'],
     () => lanes().flatMap((s) => Object.entries(s.droppedBy).map(([reason, n]): Sample => [{ lane: s.lane, reason }, n])),
   );

@@ -226,7 +226,7 @@ test('a 4xx refusal other than 408/429 is final for that item: sent once, counte
     await sleep(50);
     const s = l.stats();
     assert.equal(up.requests.length, 4, `${status}: no resend`);
-    assert.deepEqual(s.droppedBy, { rejected: 4, expired: 0, shutdown: 0 }, String(status));
+    assert.deepEqual(s.droppedBy, { rejected: 4, expired: 0, shutdown: 0, expired_after_restart: 0 }, String(status));
     assert.equal(s.upstreams[0]!.breaker, 'closed', `${status}: an upstream that answers is up`);
     assert.equal(s.upstreams[0]!.httpErrors, 4);
   }

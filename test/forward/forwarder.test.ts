@@ -60,7 +60,7 @@ test('each lane carries its own format to its own upstreams; stats report every 
   assert.equal(bundle.forwarded, 1);
   assert.equal(bundle.discarded, 0);
   assert.equal(bundle.dropped, 0);
-  assert.deepEqual(bundle.droppedBy, { rejected: 0, expired: 0, shutdown: 0 });
+  assert.deepEqual(bundle.droppedBy, { rejected: 0, expired: 0, shutdown: 0, expired_after_restart: 0 });
   const u = bundle.upstreams[0]!;
   assert.equal(u.breaker, 'closed');
   assert.equal(u.sent, 1);
@@ -89,13 +89,13 @@ test('drain refuses new items, waits for queued and in-flight items, then return
   assert.equal(l.offer(hexTx(99)), false, 'offer returns false while draining');
   const r = await done;
   assert.ok(Date.now() - t0 >= 100, 'it waited for the in-flight requests');
-  assert.deepEqual(r, { sent: 30, abandoned: 0 });
+  assert.deepEqual(r, { sent: 30, abandoned: 0, spill: [] });
   assert.equal(up.calls().length, 30);
   assert.equal(f.stats().lanes['evm-paid'].forwarded, 30);
   assert.equal(l.offer(hexTx(100)), false);
 });
 
-test('drain gives up at its time-out and reports the abandoned items, counted dropped as shutdown', async () => {
+test('drain gives up at its time-out and hands back the unaccepted items to be written down, in flight or not', async () => {
   const up = await upstream({ mode: { delayMs: 5_000 } });
   const f = forwarder({ lanes: { 'solana-single': [up.url] }, connections: 1, batching: { 'solana-single': false } });
   const l = f.lane('solana-single');
@@ -104,13 +104,18 @@ test('drain gives up at its time-out and reports the abandoned items, counted dr
   const r = await f.drain(200);
   const took = Date.now() - t0;
   assert.ok(took >= 190 && took < 2_000, `drain took ${took} ms`);
-  assert.deepEqual(r, { sent: 0, abandoned: 5 });
-  assert.equal(f.stats().lanes['solana-single'].droppedBy.shutdown, 5);
+  assert.equal(r.abandoned, 0);
+  assert.deepEqual(
+    r.spill.map((e) => e.item),
+    Array.from({ length: 5 }, (_, i) => b64(i)),
+  );
+  assert.equal(f.stats().lanes['solana-single'].droppedBy.shutdown, 0);
+  assert.equal(l.spilled, 5);
 });
 
 test('drain with nothing queued returns at once', async () => {
   const f = forwarder({ lanes: {} });
-  assert.deepEqual(await f.drain(), { sent: 0, abandoned: 0 });
+  assert.deepEqual(await f.drain(), { sent: 0, abandoned: 0, spill: [] });
 });
 
 test('a bad upstream URL stops construction with a code that names the lane, not the URL', () => {

@@ -48,7 +48,7 @@ test('an upstream that hangs for seconds then recovers gets every item offered d
   const s = l.stats();
   assert.equal(s.forwarded, offered.length);
   assert.equal(s.dropped, 0);
-  assert.deepEqual(s.droppedBy, { rejected: 0, expired: 0, shutdown: 0 });
+  assert.deepEqual(s.droppedBy, { rejected: 0, expired: 0, shutdown: 0, expired_after_restart: 0 });
   assert.ok(s.upstreams[0]!.retried > 0, 'the timed-out requests were retried');
   assert.equal(s.upstreams[0]!.breaker, 'closed');
 });
@@ -86,7 +86,7 @@ test('an item no upstream accepts within the maximum age is dropped and counted 
   assert.ok(up.requests.length >= 2, 'retried while young enough');
   const s = l.stats();
   assert.equal(s.dropped, 1);
-  assert.deepEqual(s.droppedBy, { rejected: 0, expired: 1, shutdown: 0 });
+  assert.deepEqual(s.droppedBy, { rejected: 0, expired: 1, shutdown: 0, expired_after_restart: 0 });
   assert.equal(s.upstreams[0]!.expired, 1);
   assert.equal(s.held, 0, 'its slot is free');
   const line = lines.find((x) => x.fields?.reason === 'expired');
@@ -105,7 +105,7 @@ test('a JSON-RPC error answer is final: each item is sent once and counted rejec
   await sleep(100);
   assert.equal(up.calls().length, 6, 'no retry after a JSON-RPC error');
   const s = l.stats();
-  assert.deepEqual(s.droppedBy, { rejected: 6, expired: 0, shutdown: 0 });
+  assert.deepEqual(s.droppedBy, { rejected: 6, expired: 0, shutdown: 0, expired_after_restart: 0 });
   assert.equal(s.upstreams[0]!.retried, 0);
   assert.equal(s.upstreams[0]!.breaker, 'closed');
 });
@@ -169,7 +169,7 @@ test('a full ring of items no upstream has answered refuses offers (503 backpres
   assert.equal(s.dropped, 0);
 });
 
-test('drain counts what it abandons: items no upstream accepted are dropped as shutdown, accepted ones are not', async () => {
+test('drain hands back what no upstream accepted, to be written down, not dropped; accepted ones are not', async () => {
   const hung = await upstream({ mode: 'hang' });
   const ok = await upstream();
   const f = new Forwarder({ lanes: { 'solana-single': [hung.url], 'evm-paid': [hung.url, ok.url] }, timeoutMs: 5_000 });
@@ -178,8 +178,14 @@ test('drain counts what it abandons: items no upstream accepted are dropped as s
   for (let i = 0; i < 3; i++) f.lane('evm-paid').offer(hexTx(i));
   await until(() => f.lane('evm-paid').stats().forwarded === 3, 2_000, 'evm items accepted by the healthy upstream');
   const r = await f.drain(200);
-  assert.deepEqual(r, { sent: 0, abandoned: 5 });
+  assert.equal(r.sent, 0);
+  assert.equal(r.abandoned, 0);
+  assert.deepEqual(
+    r.spill.map((e) => [e.lane, e.family, e.item]),
+    Array.from({ length: 5 }, (_, i) => ['solana-single', 'solana', b64Tx(i)]),
+  );
   const s = f.stats().lanes;
-  assert.deepEqual(s['solana-single'].droppedBy, { rejected: 0, expired: 0, shutdown: 5 });
+  assert.deepEqual(s['solana-single'].droppedBy, { rejected: 0, expired: 0, shutdown: 0, expired_after_restart: 0 });
+  assert.equal(f.lane('solana-single').spilled, 5);
   assert.equal(s['evm-paid'].dropped, 0, 'accepted by one upstream: forwarded, not abandoned');
 });
