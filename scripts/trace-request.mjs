@@ -4,7 +4,11 @@
  * the V8 inspector (docs/architecture.md "A request's hops" quotes its output).
  *
  *   npm run trace:request                      (builds first)
- *   node scripts/trace-request.mjs [--json] [--edges] [--warmup N]
+ *   node scripts/trace-request.mjs [--json] [--edges] [--warmup N] [--acceptor uws|node]
+ *
+ * --json: the figures, files and edges as JSON; --edges: every cross-file
+ * call, caller -> callee with its count; --warmup: requests of each kind
+ * before the traced ones (3); --acceptor: the HTTP acceptor (the default's).
  *
  * How: this process starts a real relay (the test helpers' in-process relay:
  * embedded defaults, every listener on an ephemeral port, one HTTP thread, a
@@ -73,12 +77,16 @@ const rank = (layer) => LAYERS.findIndex(([n]) => n === layer);
 
 async function main() {
   const argv = process.argv.slice(2);
-  const opt = { json: argv.includes('--json'), edges: argv.includes('--edges'), warmup: 3 };
-  const w = argv.indexOf('--warmup');
-  if (w >= 0) opt.warmup = Number(argv[w + 1]);
-  for (const a of argv) {
-    if (a.startsWith('--') && !['--json', '--edges', '--warmup'].includes(a)) {
-      process.stderr.write(`trace-request: unknown option ${a}\nusage: node scripts/trace-request.mjs [--json] [--edges] [--warmup N]\n`);
+  const usage = 'usage: node scripts/trace-request.mjs [--json] [--edges] [--warmup N] [--acceptor uws|node]';
+  const opt = { json: false, edges: false, warmup: 3, acceptor: null };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--json') opt.json = true;
+    else if (a === '--edges') opt.edges = true;
+    else if (a === '--warmup' && /^\d+$/.test(argv[i + 1] ?? '')) opt.warmup = Number(argv[++i]);
+    else if (a === '--acceptor' && ['uws', 'node'].includes(argv[i + 1])) opt.acceptor = argv[++i];
+    else {
+      process.stderr.write(`trace-request: unknown or incomplete option ${a}\n${usage}\n`);
       process.exit(2);
     }
   }
@@ -102,7 +110,7 @@ async function main() {
   // One HTTP thread (the main one), so that the whole path runs where the inspector looks;
   // one request at a time, so the verifier checks inline on it too (exec/verifier.ts).
   const relay = await startTestRelay({
-    http: { acceptors: 1 },
+    http: { acceptors: 1, ...(opt.acceptor ? { acceptor: opt.acceptor } : {}) },
     workers: { threads: 1, inline: 'auto' },
     solana: { rpc_upstreams: [up.url] },
     evm: { upstreams: { paid: [up.url], free: [up.url] } },
