@@ -91,7 +91,7 @@ async function main() {
     }
   }
   if (!existsSync(join(ROOT, 'dist/test/helpers/relay.js'))) {
-    process.stderr.write('trace-request: dist/ is missing; run `npm run build` first (npm run trace:request does)\n');
+    process.stderr.write('trace-request: dist/test is missing; run `npm run build` in a clone of the repository first (npm run trace:request does)\n');
     process.exit(2);
   }
   // A hard bound: a trace that hangs reports a failure instead of waiting forever.
