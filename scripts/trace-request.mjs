@@ -64,6 +64,7 @@ export const LAYERS = [
   ['store/status', ['store/', 'status/']],
 ];
 const UTIL = 'util';
+const UTIL_FILES = 'errors.ts, clock.ts, relay.ts, obs/, config/, native/, tables/, chains/, client/';
 
 /** 'src/ingress/doors/solana.ts' -> 'ingress'; a utility -> 'util'. */
 export function layerOf(file) {
@@ -214,7 +215,7 @@ async function main() {
       node: process.version,
       acceptor: relay.relay.acceptor ?? null,
       layers: Object.fromEntries(LAYERS.map(([n, p]) => [n, p.map((x) => 'src/' + x + '**')])),
-      util: 'every other src file (errors.ts, clock.ts, relay.ts, obs/, config/, native/, tables/, chains/, client/): in no layer',
+      util: `every other src file (${UTIL_FILES}): in no layer`,
       kinds: results,
     };
     if (opt.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
@@ -349,11 +350,11 @@ function print(report, opt) {
   const cells = rows.map(([name, f]) => [name, ...report.kinds.map(f)]);
   const widths = heads.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i].length)));
   const line = (r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('   ');
-  out.push(`Calls one request makes inside the relay (${report.node}, acceptor ${report.acceptor ?? 'default'}); counts as made, (distinct caller -> callee pairs).`);
+  out.push(`Calls one request makes inside the relay (Node ${report.node}, acceptor ${report.acceptor ?? 'default'}): calls counted as made, in brackets the distinct caller -> callee pairs.`);
   for (const k of report.kinds) out.push(`  ${k.kind}: ${k.title}, answered ${k.answer}`);
   out.push('', line(heads), ...cells.map(line), '');
   out.push('Layers, first to last: ' + LAYERS.map(([n, p]) => `${n} (${p.map((x) => 'src/' + x).join(', ')})`).join(' > '));
-  out.push('Other src files are utilities or wiring, in no layer: ' + report.util.split(': ')[0].replace(/^every other src file /, ''));
+  out.push('Every other src file is a utility or wiring, in no layer: ' + UTIL_FILES + '.');
   for (const k of report.kinds) {
     out.push('', `${k.kind}: calls back up a layer`);
     const ups = k.edges.filter((e) => e.up);
