@@ -13,16 +13,21 @@
  * How: this process starts a real relay (the test helpers' in-process relay:
  * embedded defaults, every listener on an ephemeral port, one HTTP thread, a
  * stand-in upstream that answers every call) on its main thread, and a worker
- * thread attaches an inspector session to the main thread. After a few
- * warm-up requests of every kind, for each kind:
+ * thread attaches an inspector session to the main thread. It runs on one
+ * core (taskset, Linux): the relay then starts no verification workers and
+ * checks every transaction on the main thread, where the inspector looks.
+ * After a few warm-up requests of every kind, for each kind:
  *   1. precise coverage (call counts) around one request says which functions
  *      under dist/src ran for it;
- *   2. a breakpoint goes on the first statement of each of those functions;
+ *   2. a breakpoint goes on the first statement of each of those functions,
+ *      with a condition that records the stack and returns false: the thread
+ *      never pauses, so timing-driven choices (the verifier's turn budget,
+ *      load shedding, workers) go as they do untraced;
  *   3. an idle window with the breakpoints set tells which event-loop entries
  *      run without a request (the verifier's lag sampler, the upstream sweep):
- *      pauses under those entries are left out;
- *   4. exactly one more request of the kind is sent; at each pause the callee
- *      is the paused function and the caller the nearest frame below it that
+ *      hits under those entries are left out;
+ *   4. exactly one more request of the kind is sent; at each hit the callee
+ *      is the function entered and the caller the nearest frame below it that
  *      is under dist/src (frames of node internals and libraries are skipped;
  *      none: an entry from the event loop, a timer, a socket or a promise).
  * A request counts from the moment it is sent until its answer is read, the
@@ -44,10 +49,14 @@ import { Worker, isMainThread, parentPort } from 'node:worker_threads';
 import { Session } from 'node:inspector';
 import { SourceMap } from 'node:module';
 import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { availableParallelism } from 'node:os';
+import { spawn } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { join, relative } from 'node:path';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** The global the breakpoints' conditions call (recorder()). */
+const HIT = '__traceRequestHit';
 const DIST_SRC = join(ROOT, 'dist/src') + '/';
 
 /**
@@ -72,6 +81,14 @@ export function layerOf(file) {
   for (const [name, prefixes] of LAYERS) if (prefixes.some((p) => rel.startsWith(p))) return name;
   return UTIL;
 }
+function readFileSafe(path) {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
 const rank = (layer) => LAYERS.findIndex(([n]) => n === layer);
 
 // ---- main thread: the relay and the requests -------------------------------------
@@ -91,6 +108,20 @@ async function main() {
       process.exit(2);
     }
   }
+  // Checks run on verification workers once the main thread looks busy, and a thread paused at
+  // breakpoints looks busy: the relay runs as it does on one core, with no workers (workers.threads
+  // 0 is one per core beyond the main thread), so every check stays on the traced thread.
+  if (availableParallelism() > 1) {
+    const cpu = (/^Cpus_allowed_list:\s*(\d+)/m.exec(readFileSafe('/proc/self/status')) ?? [])[1] ?? '0';
+    const child = spawn('taskset', ['-c', cpu, process.execPath, fileURLToPath(import.meta.url), ...argv], { stdio: 'inherit' });
+    child.once('error', (e) => {
+      process.stderr.write(`trace-request: cannot run the relay on one core (taskset, from util-linux, is needed): ${e.message}\n`);
+      process.exit(2);
+    });
+    child.once('exit', (code, sig) => process.exit(code ?? (sig ? 1 : 0)));
+    for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+    return;
+  }
   if (!existsSync(join(ROOT, 'dist/test/helpers/relay.js'))) {
     process.stderr.write('trace-request: dist/test is missing; run `npm run build` in a clone of the repository first (npm run trace:request does)\n');
     process.exit(2);
@@ -108,14 +139,16 @@ async function main() {
   const { signed1559 } = await import(join(ROOT, 'dist/test/helpers/evm.js'));
 
   const up = await startUpstream();
-  // One HTTP thread (the main one), so that the whole path runs where the inspector looks;
-  // one request at a time, so the verifier checks inline on it too (exec/verifier.ts).
+  // One HTTP thread (the main one) and, on one core, no verification workers: the whole path
+  // runs where the inspector looks.
   const relay = await startTestRelay({
     http: { acceptors: 1, ...(opt.acceptor ? { acceptor: opt.acceptor } : {}) },
-    workers: { threads: 1, inline: 'auto' },
+    workers: { threads: 0, inline: 'auto' },
     solana: { rpc_upstreams: [up.url] },
     evm: { upstreams: { paid: [up.url], free: [up.url] } },
-    limits: { ip_rps: 100_000, ip_burst: 100_000 },
+    // A thread paused at every function looks slow to the load shedder (exec/controller.ts):
+    // its bounds at their widest, so that the traced request is admitted as an untraced one is.
+    limits: { ip_rps: 100_000, ip_burst: 100_000, queue_target_ms: 1000, queue_max_ms: 10_000 },
   });
   const acct = await relay.createAccount({ plan: 'paid', evm: { tps: 100_000, burst: 100_000 }, solana: { tps: 100_000, burst: 100_000 } });
 
@@ -156,6 +189,7 @@ async function main() {
     },
   ];
 
+  const hits = recorder();
   const worker = new Worker(new URL(import.meta.url));
   const pending = new Map();
   let seq = 0;
@@ -199,20 +233,23 @@ async function main() {
       const fns = await ask('coverage-take');
       const armed = await ask('arm', { fns });
       // The same length of time with no request: what runs then is not the request's.
-      await ask('record', { on: true });
+      const misplacedBefore = hits.misplaced;
+      hits.start();
       await new Promise((r) => setTimeout(r, Math.max(ms, 500)));
-      const idle = await ask('record', { on: false });
-      await ask('record', { on: true });
+      const idle = hits.stop();
+      hits.start();
       const { answer } = await oneRequest(kind);
-      const pauses = await ask('record', { on: false });
-      armed.misplaced = await ask('disarm');
-      results.push(analyse(kind, { fns: fns.length, armed, idle, pauses, status: answer.status }));
+      const pauses = hits.stop();
+      await ask('disarm');
+      armed.misplaced = hits.misplaced - misplacedBefore;
+      results.push(analyse(kind, { fns, armed, idle, pauses, status: answer.status }));
     }
     await ask('stop');
 
     const report = {
       command: 'npm run trace:request',
       node: process.version,
+      cores: availableParallelism(),
       acceptor: relay.relay.acceptor ?? null,
       layers: Object.fromEntries(LAYERS.map(([n, p]) => [n, p.map((x) => 'src/' + x + '**')])),
       util: `every other src file (${UTIL_FILES}): in no layer`,
@@ -226,6 +263,58 @@ async function main() {
     await up.close();
     clearTimeout(bound);
   }
+}
+
+/**
+ * What each breakpoint's condition calls on the relay's thread: the stack as
+ * call sites, kept when recording. The condition returns false, so the thread
+ * never pauses: a paused thread looks slow, and the verifier's turn budget
+ * and load shedding (exec/verifier.ts) would take another path than an
+ * untraced request does.
+ */
+function recorder() {
+  const SRC_URL = pathToFileURL(DIST_SRC).href;
+  let list = null;
+  const rec = {
+    misplaced: 0,
+    start() {
+      list = [];
+    },
+    stop() {
+      const l = list;
+      list = null;
+      return l;
+    },
+  };
+  const site = (c) => ({
+    url: c.getFileName(),
+    line: c.getEnclosingLineNumber() - 1,
+    col: c.getEnclosingColumnNumber() - 1,
+    name: c.getFunctionName() ?? c.getMethodName() ?? '',
+  });
+  globalThis[HIT] = function hit(fn, line, col) {
+    if (list === null) return;
+    const prepare = Error.prepareStackTrace;
+    const limit = Error.stackTraceLimit;
+    Error.prepareStackTrace = (_, sites) => sites;
+    Error.stackTraceLimit = 200;
+    const o = {};
+    Error.captureStackTrace(o, hit);
+    const sites = o.stack;
+    Error.prepareStackTrace = prepare;
+    Error.stackTraceLimit = limit;
+    // Frames of node internals, libraries and the condition itself are skipped.
+    const src = sites.filter((c) => c.getFileName()?.startsWith(SRC_URL));
+    if (src.length === 0) return;
+    const callee = site(src[0]);
+    if (callee.line < line || (callee.line === line && callee.col < col)) {
+      // The breakpoint resolved to a statement of an enclosing function, not the entry of its own.
+      rec.misplaced++;
+      return;
+    }
+    list.push({ fn, callee, caller: src.length > 1 ? site(src[1]) : null, root: site(src[src.length - 1]) });
+  };
+  return rec;
 }
 
 // ---- analysis ----------------------------------------------------------------
@@ -307,6 +396,14 @@ function analyse(kind, { fns, armed, idle, pauses, status }) {
         up: nonLeafFiles.has(fromFile) && nonLeafFiles.has(toFile) && isUp(c),
       };
     });
+  // The coverage request ran untraced: a function entered another number of times under the
+  // breakpoints shows where their cost changed a timing-driven choice (the verifier's turn budget).
+  const traced = new Map();
+  for (const p of kept) traced.set(p.fn, { n: (traced.get(p.fn)?.n ?? 0) + 1, label: lab(p.callee).fn });
+  const differs = [];
+  const idleFns = new Set(idle.map((p) => p.fn));
+  for (const [i, t] of traced) if (fns[i].count !== t.n && !idleFns.has(i)) differs.push({ fn: t.label, untraced: fns[i].count, traced: t.n });
+  differs.sort((a, b) => (a.fn < b.fn ? -1 : 1));
   const files = [...entered].sort();
   return {
     kind: kind.name,
@@ -323,11 +420,12 @@ function analyse(kind, { fns, armed, idle, pauses, status }) {
       distinct: { crossFileEdges: distinct(cross).size, nonLeafEdges: distinct(nonLeaf).size, upEdges: distinct(up).size },
     },
     trace: {
-      functionsCovered: fns,
+      functionsCovered: fns.length,
+      callsDifferingFromUntraced: differs,
       breakpointsSet: armed.set,
       breakpointsMisplaced: armed.misplaced,
-      pauses: pauses.length,
-      pausesLeftOutAsBackground: pauses.length - kept.length,
+      hits: pauses.length,
+      hitsLeftOutAsBackground: pauses.length - kept.length,
       backgroundEntries: [...new Set(idle.map((p) => lab(p.root).fn))].sort(),
     },
     files: files.map((f) => ({ file: f, layer: layerOf(f), leaf: !nonLeafFiles.has(f) })),
@@ -361,7 +459,13 @@ function print(report, opt) {
     if (ups.length === 0) out.push('  (none)');
     for (const e of ups) out.push(`  ${e.calls}x  ${e.from}  ->  ${e.to}   [${e.fromLayer} -> ${e.toLayer}]`);
     const t = k.trace;
-    out.push(`  (${t.functionsCovered} functions ran, ${t.breakpointsSet} breakpoints, ${t.pauses} pauses, ${t.pausesLeftOutAsBackground} left out as background: ${t.backgroundEntries.join(', ') || 'none'}${t.breakpointsMisplaced ? `; ${t.breakpointsMisplaced} misplaced breakpoints ignored` : ''})`);
+    out.push(`  (${t.functionsCovered} functions ran, ${t.breakpointsSet} breakpoints, ${t.hits} hits, ${t.hitsLeftOutAsBackground} left out as background: ${t.backgroundEntries.join(', ') || 'none'}${t.breakpointsMisplaced ? `; ${t.breakpointsMisplaced} misplaced breakpoints ignored` : ''})`);
+  }
+  for (const k of report.kinds) {
+    const d = k.trace.callsDifferingFromUntraced;
+    if (d.length === 0) continue;
+    out.push('', `${k.kind}: functions entered another number of times than in the same request untraced (coverage counts)`);
+    for (const x of d) out.push(`  ${x.fn}: ${x.untraced} untraced, ${x.traced} traced`);
   }
   if (opt.edges) {
     for (const k of report.kinds) {
@@ -382,14 +486,8 @@ async function tracer() {
     new Promise((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
 
   const scripts = new Map(); // scriptId -> { url, lineStarts }
-  let recording = false;
-  let recorded = [];
   let bps = new Map(); // breakpointId -> { scriptId, start, end }
-  let misplaced = 0;
 
-  const urls = new Map(); // scriptId -> url (a call frame's own url field is often empty)
-  session.on('Debugger.scriptParsed', ({ params }) => urls.set(params.scriptId, params.url));
-  const urlOf = (frame) => urls.get(frame.location.scriptId) ?? frame.url;
   const inSrc = (url) => url.startsWith('file://') && fileURLToPath(url).startsWith(DIST_SRC);
   const lineStartsOf = async (scriptId) => {
     let s = scripts.get(scriptId);
@@ -414,30 +512,8 @@ async function tracer() {
   };
   const toOffset = (starts, line, col) => starts[line] + col;
 
-  session.on('Debugger.paused', ({ params }) => {
-    const frames = params.callFrames;
-    const top = frames[0];
-    if (recording && params.hitBreakpoints?.length) {
-      const bp = bps.get(params.hitBreakpoints[0]);
-      const starts = bp ? scripts.get(bp.scriptId)?.lineStarts : undefined;
-      const at = starts ? toOffset(starts, top.functionLocation.lineNumber, top.functionLocation.columnNumber) : -1;
-      if (!bp || at < bp.start || at >= bp.end) {
-        // The breakpoint resolved to a statement of an enclosing function, not the entry of its own.
-        misplaced++;
-      } else {
-        const f = (c) => ({ url: urlOf(c), line: c.functionLocation.lineNumber, col: c.functionLocation.columnNumber, name: c.functionName });
-        let caller = null;
-        let root = f(top);
-        for (let i = 1; i < frames.length; i++) {
-          if (!inSrc(urlOf(frames[i]))) continue;
-          if (caller === null) caller = f(frames[i]);
-          root = f(frames[i]);
-        }
-        recorded.push({ callee: f(top), caller, root });
-      }
-    }
-    session.post('Debugger.resume');
-  });
+  // The conditions never pause; anything else that would (a debugger statement) carries on.
+  session.on('Debugger.paused', () => session.post('Debugger.resume'));
 
   const ops = {
     async start() {
@@ -456,44 +532,34 @@ async function tracer() {
         for (const fn of s.functions) {
           const r = fn.ranges[0];
           // The script's top level (offset 0) runs once, at import.
-          if (r.count > 0 && !(r.startOffset === 0 && fn.functionName === '')) fns.push({ scriptId: s.scriptId, start: r.startOffset, end: r.endOffset });
+          if (r.count > 0 && !(r.startOffset === 0 && fn.functionName === '')) fns.push({ scriptId: s.scriptId, start: r.startOffset, end: r.endOffset, count: r.count });
         }
       }
       return fns;
     },
     async arm({ fns }) {
       bps = new Map();
-      misplaced = 0;
       let set = 0;
-      for (const fn of fns) {
+      for (const [i, fn] of fns.entries()) {
         const starts = await lineStartsOf(fn.scriptId);
         const start = { scriptId: fn.scriptId, ...toLoc(starts, fn.start) };
         const end = { scriptId: fn.scriptId, ...toLoc(starts, fn.end) };
         const { locations } = await post('Debugger.getPossibleBreakpoints', { start, end, restrictToFunction: true });
         if (!locations.length) continue;
         try {
-          const { breakpointId } = await post('Debugger.setBreakpoint', { location: locations[0] });
+          const condition = `(globalThis.${HIT}?.(${i}, ${start.lineNumber}, ${start.columnNumber}), false)`;
+          const { breakpointId } = await post('Debugger.setBreakpoint', { location: locations[0], condition });
           bps.set(breakpointId, fn);
           set++;
         } catch {
           // Two ranges resolving to one location: the first breakpoint stands for both.
         }
       }
-      return { set, misplaced: 0 };
-    },
-    async record({ on }) {
-      recording = on;
-      if (on) {
-        recorded = [];
-        return null;
-      }
-      return recorded;
+      return { set };
     },
     async disarm() {
       for (const id of bps.keys()) await post('Debugger.removeBreakpoint', { breakpointId: id });
-      const m = misplaced;
       bps = new Map();
-      return m;
     },
     async stop() {
       await post('Profiler.stopPreciseCoverage');
