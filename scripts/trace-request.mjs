@@ -21,8 +21,11 @@
  *      under dist/src ran for it;
  *   2. a breakpoint goes on the first statement of each of those functions,
  *      with a condition that records the stack and returns false: the thread
- *      never pauses, so timing-driven choices (the verifier's turn budget,
- *      load shedding, workers) go as they do untraced;
+ *      never pauses (a paused thread looks overloaded and is shed). Recording
+ *      still costs time, so a choice made on the clock (the verifier's 1 ms of
+ *      checks per turn) can go another way than untraced: the report lists
+ *      every function entered another number of times than in step 1's
+ *      untraced request;
  *   3. an idle window with the breakpoints set tells which event-loop entries
  *      run without a request (the verifier's lag sampler, the upstream sweep):
  *      hits under those entries are left out;
@@ -146,8 +149,8 @@ async function main() {
     workers: { threads: 0, inline: 'auto' },
     solana: { rpc_upstreams: [up.url] },
     evm: { upstreams: { paid: [up.url], free: [up.url] } },
-    // A thread paused at every function looks slow to the load shedder (exec/controller.ts):
-    // its bounds at their widest, so that the traced request is admitted as an untraced one is.
+    // Recording at every function entry makes checks look slow to the load shedder
+    // (exec/controller.ts): its bounds at their widest, so the traced request is admitted as an untraced one is.
     limits: { ip_rps: 100_000, ip_burst: 100_000, queue_target_ms: 1000, queue_max_ms: 10_000 },
   });
   const acct = await relay.createAccount({ plan: 'paid', evm: { tps: 100_000, burst: 100_000 }, solana: { tps: 100_000, burst: 100_000 } });
@@ -239,10 +242,10 @@ async function main() {
       const idle = hits.stop();
       hits.start();
       const { answer } = await oneRequest(kind);
-      const pauses = hits.stop();
+      const traced = hits.stop();
       await ask('disarm');
       armed.misplaced = hits.misplaced - misplacedBefore;
-      results.push(analyse(kind, { fns, armed, idle, pauses, status: answer.status }));
+      results.push(analyse(kind, { fns, armed, idle, traced, status: answer.status }));
     }
     await ask('stop');
 
@@ -268,9 +271,8 @@ async function main() {
 /**
  * What each breakpoint's condition calls on the relay's thread: the stack as
  * call sites, kept when recording. The condition returns false, so the thread
- * never pauses: a paused thread looks slow, and the verifier's turn budget
- * and load shedding (exec/verifier.ts) would take another path than an
- * untraced request does.
+ * never pauses: a paused thread looks overloaded to the load shedder
+ * (exec/controller.ts), which refuses the traced request.
  */
 function recorder() {
   const SRC_URL = pathToFileURL(DIST_SRC).href;
@@ -338,7 +340,7 @@ function label(url, line, col, name) {
   return { file, fn: `${file}:${tsLine ?? `js${line + 1}`} ${name || '(anonymous)'}` };
 }
 
-function analyse(kind, { fns, armed, idle, pauses, status }) {
+function analyse(kind, { fns, armed, idle, traced: pauses, status }) {
   const frameKey = (f) => `${f.url}#${f.line}:${f.col}`;
   const background = new Set(idle.map((p) => frameKey(p.root)));
   const kept = pauses.filter((p) => !background.has(frameKey(p.root)));
@@ -485,8 +487,8 @@ async function tracer() {
   const post = (method, params = {}) =>
     new Promise((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
 
-  const scripts = new Map(); // scriptId -> { url, lineStarts }
-  let bps = new Map(); // breakpointId -> { scriptId, start, end }
+  const scripts = new Map(); // scriptId -> { lineStarts }
+  let bps = new Map(); // breakpointId -> the function it is set in
 
   const inSrc = (url) => url.startsWith('file://') && fileURLToPath(url).startsWith(DIST_SRC);
   const lineStartsOf = async (scriptId) => {
@@ -510,7 +512,6 @@ async function tracer() {
     }
     return { lineNumber: lo, columnNumber: offset - starts[lo] };
   };
-  const toOffset = (starts, line, col) => starts[line] + col;
 
   // The conditions never pause; anything else that would (a debugger statement) carries on.
   session.on('Debugger.paused', () => session.post('Debugger.resume'));
