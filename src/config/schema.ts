@@ -117,7 +117,8 @@ export const configSchema = {
         ack_first: {
           type: 'boolean',
           default: true,
-          description: 'Write a request\'s answer before the forwarding of its transaction starts. `false`: write to the upstream first.',
+          description:
+            'Write a WebSocket message\'s answer before the forwarding of its transaction starts. `false`: write to the upstream first. An HTTP answer always goes first: its transaction is queued only once its socket\'s callback returned.',
         },
         acceptors: {
           type: 'integer',

@@ -59,6 +59,11 @@ export class AckFirst {
     w.length = 0;
   }
 
+  /** Inside a callback whose writes uWS flushes only once it returns. */
+  get inCallback(): boolean {
+    return this.depth > 0;
+  }
+
   get pending(): number {
     return this.waiting.length;
   }

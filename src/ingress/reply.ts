@@ -130,6 +130,9 @@ export class Replier {
   private answersThisTurn = 0;
   /** Answers held for the end of the turn (coalescing). */
   private readonly held = new AnswerQueue();
+  /** Transactions waiting to be queued where their answers go out at once (`settle`). */
+  private commits: (() => void)[] = [];
+  private committing = false;
   /** Refusals held by `sendHeld`, behind one timer. */
   private readonly paced = new AnswerQueue();
   private pacedTimer: NodeJS.Timeout | null = null;
@@ -171,11 +174,46 @@ export class Replier {
     return r;
   }
 
+  /**
+   * Whether `commit` (queueing a transaction, then answering) must wait; if
+   * so it runs later, and the answer it makes is written at once.
+   *
+   * uWS closes a connection whose next request arrives while an answer is
+   * pending, and drops what the socket's callback had written so far
+   * (docs/protocol.md#deviations). So a transaction is queued only where its
+   * answer leaves at once: not inside a socket's callback (a check made
+   * inline), and not held to the turn's end by coalescing. The close, if it
+   * comes first, marks the response aborted, and nothing is queued.
+   */
+  settle(res: Res, commit: () => void): boolean {
+    if (this.committing) return false;
+    if (!this.ack.inCallback && !(this.coalescing && this.answersThisTurn > 0)) return false;
+    watchAbort(res);
+    if (this.commits.push(commit) === 1) setImmediate(this.runCommits);
+    return true;
+  }
+
+  private readonly runCommits = (): void => {
+    // Still inside a callback (a verifier's flush from one): the scheduled run comes after it.
+    if (this.commits.length === 0 || this.ack.inCallback || this.committing) return;
+    this.committing = true;
+    try {
+      while (this.commits.length > 0) {
+        const c = this.commits;
+        this.commits = [];
+        for (const fn of c) fn();
+      }
+    } finally {
+      this.committing = false;
+    }
+  };
+
   /** Writes a whole answer, corked; a no-op once aborted or answered. `close`: end the connection (framing errors). */
   send(res: Res, status: number, contentType: string | null, body: string | Uint8Array, headers?: Headers, close = false): void {
     if (res.aborted || res.done) return;
     res.done = true;
-    if (!this.coalescing) return this.write(res, status, contentType, body, headers, close);
+    // A transaction was just queued for it (`settle`): holding the answer would let a close lose it.
+    if (!this.coalescing || this.committing) return this.write(res, status, contentType, body, headers, close);
     if (this.answersThisTurn++ === 0) {
       setImmediate(this.endTurn);
       this.write(res, status, contentType, body, headers, close);
@@ -202,6 +240,7 @@ export class Replier {
    * verifier's) would otherwise wait a whole further loop iteration.
    */
   readonly flushHeld = (): void => {
+    this.runCommits();
     this.held.writeDue(Infinity, this.writeFn);
   };
 

@@ -370,6 +370,8 @@ export class Pipeline implements BodySink {
 
   private readonly onChecked = (s: number): void => {
     const sub = this.bySlot[s]!;
+    const root = this.answeredBy(sub);
+    if (root?.io.settle?.(root, () => this.onChecked(s))) return;
     this.bySlot[s] = undefined;
     if (sub.kind === Kind.Bundle) {
       if (--sub.pending === 0) this.bundleChecked(sub);
@@ -430,10 +432,15 @@ export class Pipeline implements BodySink {
    * batch's items go on: its durable record already names them.
    */
   private gone(sub: Submission): boolean {
+    const root = this.answeredBy(sub);
+    return root !== null && (root.io.gone?.(root) ?? false);
+  }
+
+  /** The submission whose answer tells of `sub` (its JSON-RPC array's, or its own); null for an EVM batch's item. */
+  private answeredBy(sub: Submission): Submission | null {
     let root = sub;
     while (root.parent !== null && root.parent.kind === Kind.Calls) root = root.parent;
-    if (root.parent !== null) return false;
-    return root.io.gone?.(root) ?? false;
+    return root.parent === null ? root : null;
   }
 
   /** A trace for a transaction about to be queued; undefined when tracing is off. */

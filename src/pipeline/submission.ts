@@ -47,6 +47,12 @@ export interface DoorIo {
   peer(sub: Submission): string;
   /** The client went away: its answer can no longer be written (asked of the outermost submission). */
   gone?(sub: Submission): boolean;
+  /**
+   * Called before a checked transaction is queued: true when queueing must
+   * wait until an answer written then cannot be dropped unseen (uWS, see
+   * Replier.settle); `commit` then runs later.
+   */
+  settle?(sub: Submission, commit: () => void): boolean;
   /** Starts reading at most `sub.maxBody` bytes of body into `sub`. */
   read(sub: Submission): void;
   /** A JSON-RPC body's calls, in order, or why the body is refused. */

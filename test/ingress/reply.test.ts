@@ -233,3 +233,49 @@ test('answers made in their handlers, several in one turn, go out without the do
     app.close();
   }
 });
+
+test('settle: a transaction made inside a socket callback is queued after it, its answer then written at once; a close first means no commit', async () => {
+  await nextTurn();
+  const ack = new AckFirst();
+  const r = new Replier({ coalesce: true, ack, node: 'test' });
+  const log: string[] = [];
+  const mk = (name: string) => {
+    let onAborted: (() => void) | null = null;
+    const x = {
+      onAborted: (h: () => void) => ((onAborted = h), x),
+      cork: (cb: () => void) => (cb(), x),
+      writeStatus: (s: string) => (log.push(`${name} ${s}`), x),
+      writeHeader: () => x,
+      end: (body: string) => (log.push(`${name} body ${body}`), x),
+      abort: () => onAborted?.(),
+    };
+    return r.begin(x as unknown as HttpResponse) as Res & { abort(): void };
+  };
+  const [kept, closed] = [mk('kept'), mk('closed')];
+  const commit = (res: Res, name: string) => () => {
+    if (res.aborted) return log.push(`${name} not queued`);
+    log.push(`${name} queued`);
+    r.send(res, 200, null, name);
+  };
+  ack.enter();
+  try {
+    assert.equal(r.settle(kept, commit(kept, 'kept')), true, 'inside the callback it waits');
+    assert.equal(r.settle(closed, commit(closed, 'closed')), true);
+    closed.abort(); // uWS closing a pipelining connection, inside the same read
+  } finally {
+    ack.leave();
+  }
+  assert.deepEqual(log, [], 'nothing queued or written inside the callback');
+  await nextTurn();
+  assert.deepEqual(log, ['kept queued', 'kept 200 OK', 'kept body kept', 'closed not queued']);
+  // Outside a callback, with an answer already written this turn (coalescing would hold the next): it waits too.
+  log.length = 0;
+  const later = mk('later');
+  r.send(mk('first'), 200, null, 'first');
+  assert.equal(r.settle(later, commit(later, 'later')), true);
+  await nextTurn();
+  assert.deepEqual(log, ['first 200 OK', 'first body first', 'later queued', 'later 200 OK', 'later body later']);
+  // A fresh turn outside any callback: at once.
+  await nextTurn();
+  assert.equal(r.settle(mk('now'), () => {}), false);
+});

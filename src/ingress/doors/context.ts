@@ -30,6 +30,7 @@ export function httpIo(ctx: DoorContext, res: (sub: Submission) => Res = (sub) =
   return {
     peer: (sub) => ctx.ip(res(sub), sub.req as HttpRequest),
     gone: (sub) => res(sub).aborted === true,
+    settle: (sub, commit) => ctx.reply.settle(res(sub), commit),
     read: (sub) => readBodyTo(res(sub), sub.req as HttpRequest, sub.maxBody, sub, ctx.ack, ctx.bodies),
   };
 }
