@@ -233,7 +233,11 @@ export class Pipeline implements BodySink {
   private readonly memberSettled: Sink = (m, o) => {
     m.outcome = o;
     const g = m.parent!;
-    if (--g.pending > 0) return;
+    if (--g.pending > 0) {
+      // The members still unsettled are all checked and waiting: queue them now.
+      if (g.checked !== null && g.checked.length === g.pending) this.queueGroup(g);
+      return;
+    }
     // One call (the usual case) answers with its own outcome. Members were counted as they settled.
     if (g.kind === Kind.Calls) return g.sink!(g, g.children!.length === 1 ? o : Outcome.group(null, g.children!.map((c) => c.outcome!)));
     const items = g.children!.map((c) => c.outcome!);
@@ -244,6 +248,14 @@ export class Pipeline implements BodySink {
     const answer = (): void => g.sink!(g, Outcome.group(g.batchId, items));
     this.d.batches!.updateOutcome(g.batchId!, items).then(answer, answer);
   };
+
+  /** Queues a group's checked members in order; the last to settle answers the group. */
+  private queueGroup(g: Submission): void {
+    const slots = g.checked!;
+    g.checked = null;
+    g.flushing = true;
+    for (const s of slots) this.onChecked(s);
+  }
 
   // ---- prepare: EVM batches -------------------------------------------------
 
@@ -372,6 +384,15 @@ export class Pipeline implements BodySink {
     const sub = this.bySlot[s]!;
     const root = this.answeredBy(sub);
     if (root?.io.settle?.(root, () => this.onChecked(s))) return;
+    // A group's members are queued together, right before its answer: one queued as soon as it was
+    // checked would be forwarded unanswered if the connection closed before the last member settled
+    // (docs/protocol.md#deviations). A bundle in a group queues in `bundleChecked`, as it settles.
+    const g = sub.parent;
+    if (g !== null && !g.flushing && sub.kind !== Kind.Bundle && (g.kind === Kind.Calls || g.kind === Kind.EvmBatch)) {
+      (g.checked ??= []).push(s);
+      if (g.checked.length === g.pending) this.queueGroup(g);
+      return;
+    }
     this.bySlot[s] = undefined;
     if (sub.kind === Kind.Bundle) {
       if (--sub.pending === 0) this.bundleChecked(sub);

@@ -138,6 +138,10 @@ export class Submission {
   outcome: Outcome | null = null;
   /** An EVM batch's receive record id. */
   batchId: string | null = null;
+  /** A group's checked members waiting to be queued together, right before its answer (slots). */
+  checked: number[] | null = null;
+  /** Every unsettled member of the group is checked: they are being queued. */
+  flushing = false;
 
   constructor(
     readonly kind: Kind,
