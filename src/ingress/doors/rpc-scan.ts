@@ -250,3 +250,36 @@ function scan(): RpcCall {
   if (pos !== buf.length) throw DECLINE;
   return { method, params, id };
 }
+
+/** How deep a JSON body may nest its arrays and objects (docs/protocol.md#limits). */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * True when `body` nests arrays or objects more than `max` levels deep, found
+ * by one pass over its bytes (strings skipped, escapes honoured) before any
+ * JSON.parse: refusing a 65,000-deep body then costs what reading a flat one
+ * of its size does (docs/reliability.md#deeply-nested-json-and-one-account-flooding-refusals).
+ * Malformed text is not this scan's to judge: JSON.parse refuses it.
+ */
+export function tooDeep(body: Uint8Array, max = MAX_JSON_DEPTH): boolean {
+  let depth = 0;
+  const n = body.length;
+  for (let i = 0; i < n; i++) {
+    const c = body[i]!;
+    if (c === QUOTE) {
+      for (i++; i < n; i++) {
+        const d = body[i]!;
+        if (d === QUOTE) break;
+        if (d === BACKSLASH) i++;
+      }
+    } else if (c === LBRACKET || c === LBRACE) {
+      if (++depth > max) return true;
+    } else if (c === RBRACKET || c === RBRACE) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/** The refusal of a body `tooDeep` found. */
+export const TOO_DEEP_DETAIL = `JSON nested more than ${MAX_JSON_DEPTH} levels deep`;
