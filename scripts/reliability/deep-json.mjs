@@ -22,7 +22,6 @@
  */
 import { Worker } from 'node:worker_threads';
 import { Client } from 'undici';
-import WebSocket from 'ws';
 import { startRelay, emit, deadline, pinger, percentiles, round, sleep } from './lib.mjs';
 import { startUpstream } from './upstream.mjs';
 import { solanaTransfers } from '../../dist/src/bench/txgen.js';
@@ -132,29 +131,17 @@ async function httpFlood() {
   return { ...counts, requests_per_s: round(counts.requests / o.seconds), relay_cpu_cores: round((relay.cpuSeconds() - cpu0) / o.seconds) };
 }
 
-/** One socket keeps WS_IN_FLIGHT deep messages in flight for --seconds. */
+/** One socket keeps WS_IN_FLIGHT deep messages in flight for --seconds (ws-flood-worker.mjs). */
 async function wsFlood(uuid) {
-  const ws = new WebSocket(relay.base.replace('http', 'ws') + `/ws?api-key=${uuid}`, { maxPayload: 1 << 20 });
-  await new Promise((resolve, reject) => {
-    ws.once('open', resolve);
-    ws.once('error', reject);
-  });
-  const codes = {};
-  let answers = 0;
-  let flooding = true;
-  ws.on('message', (d) => {
-    answers++;
-    const code = String(JSON.parse(d.toString()).error?.code ?? 'result');
-    codes[code] = (codes[code] ?? 0) + 1;
-    if (flooding) ws.send(deepBody);
-  });
   const cpu0 = relay.cpuSeconds();
-  for (let i = 0; i < WS_IN_FLIGHT; i++) ws.send(deepBody);
-  await sleep(o.seconds * 1000);
-  flooding = false;
-  const cpu = (relay.cpuSeconds() - cpu0) / o.seconds;
-  ws.close();
-  return { answers, answers_per_s: round(answers / o.seconds), error_codes: codes, relay_cpu_cores: round(cpu) };
+  const got = await new Promise((resolve, reject) => {
+    const w = new Worker(new URL('./ws-flood-worker.mjs', import.meta.url), {
+      workerData: { url: relay.base.replace('http', 'ws') + `/ws?api-key=${uuid}`, body: deepBody, inFlight: WS_IN_FLIGHT, durationMs: o.seconds * 1000 },
+    });
+    w.once('message', resolve);
+    w.once('error', reject);
+  });
+  return { ...got, answers_per_s: round(got.answers / o.seconds), relay_cpu_cores: round((relay.cpuSeconds() - cpu0) / o.seconds) };
 }
 
 const ping = pinger({ port: relay.httpPort, everyMs: PING_EVERY_MS });
