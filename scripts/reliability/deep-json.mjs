@@ -15,8 +15,8 @@
  *      `--seconds` each: quiet; while one account (a burst large enough that
  *      every body is read: the worst case) floods the deep body over 8 HTTP
  *      connections; while it keeps 32 deep messages in flight on one /ws;
- *   3. the same /ws flood from an account on the paid plan's defaults: once
- *      its refusals bucket is empty its messages are 429 unread.
+ *   3. the same floods from an account on the paid plan's defaults: once its
+ *      refusals bucket is empty its bodies and messages are 429 unread.
  *
  *   node scripts/reliability/deep-json.mjs [--requests 50] [--seconds 5]
  */
@@ -111,14 +111,14 @@ function tenantLoop() {
 }
 
 /** One account sends the deep body over 8 keep-alive connections for --seconds. */
-async function httpFlood() {
+async function httpFlood(uuid) {
   const cpu0 = relay.cpuSeconds();
   const counts = await new Promise((resolve, reject) => {
     const w = new Worker(new URL('./flood-worker.mjs', import.meta.url), {
       workerData: {
         origin: relay.base,
         path: '/',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${flooder.uuid}` },
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${uuid}` },
         body: deepBody,
         connections: HTTP_CONNECTIONS,
         durationMs: o.seconds * 1000,
@@ -148,8 +148,10 @@ const ping = pinger({ port: relay.httpPort, everyMs: PING_EVERY_MS });
 const v2 = tenantLoop();
 await sleep(o.seconds * 1000);
 const quiet = { ping: ping.take(), v2: v2.take() };
-const http = await httpFlood();
+const http = await httpFlood(flooder.uuid);
 const underHttp = { ping: ping.take(), v2: v2.take() };
+const httpPlain = await httpFlood(plain.uuid);
+const underHttpPlain = { ping: ping.take(), v2: v2.take() };
 const wsBig = await wsFlood(flooder.uuid);
 const underWs = { ping: ping.take(), v2: v2.take() };
 const wsPlain = await wsFlood(plain.uuid);
@@ -166,7 +168,8 @@ const result = {
   finding: { deep_cpu_ms: 5.46, flat_cpu_ms: 0.14, ws_ping_answers_within_1s: '0 of 6', v2_p50_ms_quiet_vs_8_connections: [1.2, 34] },
   refusal_cost: { deep_65000_levels: deepCost, flat_same_size_parsed: flatCost, deep_vs_flat_cpu: round(deepCost.relay_cpu_ms_per_request / flatCost.relay_cpu_ms_per_request) },
   quiet,
-  http_flood: { flood: http, ...underHttp, v2_p99_vs_quiet: ratio(underHttp) },
+  http_flood_large_burst: { flood: http, ...underHttp, v2_p99_vs_quiet: ratio(underHttp) },
+  http_flood_paid_defaults: { flood: httpPlain, ...underHttpPlain, v2_p99_vs_quiet: ratio(underHttpPlain) },
   ws_flood_large_burst: { flood: wsBig, ...underWs, v2_p99_vs_quiet: ratio(underWs) },
   ws_flood_paid_defaults: { flood: wsPlain, ...underWsPlain, v2_p99_vs_quiet: ratio(underWsPlain) },
   relay_alive_after: aliveAfter,
@@ -178,8 +181,10 @@ emit(NAME, result, [
   `  refusing the deep body: relay CPU ${deepCost.relay_cpu_ms_per_request} ms (${deepCost.relay_cpu_us_per_kb} µs/KB), ${JSON.stringify(deepCost.statuses)} (finding: 5.46 ms)`,
   `  refusing a flat body of that size after parsing: ${flatCost.relay_cpu_ms_per_request} ms (${flatCost.relay_cpu_us_per_kb} µs/KB), ${JSON.stringify(flatCost.statuses)}`,
   line('quiet', quiet),
-  `  8 HTTP connections (${http.requests_per_s} req/s, ${JSON.stringify(http.statuses)}, relay ${http.relay_cpu_cores} cores):`,
-  line('    ', underHttp) + ` -> /v2 p99 ${result.http_flood.v2_p99_vs_quiet}x quiet`,
+  `  8 HTTP connections, large burst (${http.requests_per_s} req/s, ${JSON.stringify(http.statuses)}, relay ${http.relay_cpu_cores} cores):`,
+  line('    ', underHttp) + ` -> /v2 p99 ${result.http_flood_large_burst.v2_p99_vs_quiet}x quiet`,
+  `  8 HTTP connections, paid defaults (${httpPlain.requests_per_s} req/s, ${JSON.stringify(httpPlain.statuses)}, relay ${httpPlain.relay_cpu_cores} cores):`,
+  line('    ', underHttpPlain) + ` -> /v2 p99 ${result.http_flood_paid_defaults.v2_p99_vs_quiet}x quiet`,
   `  one /ws, ${WS_IN_FLIGHT} in flight, large burst (${wsBig.answers_per_s} answers/s, ${JSON.stringify(wsBig.error_codes)}, relay ${wsBig.relay_cpu_cores} cores):`,
   line('    ', underWs) + ` -> /v2 p99 ${result.ws_flood_large_burst.v2_p99_vs_quiet}x quiet`,
   `  one /ws, ${WS_IN_FLIGHT} in flight, paid defaults (${wsPlain.answers_per_s} answers/s, ${JSON.stringify(wsPlain.error_codes)}, relay ${wsPlain.relay_cpu_cores} cores):`,
