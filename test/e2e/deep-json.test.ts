@@ -194,3 +194,26 @@ test('one WebSocket flooding deep messages does not keep another client\'s GET /
     other.close();
   }
 });
+
+test('a socket that sends far ahead of its answers has its excess answered TXR_CAPACITY unread, and every message answered', { timeout: 60_000 }, async () => {
+  // 8 x 1 KiB may wait on one socket; a turn handles at most 16 messages of it.
+  const small = await startTestRelay({ http: { max_body_bytes: 1024 } });
+  try {
+    const acct = await small.createAccount({ plan: 'paid', evm: { tps: 100_000, burst: 100_000 } });
+    const ws = new WebSocket(small.base.replace('http', 'ws') + `/ws?api-key=${acct.uuid}`);
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    const msg = '{"a":' + nested(30, '"' + 'x'.repeat(800) + '"') + '}';
+    const answers = await exchange(ws, Array.from({ length: 200 }, () => msg));
+    ws.close();
+    const codes = answers.map((a) => a.error?.code);
+    // Parsed and judged (not a JSON-RPC object), or refused unread for waiting past the bound.
+    assert.ok(codes.every((c) => c === -32600 || c === -32006), JSON.stringify([...new Set(codes)]));
+    assert.ok(codes.includes(-32006), 'some messages waited past the bound');
+    assert.ok(codes.includes(-32600));
+  } finally {
+    await small.stop();
+  }
+});
