@@ -35,6 +35,8 @@ export const E = {
   // Request shape.
   PARSE: spec('TXR_PARSE', 400, -32700, 'Parse error: {}'),
   INVALID_REQUEST: spec('TXR_INVALID_REQUEST', 400, -32600, 'Invalid request: {}'),
+  // Found by a linear scan before any parse (docs/protocol.md#limits).
+  JSON_TOO_DEEP: spec('TXR_JSON_TOO_DEEP', 400, -32600, 'Invalid request: {}'),
   METHOD_NOT_FOUND: spec('TXR_METHOD_NOT_FOUND', 400, -32601, 'Method not found: {}'),
   INVALID_PARAMS: spec('TXR_INVALID_PARAMS', 400, -32602, 'Invalid params: {}'),
   TX_INVALID: spec('TXR_TX_INVALID', 400, -32602, 'Invalid transaction: {}', DO_NOT_RETRY),

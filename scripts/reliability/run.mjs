@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 
 /** In the order they run: quick checks first, the long runs last. */
-const SCRIPTS = ['permissions', 'framing', 'big-array', 'record-flood', 'accounts-cap', 'fuzz', 'junk-udp', 'slowloris', 'partial-bodies', 'subscriptions', 'outage', 'shutdown-spill', 'kill9'];
+const SCRIPTS = ['permissions', 'framing', 'big-array', 'deep-json', 'record-flood', 'accounts-cap', 'fuzz', 'junk-udp', 'slowloris', 'partial-bodies', 'subscriptions', 'outage', 'shutdown-spill', 'kill9'];
 /** Every script bounds its own run time; this catches one that does not exit after its report. */
 const SCRIPT_TIMEOUT_MS = 12 * 60_000;
 

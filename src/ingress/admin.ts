@@ -12,6 +12,7 @@ import type { Uws, HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 import { readBodyTo, type BodyTarget } from './body.js';
 import { adminError } from './render.js';
 import { JSON_TYPE, TEXT_TYPE, type Replier, type Res } from './reply.js';
+import { TOO_DEEP_DETAIL, tooDeep } from './doors/rpc-scan.js';
 
 const MAX_ADMIN_BODY = 64 * 1024;
 
@@ -72,6 +73,7 @@ export function createAdminApp(d: AdminDeps): TemplatedApp {
       let body: unknown = {};
       const text = Buffer.from(buf).toString('utf8').trim();
       if (text !== '') {
+        if (tooDeep(buf)) return fail(this.res, E.JSON_TOO_DEEP, TOO_DEEP_DETAIL);
         try {
           body = JSON.parse(text);
         } catch {

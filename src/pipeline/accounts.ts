@@ -4,14 +4,19 @@
  * configured into the shared table, and reaches every acceptor thread,
  * before the API answers.
  *
- * Seats. Every live account holds one seat in the shared table: three
- * adjacent slots (evm, solana, batch-record budget). Seats are not account
+ * Seats. Every live account holds one seat in the shared table: four
+ * adjacent slots (evm, solana, batch-record budget, refusals). Seats are not account
  * ids: ids are never reused (batch records name them), seats are reused after
  * revocation, so the table is bounded by the live accounts, which the store
  * caps (`AccountStore.maxLive`).
  *
- *   slot:  0        1        2        3     4     5       ...  3s   3s+1    3s+2
- *        | no seat: never configured | seat 1: evm solana records | seat s ...
+ *   slot:  0 .. 3                      4    5      6       7          ...  4s .. 4s+3
+ *        | no seat: never configured | seat 1: evm solana records refusals | seat s ...
+ *
+ * The refusals bucket is charged by the account's JSON bodies and calls refused
+ * for their shape (docs/protocol.md#rate-limits), at the rate and burst of its
+ * larger family: refused work is limited like accepted work, and once it is
+ * empty a body is refused 429 before it is read.
  *
  * Seat 0 is never configured, so a record without a seat (revoked while its
  * request was in flight) reads as "never admits" instead of an index error.
@@ -23,13 +28,20 @@ import { NEVER, TokenBucketTable, type TokenBucketHandle } from '../tables/token
 import type { Clock } from '../clock.js';
 
 export type Family = 'evm' | 'solana';
-/** The buckets of a seat: one per family, and the family A batch-record budget. */
-export type Bucket = Family | 'records';
+/** The buckets of a seat: one per family, the family A batch-record budget, and refused work. */
+export type Bucket = Family | 'records' | 'refusals';
 
-export const SLOTS_PER_SEAT = 3;
-const OFFSET: Readonly<Record<Bucket, number>> = { evm: 0, solana: 1, records: 2 };
+export const SLOTS_PER_SEAT = 4;
+const OFFSET: Readonly<Record<Bucket, number>> = { evm: 0, solana: 1, records: 2, refusals: 3 };
 
-/** Seats a growable table starts with: a small node never commits more than 96 KiB. */
+/** The refusals bucket's limits: the larger of the account's enabled families' (a disabled family's count too when none is). */
+export function refusalLimits(rec: AccountRecord): { tps: number; burst: number } {
+  const fams = [rec.evm, rec.solana].filter((f) => f.enabled);
+  const from = fams.length > 0 ? fams : [rec.evm, rec.solana];
+  return { tps: Math.max(...from.map((f) => f.tps)), burst: Math.max(1, ...from.map((f) => f.burst)) };
+}
+
+/** Seats a growable table starts with: a small node never commits more than 128 KiB. */
 const INITIAL_SEATS = 1024;
 
 /**
@@ -53,6 +65,10 @@ export interface Accounts {
   take(rec: AccountRecord, family: Family, n: number): number;
   /** Takes one credit of the account's batch-record budget (family A's limits), as `take`. */
   takeRecordCredit(rec: AccountRecord): number;
+  /** 0 when the account's refusals bucket holds a credit (nothing taken), else the milliseconds until it does. */
+  refusalWait(rec: AccountRecord): number;
+  /** Takes one credit of the account's refusals bucket if it holds one: a body or call refused for its shape. */
+  takeRefusal(rec: AccountRecord): void;
 }
 
 /** An account change as it travels to acceptor threads. */
@@ -88,6 +104,15 @@ abstract class SeatedBuckets {
     if (wait === 0) return 0;
     this.refusedRecords++;
     return wait === NEVER ? RETRY_NEVER_MS : wait;
+  }
+
+  refusalWait(rec: AccountRecord): number {
+    const wait = this.buckets.waitFor(this.slotOf(rec, 'refusals'), 1, this.clock());
+    return wait === NEVER ? RETRY_NEVER_MS : wait;
+  }
+
+  takeRefusal(rec: AccountRecord): void {
+    this.buckets.tryTake(this.slotOf(rec, 'refusals'), 1, this.clock());
   }
 
   protected setSeat(id: number, seat: number): void {
@@ -182,6 +207,8 @@ export class AccountRegistry extends SeatedBuckets implements Accounts {
     this.buckets.configure(base + OFFSET.solana, rec.solana.tps, rec.solana.burst, now);
     // The record budget follows family A's limits (evm PATCHes reconfigure it here, live).
     this.buckets.configure(base + OFFSET.records, rec.evm.tps, rec.evm.burst, now);
+    const r = refusalLimits(rec);
+    this.buckets.configure(base + OFFSET.refusals, r.tps, r.burst, now);
   }
 
   /** A seat for a newly live account. The store's cap, checked at construction, guarantees one exists. */

@@ -60,6 +60,8 @@ function requestIdOf(sub: Submission): string {
 /** The door a status names: a datagram's is `udp`. */
 const doorOf = (sub: Submission): string => (sub.overUdp ? 'udp' : sub.door || (sub.parent?.door ?? ''));
 const QUEUES_FULL = 'verification or forwarding queue full';
+/** Refusals for what the client wrote (docs/protocol.md#rate-limits): charged to the account's refusals bucket. */
+const SHAPE_ERRORS: ReadonlySet<ErrorSpec> = new Set([E.PARSE, E.INVALID_REQUEST, E.JSON_TOO_DEEP, E.METHOD_NOT_FOUND, E.INVALID_PARAMS, E.TOO_LARGE]);
 const LANE_FULL = 'forwarding queue full';
 
 export class Pipeline implements BodySink {
@@ -204,6 +206,18 @@ export class Pipeline implements BodySink {
       if (err !== null) return this.finish(sub, Outcome.refused(err));
     }
     this.check(sub);
+  }
+
+  /**
+   * A refusal for its shape, of a JSON body (`POST /`, Jito's paths, a `/ws`
+   * message, `POST /v1/status`) or one of its calls, takes a credit of the
+   * account its credential named; other doors' refusals are paid for at the gate.
+   */
+  private chargeRefusal(sub: Submission): void {
+    let root = sub;
+    while (root.parent !== null) root = root.parent;
+    if (root.account === null || (root.kind !== Kind.Calls && root.kind !== Kind.Query)) return;
+    this.gate.chargeRefusal(root.account);
   }
 
   // ---- expand: a JSON-RPC body's calls --------------------------------------
@@ -508,6 +522,7 @@ export class Pipeline implements BodySink {
   private finish(sub: Submission, o: Outcome): void {
     this.release(sub);
     if (o.error !== null) {
+      if (SHAPE_ERRORS.has(o.error.spec)) this.chargeRefusal(sub);
       this.rejected.inc(o.error.spec.code);
       this.rejectedByDoor.inc((doorOf(sub) || 'other') + LABEL_SEPARATOR + o.error.spec.code);
     } else if (sub.kind <= Kind.EvmTx) {

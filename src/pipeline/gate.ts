@@ -23,7 +23,7 @@ import type { LaneName } from '../forward/lane.js';
 import type { AccountRecord } from '../store/accounts.js';
 import type { Verifier } from '../exec/verifier.js';
 import { Shed } from '../exec/controller.js';
-import type { Accounts, Family } from './accounts.js';
+import { refusalLimits, type Accounts, type Family } from './accounts.js';
 import { Kind, type Submission } from './submission.js';
 
 export interface GateDeps {
@@ -81,6 +81,8 @@ export class Gate {
       const refused = this.authenticate(sub);
       if (refused !== null) return refused;
     }
+    // A status read's body to come is refused work's to pay for while it is unread (docs/protocol.md#rate-limits).
+    if (sub.kind === Kind.Query && sub.maxBody > 0) return this.refusalsLeft(sub.account!);
     // A status read has its own limit (the service's), and an EVM batch takes its credits item by item.
     if (sub.kind === Kind.EvmBatch || sub.kind === Kind.Query) return null;
     return this.take(sub.account!, sub.family, 1);
@@ -138,7 +140,25 @@ export class Gate {
   private knownCredential(sub: Submission): RelayError | null {
     if (sub.credential === null || sub.credential === '') return new RelayError(E.AUTH_MISSING);
     const rec = this.d.accounts.byText(sub.credential);
-    return rec === undefined || (!rec.evm.enabled && !rec.solana.enabled) ? new RelayError(E.AUTH_INVALID) : null;
+    if (rec === undefined || (!rec.evm.enabled && !rec.solana.enabled)) return new RelayError(E.AUTH_INVALID);
+    // Whose refusals the body's are (Pipeline.chargeRefusal); each call is still authenticated for its family.
+    sub.account = rec;
+    return this.refusalsLeft(rec);
+  }
+
+  /**
+   * An account whose refusals bucket is empty gets 429 before its body is
+   * read or parsed: refused work is limited like accepted work
+   * (docs/protocol.md#rate-limits).
+   */
+  private refusalsLeft(rec: AccountRecord): RelayError | null {
+    const wait = this.d.accounts.refusalWait(rec);
+    return wait > 0 ? new RelayError(E.RATE_ACCOUNT, String(refusalLimits(rec).tps), wait) : null;
+  }
+
+  /** Charges a refusal for the shape of a body or call to the account whose credential carried it. */
+  chargeRefusal(rec: AccountRecord): void {
+    this.d.accounts.takeRefusal(rec);
   }
 
   /** Step 2. */

@@ -243,6 +243,20 @@ export class TokenBucketTable {
     return r;
   }
 
+  /** What tryTake would return now, taking nothing: 0 when n tokens are there, else the wait (or NEVER). */
+  waitFor(slot: number, n: number, nowMs: number): number {
+    if (!((slot >>> 0) === slot && slot < this.slots && n >= 1)) this.checkTake(slot, n);
+    const a = this.a;
+    const base = slot * SLOT_WORDS;
+    const fi = slot * SLOT_F64 + F_TOKENS;
+    if (this.locking) lockWord(a, base + LOCK);
+    const burst = a[base + BURST]!;
+    const r = n > burst ? NEVER : refillTake(this.f, fi, a[base + RATE]!, burst * MILLI, nowMs - this.epochMs, n * MILLI);
+    if (r === 0) this.f[fi] = this.f[fi]! + n * MILLI;
+    if (this.locking) unlockWord(a, base + LOCK);
+    return r;
+  }
+
   /** Whole tokens available now (admin API, tests); refills, takes nothing. */
   available(slot: number, nowMs: number): number {
     this.checkSlot(slot);

@@ -158,7 +158,8 @@ test('an upstream that hangs leaves the transaction queued with an attempt in fl
 
 test('status reads are authenticated, bounded and limited on their own', async (t) => {
   const { r } = await setup(t, 'ok', { status: { reads_per_s: 2, reads_burst: 2 } });
-  const acct = await r.createAccount({ plan: 'paid', evm: { tps: 1, burst: 1 } });
+  // Solana's burst of 5 is the refusals bucket's (docs/protocol.md#rate-limits): room for the three refused bodies below.
+  const acct = await r.createAccount({ plan: 'paid', evm: { tps: 1, burst: 1 }, solana: { enabled: true, tps: 5, burst: 5 } });
   assert.equal((await fetch(`${r.base}/v1/status/x`)).status, 401);
   assert.equal((await fetch(`${r.base}/v1/status/x`, { headers: { authorization: `Bearer ${crypto.randomUUID()}` } })).status, 401);
   const post = (body: string) =>

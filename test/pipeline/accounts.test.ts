@@ -67,12 +67,20 @@ test('seats of different accounts and families never overlap: each bucket is spe
   const reg = AccountRegistry.create(accounts, tick);
   const made: AccountRecord[] = [];
   for (let i = 0; i < 8; i++) made.push(await accounts.create({ evm: { tps: 0, burst: 2 + i }, solana: { tps: 0, burst: 20 + i } }, plans));
-  const slots = new Set(made.flatMap((r) => (['evm', 'solana', 'records'] as const).map((k) => reg.slotOf(r, k))));
+  const slots = new Set(made.flatMap((r) => (['evm', 'solana', 'records', 'refusals'] as const).map((k) => reg.slotOf(r, k))));
   assert.equal(slots.size, 8 * SLOTS_PER_SEAT);
   made.forEach((r, i) => {
     assert.equal(drain(() => reg.take(r, 'evm', 1)), 2 + i);
     assert.equal(drain(() => reg.take(r, 'solana', 1)), 20 + i);
     assert.equal(drain(() => reg.takeRecordCredit(r)), 2 + i);
+    // Refusals: the larger family's burst, untouched by accepted work.
+    let refused = 0;
+    while (reg.refusalWait(r) === 0 && refused < 1000) {
+      reg.takeRefusal(r);
+      refused++;
+    }
+    assert.equal(refused, 20 + i);
+    assert.equal(reg.refusalWait(r), RETRY_NEVER_MS);
   });
 });
 

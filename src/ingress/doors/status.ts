@@ -15,6 +15,7 @@ import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
 import { bearer } from './evm.js';
 import { statusIds } from './jsonrpc.js';
+import { TOO_DEEP_DETAIL, tooDeep } from './rpc-scan.js';
 
 /** `{"ids": [100 ids of 128 characters]}` fits with room to spare. */
 const MAX_STATUS_BODY = 16 * 1024;
@@ -30,6 +31,7 @@ export function registerStatusDoor(ctx: DoorContext): void {
       return null;
     },
     query: (_sub, body) => {
+      if (tooDeep(body)) return new RelayError(E.JSON_TOO_DEEP, TOO_DEEP_DETAIL);
       let msg: unknown;
       try {
         msg = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.length).toString('utf8'));

@@ -18,6 +18,13 @@
  * of times however many sockets the account opens. A closed
  * socket gives its place in the connection caps back itself: uWS's filter
  * sees no close of an upgraded connection.
+ *
+ * Fairness: a socket's messages are handled up to TURN_BYTES / TURN_MESSAGES
+ * per event-loop turn; the rest wait, copied, for the next turns (one round per
+ * turn over every socket with some waiting), so one socket that pipelines
+ * messages cannot hold the acceptor while other sockets and connections wait.
+ * Past MAX_WAITING messages (or 8 x `http.max_body_bytes`) waiting on one
+ * socket, a message is answered `TXR_CAPACITY` unread (docs/protocol.md#websocket).
  */
 import { E, RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
@@ -33,6 +40,12 @@ import type { DoorContext } from './context.js';
 import { addressKey, upgradedClosed } from '../conn-caps.js';
 import { bearer } from './evm.js';
 import type { RpcMessage, RpcSocket } from './jsonrpc.js';
+
+/** A socket's work per event-loop turn before its next messages wait for the next turn. */
+export const TURN_BYTES = 64 * 1024;
+export const TURN_MESSAGES = 16;
+/** Messages waiting on one socket before more are answered TXR_CAPACITY unread. */
+export const MAX_WAITING = 1024;
 
 /** Close codes (docs/protocol.md#websocket). */
 export const CLOSE_SHUTDOWN = 1001;
@@ -79,6 +92,13 @@ class Socket implements RpcSocket, Subscriber {
   open = false;
   /** Subscription ids, in the order made. */
   subs: number[] = [];
+  /** Messages waiting for a later turn (copies: uWS takes a message's memory back after its callback). */
+  waiting: Uint8Array[] = [];
+  waitingBytes = 0;
+  /** The turn `turnBytes` and `turnMessages` count in. */
+  turn = -1;
+  turnBytes = 0;
+  turnMessages = 0;
 
   constructor(
     private readonly door: Door,
@@ -144,6 +164,23 @@ class Socket implements RpcSocket, Subscriber {
       this.door.release(this.accountId, this.subs.length);
     }
     this.subs = [];
+    this.waiting = [];
+    this.waitingBytes = 0;
+  }
+
+  /** Room left in this turn's budget (counted from the turn's first message). */
+  mayRun(turn: number): boolean {
+    if (this.turn !== turn) {
+      this.turn = turn;
+      this.turnBytes = 0;
+      this.turnMessages = 0;
+    }
+    return this.turnBytes < TURN_BYTES && this.turnMessages < TURN_MESSAGES;
+  }
+
+  spend(bytes: number): void {
+    this.turnBytes += bytes;
+    this.turnMessages++;
   }
 }
 
@@ -152,11 +189,66 @@ class Door implements WsDoor {
   nextSubscription = 1;
   /** Subscriptions each account holds on this thread's sockets (absent: none). */
   readonly accountSubs = new Map<number, number>();
+  /** Event-loop turns, as counted by `round`. */
+  private turn = 0;
+  private scheduled = false;
+  /** Sockets with messages waiting, in the order they began to wait. */
+  private readonly queued = new Set<Socket>();
+  private readonly maxWaitingBytes: number;
+  private handle: RpcMessage = () => {};
 
   constructor(
     readonly o: WsOptions,
     readonly feed: StatusFeed,
-  ) {}
+    maxBody: number,
+  ) {
+    this.maxWaitingBytes = 8 * maxBody;
+  }
+
+  setHandler(h: RpcMessage): void {
+    this.handle = h;
+  }
+
+  /** A message from uWS: handled now while the socket's turn budget lasts, else waits its turn. */
+  message(s: Socket, data: ArrayBuffer): void {
+    if (!s.open) return;
+    this.schedule();
+    if (s.waiting.length === 0 && s.mayRun(this.turn)) {
+      s.spend(data.byteLength);
+      return this.handle(s, new Uint8Array(data));
+    }
+    if (s.waiting.length >= MAX_WAITING || s.waitingBytes + data.byteLength > this.maxWaitingBytes) {
+      // Unread: a client that sends this far ahead of its answers is told to slow down, at no parse cost.
+      s.answer(rpcError(new RelayError(E.CAPACITY, `more than ${MAX_WAITING} messages or ${this.maxWaitingBytes} bytes waiting on this socket`), 'null'), 0);
+      return;
+    }
+    s.waiting.push(new Uint8Array(data.slice(0)));
+    s.waitingBytes += data.byteLength;
+    this.queued.add(s);
+  }
+
+  /** One round per event-loop turn: the turn counter moves on, and each waiting socket runs its budget. */
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(this.round);
+  }
+
+  private readonly round = (): void => {
+    this.scheduled = false;
+    this.turn++;
+    if (this.queued.size === 0) return;
+    for (const s of [...this.queued]) {
+      while (s.open && s.waiting.length > 0 && s.mayRun(this.turn)) {
+        const m = s.waiting.shift()!;
+        s.waitingBytes -= m.length;
+        s.spend(m.length);
+        this.handle(s, m);
+      }
+      if (!s.open || s.waiting.length === 0) this.queued.delete(s);
+    }
+    if (this.queued.size > 0) this.schedule();
+  };
 
   get size(): number {
     return this.sockets.size;
@@ -173,6 +265,10 @@ class Door implements WsDoor {
     for (const s of this.sockets) if (s.accountId === rec.id) s.end(CLOSE_REVOKED, 'account revoked');
   }
 
+  forget(s: Socket): void {
+    this.queued.delete(s);
+  }
+
   closeAll(): void {
     for (const s of [...this.sockets]) s.end(CLOSE_SHUTDOWN, 'node shutting down');
   }
@@ -180,7 +276,8 @@ class Door implements WsDoor {
 
 export function registerWsDoor(ctx: DoorContext, message: RpcMessage, feed: StatusFeed, o: WsOptions): WsDoor {
   const { app, pipeline, reply } = ctx;
-  const door = new Door(o, feed);
+  const door = new Door(o, feed, ctx.maxBody);
+  door.setHandler(message);
   const enabled = ctx.enabled;
 
   const io: DoorIo = {
@@ -238,13 +335,13 @@ export function registerWsDoor(ctx: DoorContext, message: RpcMessage, feed: Stat
       door.sockets.add(s);
     },
     message: (ws, data) => {
-      const s = ws.getUserData().s;
-      message(s, new Uint8Array(data));
+      door.message(ws.getUserData().s, data);
     },
     close: (ws) => {
       const s = ws.getUserData().s;
       door.sockets.delete(s);
       s.closed();
+      door.forget(s);
       upgradedClosed(app, s.capKey);
     },
   });

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { Keypair, SystemProgram, Transaction } from '@solana/web3.js';
 import { RelayError } from '../../../src/errors.js';
 import { readCall, type RpcCall } from '../../../src/ingress/doors/jsonrpc.js';
-import { scanCall } from '../../../src/ingress/doors/rpc-scan.js';
+import { MAX_JSON_DEPTH, scanCall, tooDeep } from '../../../src/ingress/doors/rpc-scan.js';
 import { signed1559, signedLegacy } from '../../helpers/evm.js';
 
 /** What the general path makes of `body`: the call, or null when it answers with an error. */
@@ -191,4 +191,29 @@ test('on mutated client bodies and on arbitrary bytes, the same holds', async ()
   fc.assert(fc.property(mutated, agrees), { numRuns: 20_000 });
   fc.assert(fc.property(fc.uint8Array({ maxLength: 80 }), agrees), { numRuns: 5_000 });
   fc.assert(fc.property(fc.json(), (j) => agrees(enc(j))), { numRuns: 5_000 });
+});
+
+/** Nesting depth of a parsed value: what the byte scan must agree with. */
+function depthOf(v: unknown): number {
+  if (Array.isArray(v)) return 1 + Math.max(0, ...v.map(depthOf));
+  if (v !== null && typeof v === 'object') return 1 + Math.max(0, ...Object.values(v).map(depthOf));
+  return 0;
+}
+
+test('the depth scan agrees with the parsed depth on generated JSON, strings with brackets and escapes included', () => {
+  const text = fc.string({ unit: fc.constantFrom('[', ']', '{', '}', '"', '\\', 'a', 'é') });
+  const value = fc.letrec((tie) => ({
+    node: fc.oneof({ depthSize: 'small', maxDepth: 40 }, text, fc.integer(), fc.array(tie('node'), { maxLength: 3 }), fc.dictionary(text, tie('node'), { maxKeys: 3 })),
+  })).node;
+  fc.assert(
+    fc.property(value, fc.integer({ min: 0, max: 40 }), (v, max) => {
+      const body = Buffer.from(JSON.stringify(v));
+      assert.equal(tooDeep(body, max), depthOf(v) > max);
+    }),
+    { numRuns: 2000 },
+  );
+  const nested = (n: number) => Buffer.from('['.repeat(n) + ']'.repeat(n));
+  assert.equal(tooDeep(nested(MAX_JSON_DEPTH)), false);
+  assert.equal(tooDeep(nested(MAX_JSON_DEPTH + 1)), true);
+  assert.equal(tooDeep(nested(65_000)), true);
 });
