@@ -232,6 +232,7 @@ export class ChangeFeed {
   }
 
   private async connect(first: boolean): Promise<void> {
+    let socket: net.Socket | null = null;
     const client = new pg.Client({
       connectionString: this.o.url,
       connectionTimeoutMillis: this.o.timeoutMs,
@@ -241,7 +242,6 @@ export class ChangeFeed {
       application_name: `txrelay ${this.o.node} feed`,
       stream: () => (socket = this.socket = new net.Socket()),
     });
-    let socket: net.Socket | null = null;
     this.sockets.set(client, () => socket?.destroy());
     this.client = client;
     client.on('error', (e) => this.lost(client, e));

@@ -59,7 +59,7 @@ const MIGRATIONS: readonly { version: number; sql: string }[] = [
     // version and draw the seq, only when something a replica holds changed. After: the change-log row
     // (ON CONFLICT: a writer that logs the change itself as well adds nothing) and the notification.
     sql: `
-      CREATE FUNCTION txrelay_account_change_seq() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      CREATE OR REPLACE FUNCTION txrelay_account_change_seq() RETURNS trigger LANGUAGE plpgsql AS $fn$
       BEGIN
         IF TG_OP = 'UPDATE' THEN
           IF NEW.key_sha256 = OLD.key_sha256 AND NEW.plan = OLD.plan AND NEW.evm = OLD.evm AND NEW.solana = OLD.solana
@@ -77,7 +77,7 @@ const MIGRATIONS: readonly { version: number; sql: string }[] = [
         NEW.seq := nextval(pg_get_serial_sequence('txrelay_account_changes', 'seq'));
         RETURN NEW;
       END $fn$;
-      CREATE FUNCTION txrelay_account_change_log() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      CREATE OR REPLACE FUNCTION txrelay_account_change_log() RETURNS trigger LANGUAGE plpgsql AS $fn$
       BEGIN
         IF TG_OP = 'INSERT' OR NEW.seq <> OLD.seq THEN
           INSERT INTO txrelay_account_changes (seq, account_id, version) VALUES (NEW.seq, NEW.id, NEW.version) ON CONFLICT (seq) DO NOTHING;
