@@ -878,7 +878,8 @@ async function partition(): Promise<void> {
       ].join('\n'),
     );
     summary.push(['6. revocation during a silent drop, max from commit', `${ms(max(revoked))} ms`, `<= ${POLL_MS + 2 * TIMEOUT_MS} ms`, verdict(max(revoked) <= POLL_MS + 2 * TIMEOUT_MS)]);
-    summary.push(['6. black hole to /healthz degraded', `${ms(degraded)} ms`, `<= ${bound} ms`, verdict(degraded <= bound)]);
+    // Read every 20 ms: the reading interval is the figure's resolution.
+    summary.push(['6. black hole to /healthz degraded', `${ms(degraded)} ms`, `<= ${bound} ms (+ 20 ms reading)`, verdict(degraded <= bound + 20)]);
     await Promise.all([a.stop(), b.stop()]);
   } finally {
     await proxy.close();
@@ -917,7 +918,6 @@ async function main(): Promise<void> {
 
     if (PARTITION_ONLY) {
       await partition();
-      process.stdout.write(sections.join('\n\n') + '\n');
       return;
     }
     const nodesUrl = await createDatabase('nodes');
