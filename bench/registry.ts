@@ -8,7 +8,10 @@
  * lmdb size with 1,000,000 accounts, and (5) request latency while PostgreSQL
  * is down, what the admin API and /healthz say meanwhile, and how soon the
  * node is current again once it returns (a private cluster started from the
- * server binaries in /usr/lib/postgresql). Every database it creates
+ * server binaries in /usr/lib/postgresql), and (6) a silent partition (a TCP
+ * proxy that drops packets without a reset): how soon a revocation reaches
+ * the cut-off node and /healthz says degraded (`--partition` runs only 6).
+ * Every database it creates
  * (txrelay_bench_*), cluster, temp dir and process is removed at the end,
  * even on failure. Run `npm run bench:registry`; it
  * prints each table as it finishes and writes bench/results/registry.md.

@@ -257,7 +257,8 @@ export class ChangeFeed {
       if (!this.nameHeld) {
         const msg = `registry: another live node holds the name "${this.o.node}"; give each node its own node.name`;
         if (first) throw new TxrelayError(E.REGISTRY_START, msg);
-        this.o.log.error(msg);
+        // After a silent drop, PostgreSQL keeps the old session (and its lock) until it notices the session is gone.
+        this.o.log.warn(`registry: the name "${this.o.node}" is still held by another session: this node's previous connection until PostgreSQL notices it is gone, or another live node; retrying`);
       }
       await client.query(`LISTEN ${CHANNEL}`);
       this.connected = true;
