@@ -388,7 +388,7 @@ test('a silent partition: the feed notices within poll + timeout, reconnects, an
     assert.equal(r.status, 200, 'serving goes on');
     return ((await r.json()) as any).registry as { connected: boolean; state: string; staleness_s: number; degraded_after_s: number };
   };
-  assert.equal((await health()).state, 'current');
+  await eventually(async () => (await health()).state === 'current', 5000, 'b current');
   assert.equal((await health()).degraded_after_s, (POLL_MS + TIMEOUT_MS) / 1000);
 
   // b's connection goes silent (no reset); a new one would pass. A revocation made now reaches b once
