@@ -8,7 +8,10 @@
  * lmdb size with 1,000,000 accounts, and (5) request latency while PostgreSQL
  * is down, what the admin API and /healthz say meanwhile, and how soon the
  * node is current again once it returns (a private cluster started from the
- * server binaries in /usr/lib/postgresql). Every database it creates
+ * server binaries in /usr/lib/postgresql), and (6) a silent partition (a TCP
+ * proxy that drops packets without a reset): how soon a revocation reaches
+ * the cut-off node and /healthz says degraded (`--partition` runs only 6).
+ * Every database it creates
  * (txrelay_bench_*), cluster, temp dir and process is removed at the end,
  * even on failure. Run `npm run bench:registry`; it
  * prints each table as it finishes and writes bench/results/registry.md.
@@ -28,6 +31,7 @@ import { Pool } from 'undici';
 import { freePorts, stopChild } from './e2e/relay.js';
 import { rssKb } from './e2e/proc.js';
 import { WRITE_LOCK } from '../src/store/pg-schema.js';
+import { PgProxy } from '../test/helpers/pg.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url)); // dist/bench
 const ROOT = resolve(HERE, '..', '..');
@@ -36,6 +40,11 @@ const OUT = join(ROOT, 'bench', 'results', 'registry.md');
 const COMMAND = 'npm run bench:registry';
 
 const SMOKE = process.argv.includes('--smoke');
+/** `--partition`: only section 6. */
+const PARTITION_ONLY = process.argv.includes('--partition');
+const PARTITION_ROUNDS = SMOKE ? 2 : 8;
+/** registry.timeout_ms's default. */
+const TIMEOUT_MS = 5000;
 const SIZE = SMOKE
   ? { revocations: 10, lost: 5, changes: 200, catchUpAccounts: 20, accounts: 10_000, upS: 2, downS: 3 }
   : { revocations: 200, lost: 50, changes: 10_000, catchUpAccounts: 200, accounts: 1_000_000, upS: 10, downS: 30 };
@@ -142,6 +151,8 @@ async function head(c: pg.Client): Promise<number> {
 async function revokeWithoutNotify(c: pg.Client, id: number): Promise<void> {
   await c.query('BEGIN');
   try {
+    // Without the table's triggers, whose change-log row would carry a notification.
+    await c.query('SET LOCAL session_replication_role = replica');
     await c.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK.toString()]);
     const { rows } = await c.query<{ version: number }>('UPDATE txrelay_accounts SET revoked = true, version = version + 1 WHERE id = $1 RETURNING version', [id]);
     const log = await c.query<{ seq: string }>('INSERT INTO txrelay_account_changes (account_id, version) VALUES ($1, $2) RETURNING seq', [id, rows[0]!.version]);
@@ -327,7 +338,7 @@ class NodeProc {
     return { status: r.statusCode, text: await r.body.text() };
   }
 
-  async healthz(): Promise<{ status: number; body: { registry?: { connected: boolean; change: number; staleness_s: number | null } } }> {
+  async healthz(): Promise<{ status: number; body: { registry?: { connected: boolean; change: number; staleness_s: number | null; state?: string } } }> {
     const r = await this.admin.request({ path: '/healthz', method: 'GET' });
     return { status: r.statusCode, body: JSON.parse(await r.body.text()) };
   }
@@ -541,7 +552,8 @@ async function catchUp(nodes: NodeProc[], url: string): Promise<NodeProc[]> {
     const patchMs = await inParallel(SIZE.changes, 16, async (i) => {
       const acc = accounts[i % accounts.length]!;
       const t = now();
-      const r = await a.adminCall('PATCH', `/admin/accounts/${acc.id}`, { solana: { tps: 1 + (i % 100) } });
+      // A new value each time: a PATCH that changes nothing is not a change, and logs none.
+      const r = await a.adminCall('PATCH', `/admin/accounts/${acc.id}`, { solana: { tps: 1000 + i } });
       if (r.status !== 200) throw new Error(`PATCH on ${a.name} answered ${r.status}: ${r.text}`);
       return now() - t;
     });
@@ -612,6 +624,8 @@ async function million(): Promise<void> {
     // As if each account had been created with one change and the log pruned up to the newest: ids and seqs 1..n, change n kept.
     await c.query('BEGIN');
     await c.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK.toString()]);
+    // The change log is written below as a pruned one would be, not row by row by the table's triggers.
+    await c.query('SET LOCAL session_replication_role = replica');
     await c.query(
       `INSERT INTO txrelay_accounts (id, key_sha256, plan, evm, solana, version, seq)
        SELECT g, sha256(uuid_send(gen_random_uuid())), 'free',
@@ -798,6 +812,84 @@ async function outage(): Promise<void> {
 
 // ---- the run -----------------------------------------------------------------------------------------------------
 
+// ---- 6. silent partition --------------------------------------------------------------------------
+
+/** Polls `cond` every 20 ms; the time it first held, from `t0`. */
+async function timeUntil(what: string, t0: number, cond: () => Promise<boolean>, timeoutMs = 60_000): Promise<number> {
+  for (;;) {
+    if (await cond()) return now() - t0;
+    if (now() - t0 > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}
+
+async function partition(): Promise<void> {
+  const url = await createDatabase('partition');
+  const proxy = new PgProxy(url);
+  const viaProxy = await proxy.listen();
+  try {
+    const a = await NodeProc.start({ name: 'bench-direct', url });
+    const b = await NodeProc.start({ name: 'bench-partitioned', url: viaProxy });
+    await Promise.all([a.listening, b.listening]);
+    const current = async () => (await b.healthz()).body.registry?.state === 'current';
+    const revoked: number[] = [];
+    for (let i = 0; i < PARTITION_ROUNDS; i++) {
+      log(`6. silent partition, revocation round ${i + 1} of ${PARTITION_ROUNDS}`);
+      const [acc] = await createAccounts(a, 1, UNLIMITED_ACCOUNT);
+      await timeUntil('the partitioned node has the account', now(), async () => (await b.probe(acc!.uuid)) === 400, 30_000);
+      await timeUntil('the partitioned node is current', now(), current, 30_000);
+      // The node's connection goes silent (no reset); new connections pass, as after a middlebox lost its state.
+      proxy.silence('pass');
+      await sleep(Math.random() * POLL_MS);
+      const r = await a.adminCall('DELETE', `/admin/accounts/${acc!.id}`);
+      const t0 = now();
+      if (r.status !== 200) throw new Error(`DELETE answered ${r.status}: ${r.text}`);
+      revoked.push((await until401(b, acc!.uuid, 5, 120_000)).at - t0);
+    }
+    log('6. everything silent, new connections held');
+    await timeUntil('current before the black hole', now(), current, 30_000);
+    proxy.silence('hold');
+    const t0 = now();
+    let status200 = true;
+    const health = async () => {
+      const h = await b.healthz();
+      if (h.status !== 200) status200 = false;
+      return h.body.registry!;
+    };
+    const disconnected = await timeUntil('connected false', t0, async () => !(await health()).connected);
+    const degraded = await timeUntil('degraded', t0, async () => (await health()).state === 'degraded');
+    proxy.restore();
+    const t1 = now();
+    const back = await timeUntil('current again', t1, async () => (await health()).state === 'current');
+    const bound = POLL_MS + TIMEOUT_MS;
+    section(
+      [
+        `## 6. Silent partition`,
+        '',
+        `Two nodes on defaults (registry.poll_interval_ms ${POLL_MS}, registry.timeout_ms ${TIMEOUT_MS}); one reaches PostgreSQL through a TCP proxy that can drop a connection's packets without a reset. ${PARTITION_ROUNDS} rounds: the partitioned node's connection goes silent (new connections pass), after a random 0-${POLL_MS} ms an account is revoked on the other node, and the partitioned node is probed until it refuses the key. Then every packet is dropped, new connections included, and \`/healthz\` is read every 20 ms.`,
+        '',
+        table(
+          ['measurement', 'p50 ms', 'max ms', 'bound'],
+          [
+            ['revocation during a silent drop, from the commit to the first 401', ms(q(revoked, 0.5)), ms(max(revoked)), `poll + 2 x timeout = ${POLL_MS + 2 * TIMEOUT_MS} ms`],
+            ['everything dropped: `/healthz` connected false', ms(disconnected), ms(disconnected), `poll + timeout = ${bound} ms`],
+            ['everything dropped: `/healthz` state degraded', ms(degraded), ms(degraded), `poll + timeout = ${bound} ms`],
+            ['packets flow again: state current', ms(back), ms(back), ''],
+          ],
+        ),
+        '',
+        `\`/healthz\` answered 200 throughout: ${status200 ? 'yes' : '**no**'}.`,
+      ].join('\n'),
+    );
+    summary.push(['6. revocation during a silent drop, max from commit', `${ms(max(revoked))} ms`, `<= ${POLL_MS + 2 * TIMEOUT_MS} ms`, verdict(max(revoked) <= POLL_MS + 2 * TIMEOUT_MS)]);
+    // Read every 20 ms: the reading interval is the figure's resolution.
+    summary.push(['6. black hole to /healthz degraded', `${ms(degraded)} ms`, `<= ${bound} ms (+ 20 ms reading)`, verdict(degraded <= bound + 20)]);
+    await Promise.all([a.stop(), b.stop()]);
+  } finally {
+    await proxy.close();
+  }
+}
+
 async function cleanup(): Promise<void> {
   await Promise.all([...live].map((n) => n.stop().catch(() => {})));
   await Promise.all([...clients].map((c) => closeClient(c)));
@@ -828,6 +920,10 @@ async function main(): Promise<void> {
     await closeClient(c);
     const server = `PostgreSQL ${rows[0]!.v} at ${new URL(BASE_URL).host} (fsync ${rows[0]!.fsync}, synchronous_commit ${rows[0]!.sc}) for 1-4; every node, PostgreSQL and this process share the machine's ${cpu.length} cores.`;
 
+    if (PARTITION_ONLY) {
+      await partition();
+      return;
+    }
     const nodesUrl = await createDatabase('nodes');
     log('starting 3 nodes');
     let nodes = await Promise.all(['bench-a', 'bench-b', 'bench-c'].map((name) => NodeProc.start({ name, url: nodesUrl })));
@@ -838,6 +934,7 @@ async function main(): Promise<void> {
     await Promise.all(nodes.map((n) => n.stop()));
     await million();
     await outage();
+    await partition();
 
     const took = (now() - started) / 1000;
     const load1 = loadavg().map((x) => x.toFixed(2)).join(' ');

@@ -132,6 +132,7 @@ export class Relay {
           store: db,
           node: cfg.node.name,
           pollMs: cfg.registry.poll_interval_ms,
+          timeoutMs: cfg.registry.timeout_ms,
           retentionS: cfg.registry.change_retention_s,
           log: componentLog(log, 'registry'),
         });
@@ -383,8 +384,7 @@ function dataDirError(dir: string, e: unknown): unknown {
 
 /** The replica's state for /healthz: how far it is and how stale. */
 function registryHealth(r: PgRegistry): Record<string, unknown> {
-  const stale = r.feed.staleness();
-  return { mode: 'postgres', connected: r.feed.connected, change: r.feed.seq, staleness_s: Number.isFinite(stale) ? Math.round(stale * 10) / 10 : null };
+  return { mode: 'postgres', ...r.feed.health() };
 }
 
 /** `workers.threads` 0: one per core beyond the main thread (availableParallelism honours the affinity mask). */

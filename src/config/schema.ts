@@ -207,6 +207,14 @@ export const configSchema = {
           description:
             'In postgres mode, how often a node also asks PostgreSQL for changes it has not applied, besides the notifications it listens for: the bound on how long a lost notification delays a change.',
         },
+        timeout_ms: {
+          type: 'integer',
+          minimum: 200,
+          maximum: 60_000,
+          default: 5000,
+          description:
+            'In postgres mode, the bound on each connect and query of a node\'s change feed. A connection whose packets vanish without a reset is noticed and replaced within `poll_interval_ms` plus this; past that staleness `/healthz` reports the registry `degraded` (docs/operations.md#when-postgresql-is-down).',
+        },
         change_retention_s: {
           type: 'integer',
           minimum: 60,
@@ -480,7 +488,7 @@ export interface Config {
   admin: { host: string; port: number; token: string };
   storage: { data_dir: string };
   database: { url: string };
-  registry: { mode: 'embedded' | 'postgres'; poll_interval_ms: number; change_retention_s: number };
+  registry: { mode: 'embedded' | 'postgres'; poll_interval_ms: number; timeout_ms: number; change_retention_s: number };
   node: { name: string };
   status: { enabled: boolean; retention_s: number; max_tracked: number; reads_per_s: number; reads_burst: number };
   ws: { enabled: boolean; idle_timeout_s: number; max_buffered_bytes: number; max_subscriptions: number; max_account_subscriptions: number };

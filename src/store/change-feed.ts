@@ -11,13 +11,20 @@
  * (re)connect, on each notification, and every `pollMs` as a safety net for a
  * lost one. A lost connection is retried with back-off; meanwhile the node
  * serves from its replica and reports how stale it is.
+ *
+ * Every connect and query is bounded by `timeoutMs`: a connection whose
+ * packets vanish without a reset fails the next poll's catch-up and is
+ * replaced, so a silent partition is noticed within pollMs + timeoutMs
+ * (docs/operations.md#when-postgresql-is-down). The replica also remembers
+ * what the change at its position was, so a change log restored from a backup
+ * (same registry, seqs reused) is told apart and resynced.
  */
 import net from 'node:net';
 import pg from 'pg';
 import { E, TxrelayError } from '../errors.js';
 import type { Store } from './db.js';
 import type { AccountRecord } from './accounts.js';
-import { CHANNEL, ROW_COLUMNS, WRITE_LOCK, describeUrl, migrate, recordOf, rowColumns, type AccountRow } from './pg-schema.js';
+import { CHANNEL, ROW_COLUMNS, WRITE_LOCK, changeMark, describeUrl, migrate, recordOf, rowColumns, type AccountRow } from './pg-schema.js';
 
 export interface FeedLog {
   info(msg: string): void;
@@ -35,6 +42,8 @@ interface FeedOptions {
   url: string;
   node: string;
   pollMs: number;
+  /** Bound on each connect and query of the feed. */
+  timeoutMs: number;
   retentionS: number;
   log: FeedLog;
   store: Store;
@@ -48,14 +57,14 @@ const RESYNC_PAGE = 20_000;
 const STORE_CHUNK = 50_000;
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 5_000;
-const CONNECT_TIMEOUT_MS = 3_000;
-const QUERY_TIMEOUT_MS = 30_000;
 const PRUNE_INTERVAL_MS = 3600_000;
 
 /** Stored beside the replica rows: the last applied seq, and when the replica was last known current. */
 const META_SEQ = 'seq';
 const META_SYNCED_AT = 'synced_at';
 const META_REGISTRY = 'registry_id';
+/** What the change at the stored seq was (changeMark): a different one there means another change log. */
+const META_MARK = 'mark';
 
 /** A session advisory lock key for a node name (hashtextextended is PostgreSQL's own 64-bit text hash). */
 const NODE_LOCK_SQL = "SELECT pg_try_advisory_lock(hashtextextended('txrelay node ' || $1, 0)) AS ok";
@@ -67,6 +76,8 @@ export class ChangeFeed {
   synced = false;
   /** The registry_id of the database this replica copies (stored). */
   private registry: string | null = null;
+  /** changeMark of the change at `seq` (stored); null when unknown (an empty log, or an older replica). */
+  private mark: string | null = null;
   /** Wall-clock ms when the replica was last known current: the end of the last catch-up. */
   currentAt = 0;
   /** Changes applied and full resyncs since start (metrics). */
@@ -87,6 +98,8 @@ export class ChangeFeed {
   private failures = 0;
   private stopped = false;
   private nameHeld = false;
+  /** Destroys a client's socket: ending a connection whose packets vanish would wait for an answer that never comes. */
+  private readonly sockets = new WeakMap<pg.Client, () => void>();
 
   constructor(private readonly o: FeedOptions) {}
 
@@ -98,12 +111,30 @@ export class ChangeFeed {
     this.seq = this.synced ? (seq as number) : 0;
     this.currentAt = (st.replicaMeta.get(META_SYNCED_AT) as number | undefined) ?? 0;
     this.registry = (st.replicaMeta.get(META_REGISTRY) as string | undefined) ?? null;
+    this.mark = (st.replicaMeta.get(META_MARK) as string | undefined) ?? null;
     return [...st.replica.getRange()].map(({ value }) => Object.freeze(value as AccountRecord));
   }
 
   /** Seconds since the replica was last known current; Infinity if it never was. */
   staleness(nowMs = Date.now()): number {
     return this.synced ? Math.max(0, nowMs - this.currentAt) / 1000 : Infinity;
+  }
+
+  /** Staleness past which the replica is degraded: a poll and a time-out without a catch-up. */
+  get staleAfterS(): number {
+    return (this.o.pollMs + this.o.timeoutMs) / 1000;
+  }
+
+  /** For /healthz: where the replica is and whether it is current (it serves either way). */
+  health(nowMs = Date.now()): { connected: boolean; change: number; staleness_s: number | null; state: 'current' | 'degraded'; degraded_after_s: number } {
+    const stale = this.staleness(nowMs);
+    return {
+      connected: this.connected,
+      change: this.seq,
+      staleness_s: Number.isFinite(stale) ? Math.round(stale * 10) / 10 : null,
+      state: stale > this.staleAfterS ? 'degraded' : 'current',
+      degraded_after_s: this.staleAfterS,
+    };
   }
 
   /**
@@ -201,14 +232,17 @@ export class ChangeFeed {
   }
 
   private async connect(first: boolean): Promise<void> {
+    let socket: net.Socket | null = null;
     const client = new pg.Client({
       connectionString: this.o.url,
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-      query_timeout: QUERY_TIMEOUT_MS,
+      connectionTimeoutMillis: this.o.timeoutMs,
+      query_timeout: this.o.timeoutMs,
       keepAlive: true,
+      keepAliveInitialDelayMillis: this.o.timeoutMs,
       application_name: `txrelay ${this.o.node} feed`,
-      stream: () => (this.socket = new net.Socket()),
+      stream: () => (socket = this.socket = new net.Socket()),
     });
+    this.sockets.set(client, () => socket?.destroy());
     this.client = client;
     client.on('error', (e) => this.lost(client, e));
     client.on('end', () => this.lost(client, new Error('connection ended')));
@@ -223,7 +257,8 @@ export class ChangeFeed {
       if (!this.nameHeld) {
         const msg = `registry: another live node holds the name "${this.o.node}"; give each node its own node.name`;
         if (first) throw new TxrelayError(E.REGISTRY_START, msg);
-        this.o.log.error(msg);
+        // After a silent drop, PostgreSQL keeps the old session (and its lock) until it notices the session is gone.
+        this.o.log.warn(`registry: the name "${this.o.node}" is still held by another session: this node's previous connection until PostgreSQL notices it is gone, or another live node; retrying`);
       }
       await client.query(`LISTEN ${CHANNEL}`);
       this.connected = true;
@@ -274,6 +309,7 @@ export class ChangeFeed {
       const c = this.client;
       this.client = null;
       void c.end().catch(() => {});
+      this.sockets.get(c)?.();
     }
     this.connected = false;
     if (this.stopped) return;
@@ -287,24 +323,36 @@ export class ChangeFeed {
   private async catchUp(c: pg.Client): Promise<void> {
     await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     try {
-      const { rows } = await c.query<{ pruned: string; head: string; registry: string }>(
+      const { rows } = await c.query<{ pruned: string; head: string; registry: string; mark: string | null }>(
         `SELECT (SELECT v FROM txrelay_registry_meta WHERE k = 'pruned_through') AS pruned,
                 (SELECT v FROM txrelay_registry_meta WHERE k = 'registry_id') AS registry,
-                (SELECT coalesce(max(seq), 0) FROM txrelay_account_changes) AS head`,
+                (SELECT coalesce(max(seq), 0) FROM txrelay_account_changes) AS head,
+                (SELECT ${changeMark()} FROM txrelay_account_changes WHERE seq = $1) AS mark`,
+        [this.seq],
       );
       const pruned = Number(rows[0]!.pruned);
       const head = Math.max(Number(rows[0]!.head), pruned);
       const registry = rows[0]!.registry;
+      const mark = rows[0]!.mark;
       let why: string | null = null;
       if (!this.synced) why = 'first sync';
       else if (this.registry !== registry) why = 'the database is another registry than the one this replica copied (rebuilt or replaced)';
       else if (this.seq > head) why = `the database's change log ends at ${head}, before this replica's ${this.seq}`;
       else if (this.seq < pruned) why = `change ${this.seq} is past the change log's retention`;
+      // Below the pruned mark the change is gone and nothing can be compared; above it, it must be the one applied.
+      else if (this.seq > pruned && this.seq > 0 && (mark === null || (this.mark !== null && mark !== this.mark))) {
+        why = `change ${this.seq} in the database is not the change this replica applied (a change log restored from a backup)`;
+      }
       if (why !== null) await this.resync(c, head, registry, why);
-      else await this.replay(c);
+      else {
+        if (this.mark === null && mark !== null) this.mark = mark;
+        await this.replay(c);
+      }
       await c.query('COMMIT');
     } catch (e) {
-      await c.query('ROLLBACK').catch(() => {});
+      // Not awaited: the connection is dropped after a failed catch-up, and after a time-out a
+      // ROLLBACK would only queue behind the query that never answered.
+      void c.query('ROLLBACK').catch(() => {});
       throw e;
     }
     this.currentAt = Date.now();
@@ -313,8 +361,8 @@ export class ChangeFeed {
   /** Every change above the applied seq, in order, a page at a time; each page stored with its seq. */
   private async replay(c: pg.Client): Promise<void> {
     for (;;) {
-      const { rows } = await c.query<AccountRow & { change: string }>(
-        `SELECT ch.seq AS change, ${rowColumns('a')}
+      const { rows } = await c.query<AccountRow & { change: string; mark: string }>(
+        `SELECT ch.seq AS change, ${changeMark('ch')} AS mark, ${rowColumns('a')}
            FROM txrelay_account_changes ch JOIN txrelay_accounts a ON a.id = ch.account_id
           WHERE ch.seq > $1 ORDER BY ch.seq LIMIT ${CHANGE_PAGE}`,
         [this.seq],
@@ -325,6 +373,7 @@ export class ChangeFeed {
       const recs = new Map<number, AccountRecord>();
       for (const r of rows) recs.set(Number(r.id), recordOf(r));
       for (const rec of recs.values()) this.o.replica.apply(rec);
+      this.mark = rows[rows.length - 1]!.mark;
       await this.store([...recs.values()], last);
       this.applied += rows.length;
       this.advance(last);
@@ -349,6 +398,8 @@ export class ChangeFeed {
     for (let i = 0; i < records.length; i += STORE_CHUNK) await this.store(records.slice(i, i + STORE_CHUNK), null);
     const keep = new Set(records.map((r) => r.id));
     const gone = [...this.o.store.replica.getKeys()].filter((id) => !keep.has(id));
+    const at = await c.query<{ mark: string }>(`SELECT ${changeMark()} AS mark FROM txrelay_account_changes WHERE seq = $1`, [head]);
+    this.mark = at.rows[0]?.mark ?? null;
     this.registry = registry;
     await this.store([], head, gone);
     this.synced = true;
@@ -361,6 +412,7 @@ export class ChangeFeed {
     const st = this.o.store;
     const at = Date.now();
     const registry = this.registry;
+    const mark = this.mark;
     return st.write(() => {
       for (const rec of records) void st.replica.put(rec.id, rec);
       for (const id of gone) void st.replica.remove(id);
@@ -368,6 +420,8 @@ export class ChangeFeed {
         void st.replicaMeta.put(META_SEQ, seq);
         void st.replicaMeta.put(META_SYNCED_AT, at);
         void st.replicaMeta.put(META_REGISTRY, registry);
+        if (mark === null) void st.replicaMeta.remove(META_MARK);
+        else void st.replicaMeta.put(META_MARK, mark);
       }
     });
   }

@@ -4,8 +4,9 @@
  * every node serves from its own replica, in memory and in the embedded store.
  *
  * - Writes (admin API, any node): one transaction behind the writer lock
- *   (account row, change-log row, `pg_notify` of the seq), answered after the
- *   commit and once this node has applied it. The lock makes seqs commit in
+ *   (account row; the table's trigger adds the change-log row and the
+ *   `pg_notify` of the seq), answered after the commit and once this node
+ *   has applied it. The lock makes seqs commit in
  *   order, so "every seq above mine" never skips one that commits late.
  * - Reads (the gate): memory only, synchronous; PostgreSQL is never on the
  *   request path.
@@ -34,7 +35,7 @@ import {
   type Plans,
   type Registry,
 } from './accounts.js';
-import { CHANNEL, ROW_COLUMNS, WRITE_LOCK, migrate, recordOf, type AccountRow } from './pg-schema.js';
+import { ROW_COLUMNS, WRITE_LOCK, migrate, recordOf, type AccountRow } from './pg-schema.js';
 import { ChangeFeed, type FeedLog } from './change-feed.js';
 
 const MAX_LIVE_ACCOUNTS = 1 << 20;
@@ -43,12 +44,16 @@ const APPLY_WAIT_MS = 5_000;
 /** Bounds on the writers' connections: an unreachable database answers 503 in seconds, not minutes. */
 const CONNECT_TIMEOUT_MS = 3_000;
 const QUERY_TIMEOUT_MS = 10_000;
+/** registry.timeout_ms's default, for callers that do not pass it. */
+const FEED_TIMEOUT_MS = 5_000;
 
 export interface PgRegistryOptions {
   url: string;
   store: Store;
   node: string;
   pollMs: number;
+  /** Bound on each connect and query of the change feed (registry.timeout_ms). */
+  timeoutMs?: number;
   retentionS: number;
   log: FeedLog;
   maxLive?: number;
@@ -94,6 +99,7 @@ export class PgRegistry implements Registry {
       url: o.url,
       node: o.node,
       pollMs: o.pollMs,
+      timeoutMs: o.timeoutMs ?? FEED_TIMEOUT_MS,
       retentionS: o.retentionS,
       log: o.log,
       store: o.store,
@@ -179,7 +185,7 @@ export class PgRegistry implements Registry {
       if (cur.revoked) throw revokedAccount();
       const sol = mergeRate(cur.solana, body.solana);
       const { rows } = await c.query<AccountRow>(
-        `UPDATE txrelay_accounts SET plan = $2, evm = $3, solana = $4, version = version + 1 WHERE id = $1 RETURNING ${ROW_COLUMNS}`,
+        `UPDATE txrelay_accounts SET plan = $2, evm = $3, solana = $4 WHERE id = $1 RETURNING ${ROW_COLUMNS}`,
         [cur.id, body.plan ?? cur.plan, mergeRate(cur.evm, body.evm), { ...sol, min_tip_lamports: body.solana?.min_tip_lamports ?? cur.solana.min_tip_lamports }],
       );
       return rows[0]!;
@@ -191,7 +197,7 @@ export class PgRegistry implements Registry {
     return this.write(async (c) => {
       const cur = await this.locked(c, ref);
       if (cur.revoked) return cur;
-      const { rows } = await c.query<AccountRow>(`UPDATE txrelay_accounts SET revoked = true, version = version + 1 WHERE id = $1 RETURNING ${ROW_COLUMNS}`, [cur.id]);
+      const { rows } = await c.query<AccountRow>(`UPDATE txrelay_accounts SET revoked = true WHERE id = $1 RETURNING ${ROW_COLUMNS}`, [cur.id]);
       return rows[0]!;
     });
   }
@@ -294,12 +300,8 @@ export class PgRegistry implements Registry {
       await c.query('BEGIN');
       await c.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK.toString()]);
       row = await change(c);
-      if ('key_hex' in row) {
-        const log = await c.query<{ seq: string }>('INSERT INTO txrelay_account_changes (account_id, version) VALUES ($1, $2) RETURNING seq', [row.id, row.version]);
-        seq = Number(log.rows[0]!.seq);
-        await c.query('UPDATE txrelay_accounts SET seq = $2 WHERE id = $1', [row.id, seq]);
-        await c.query('SELECT pg_notify($1, $2)', [CHANNEL, String(seq)]);
-      }
+      // The table's trigger wrote the change-log row and the notification (pg-schema.ts, migration 2).
+      if ('key_hex' in row) seq = Number(row.seq);
       await c.query('COMMIT');
     } catch (e) {
       await c.query('ROLLBACK').catch(() => (broken = true));
@@ -347,16 +349,7 @@ export async function importAccounts(url: string, records: readonly AccountRecor
            ON CONFLICT (key_sha256) DO NOTHING RETURNING id`,
           [JSON.stringify(chunk)],
         );
-        if (rows.length > 0) {
-          const ids = rows.map((r) => r.id);
-          const log = await client.query<{ seq: string }>(
-            'INSERT INTO txrelay_account_changes (account_id, version) SELECT unnest($1::bigint[]), 1 RETURNING seq',
-            [ids],
-          );
-          const top = log.rows.reduce((m, r) => Math.max(m, Number(r.seq)), 0);
-          await client.query('UPDATE txrelay_accounts SET seq = $2 WHERE id = ANY($1::bigint[])', [ids, top]);
-          await client.query('SELECT pg_notify($1, $2)', [CHANNEL, String(top)]);
-        }
+        // Each row's change-log row and notification come from the table's trigger.
         await client.query('COMMIT');
         added += rows.length;
       } catch (e) {

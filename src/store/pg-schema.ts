@@ -12,10 +12,18 @@
  *                              pruned after registry.change_retention_s
  *   txrelay_registry_meta      pruned_through: the highest seq pruned;
  *                              registry_id: this registry's identity
+ *
+ * From version 2 a trigger on txrelay_accounts writes the change log, so
+ * every write path feeds it: the admin API, the CLI and a direct SQL edit
+ * alike (docs/operations.md#how-a-postgres-mode-node-works).
  */
 import type pg from 'pg';
 import { E, TxrelayError } from '../errors.js';
 import { freeze, type AccountRecord } from './accounts.js';
+
+/** WRITE_LOCK and CHANNEL below, as the migrations' SQL spells them (migrations are fixed text). */
+const WRITE_LOCK_SQL = '128060664578050';
+const CHANNEL_SQL = 'txrelay_accounts';
 
 const MIGRATIONS: readonly { version: number; sql: string }[] = [
   {
@@ -45,6 +53,44 @@ const MIGRATIONS: readonly { version: number; sql: string }[] = [
       INSERT INTO txrelay_registry_meta (k, v) VALUES ('registry_id', (random() * 9e15)::bigint);
     `,
   },
+  {
+    version: 2,
+    // Before the row is written: take the writer lock (so seqs commit in order whoever writes), bump the
+    // version and draw the seq, only when something a replica holds changed. After: the change-log row
+    // (ON CONFLICT: a writer that logs the change itself as well adds nothing) and the notification.
+    sql: `
+      CREATE OR REPLACE FUNCTION txrelay_account_change_seq() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      BEGIN
+        IF TG_OP = 'UPDATE' THEN
+          IF NEW.key_sha256 = OLD.key_sha256 AND NEW.plan = OLD.plan AND NEW.evm = OLD.evm AND NEW.solana = OLD.solana
+             AND NEW.revoked = OLD.revoked AND NEW.created_at = OLD.created_at THEN
+            RETURN NEW;
+          END IF;
+          IF OLD.revoked AND NOT NEW.revoked THEN
+            RAISE EXCEPTION 'account % is revoked, and a revoked account stays revoked', OLD.id USING ERRCODE = 'check_violation';
+          END IF;
+          IF NEW.version <= OLD.version THEN
+            NEW.version := OLD.version + 1;
+          END IF;
+        END IF;
+        PERFORM pg_advisory_xact_lock(${WRITE_LOCK_SQL});
+        NEW.seq := nextval(pg_get_serial_sequence('txrelay_account_changes', 'seq'));
+        RETURN NEW;
+      END $fn$;
+      CREATE OR REPLACE FUNCTION txrelay_account_change_log() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      BEGIN
+        IF TG_OP = 'INSERT' OR NEW.seq <> OLD.seq THEN
+          INSERT INTO txrelay_account_changes (seq, account_id, version) VALUES (NEW.seq, NEW.id, NEW.version) ON CONFLICT (seq) DO NOTHING;
+          PERFORM pg_notify('${CHANNEL_SQL}', NEW.seq::text);
+        END IF;
+        RETURN NULL;
+      END $fn$;
+      CREATE TRIGGER txrelay_account_change_seq BEFORE INSERT OR UPDATE ON txrelay_accounts
+        FOR EACH ROW EXECUTE FUNCTION txrelay_account_change_seq();
+      CREATE TRIGGER txrelay_account_change_log AFTER INSERT OR UPDATE ON txrelay_accounts
+        FOR EACH ROW EXECUTE FUNCTION txrelay_account_change_log();
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
@@ -52,9 +98,10 @@ export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
 /** Advisory lock keys (one 64-bit space per database): migrations, and the one writer of the change log at a time. */
 export const MIGRATE_LOCK = 0x7478_726c_0001n;
 export const WRITE_LOCK = 0x7478_726c_0002n;
+if (WRITE_LOCK.toString() !== WRITE_LOCK_SQL) throw new Error('WRITE_LOCK_SQL must spell WRITE_LOCK');
 
 /** The notification channel; its payload is the change's seq, nothing else. */
-export const CHANNEL = 'txrelay_accounts';
+export const CHANNEL = CHANNEL_SQL;
 
 /** Brings the schema up to this binary's version; returns the versions before and after. */
 export async function migrate(client: pg.ClientBase): Promise<{ from: number; to: number }> {
@@ -93,6 +140,8 @@ export interface AccountRow {
   revoked: boolean;
   created_at: string;
   version: number;
+  /** The seq of the row's last change. */
+  seq: string;
 }
 
 /**
@@ -104,7 +153,7 @@ export function rowColumns(t = ''): string {
   const p = t ? `${t}.` : '';
   return (
     `${p}id, encode(${p}key_sha256, 'hex') AS key_hex, ${p}plan, ${p}evm, ${p}solana, ${p}revoked, ` +
-    `to_char(${p}created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at, ${p}version`
+    `to_char(${p}created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at, ${p}version, ${p}seq`
   );
 }
 
@@ -121,6 +170,16 @@ export function recordOf(r: AccountRow): AccountRecord {
     created_at: r.created_at,
     version: r.version,
   });
+}
+
+/**
+ * What identifies one change-log row beyond its seq: its account, version and
+ * commit time to the microsecond. A change log restored from a backup reuses
+ * seqs; the change it holds at a seq is not the one a replica applied there.
+ */
+export function changeMark(t = ''): string {
+  const p = t ? `${t}.` : '';
+  return `format('%s:%s:%s', ${p}account_id, ${p}version, (extract(epoch FROM ${p}changed_at) * 1000000)::bigint)`;
 }
 
 /** Host, port and database of a URL, for messages: never its credentials. */

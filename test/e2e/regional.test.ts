@@ -19,12 +19,25 @@ import { eventually } from '../helpers/relay.js';
 import { PgCluster, clusterUnavailable } from '../helpers/pg-cluster.js';
 import { freePorts } from '../../bench/e2e/relay.js';
 import { uuidToBytes } from '../../src/store/ids.js';
-import { freshDatabase, pgSkip, sql } from '../helpers/pg.js';
+import { SCHEMA_VERSION } from '../../src/store/pg-schema.js';
+import { PgProxy, freshDatabase, pgSkip, sql } from '../helpers/pg.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 const TOKEN = 'regional-test-token';
 
 const skipShared = await pgSkip();
+const skipDump = skipShared || dumpUnavailable();
+
+/** `false` when pg_dump and pg_restore run here, else the skip line. */
+function dumpUnavailable(): false | string {
+  try {
+    execFileSync('pg_dump', ['--version'], { stdio: 'ignore' });
+    execFileSync('pg_restore', ['--version'], { stdio: 'ignore' });
+    return false;
+  } catch {
+    return 'pg_dump/pg_restore not on PATH: skipping the restore-from-backup test';
+  }
+}
 const skipOutage = clusterUnavailable() ?? false;
 
 interface Node {
@@ -300,11 +313,130 @@ test('a schema newer than this binary is refused by the node and by db migrate, 
   const url = await freshDatabase(t, 'txr_regional');
   const env = { ...process.env, TXRELAY_DATABASE_URL: url };
   const out = execFileSync(process.execPath, [CLI, 'db', 'migrate'], { env, encoding: 'utf8' });
-  assert.match(out, /version 0 -> 1/);
-  assert.match(execFileSync(process.execPath, [CLI, 'db', 'migrate'], { env, encoding: 'utf8' }), /is current \(version 1\)/);
+  assert.ok(out.includes(`version 0 -> ${SCHEMA_VERSION}`), out);
+  assert.ok(execFileSync(process.execPath, [CLI, 'db', 'migrate'], { env, encoding: 'utf8' }).includes(`is current (version ${SCHEMA_VERSION})`));
   await sql(url, 'INSERT INTO txrelay_schema_migrations (version) VALUES (99)');
   const r = await refusedStart('newer', tempDir(t), url);
   assert.notEqual(r.code, 0);
-  assert.match(r.out, /registry schema in PostgreSQL is version 99, newer than this txrelay knows \(1\)/);
+  assert.ok(r.out.includes(`registry schema in PostgreSQL is version 99, newer than this txrelay knows (${SCHEMA_VERSION})`), r.out);
   assert.throws(() => execFileSync(process.execPath, [CLI, 'db', 'migrate'], { env, encoding: 'utf8', stdio: 'pipe' }), /version 99, newer/);
+});
+
+/** Keys created on `n` through the admin API. */
+async function createKeys(n: Node, count: number): Promise<string[]> {
+  const keys: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const r = await admin(n, 'POST', '/admin/accounts', {});
+    assert.equal(r.status, 201, JSON.stringify(r.json));
+    keys.push(r.json.uuid as string);
+  }
+  return keys;
+}
+
+async function allAuthenticate(n: Node, keys: string[], want: boolean): Promise<boolean> {
+  for (const k of keys) if ((await authenticates(n, k)) !== want) return false;
+  return true;
+}
+
+test('a database restored from an older backup: a node that followed the newer log resyncs and converges', { skip: skipDump }, async (t) => {
+  const url = await freshDatabase(t, 'txr_restore');
+  const dir = tempDir(t);
+  const a = await startNode(t, 'node-a', join(dir, 'a'), url);
+  let b = await startNode(t, 'node-b', join(dir, 'b'), url);
+  const kept = await createKeys(a, 10);
+  await eventually(() => allAuthenticate(b, kept, true), 5000, 'b has the first accounts');
+  const backup = join(dir, 'registry.dump');
+  execFileSync('pg_dump', ['-Fc', '-f', backup, '-d', url]);
+
+  // Accounts the restore will delete; b follows them, then stops.
+  const lost = await createKeys(a, 10);
+  await eventually(() => allAuthenticate(b, lost, true), 5000, 'b has the accounts made after the backup');
+  await stopNode(b);
+
+  // The same registry (same registry_id) from before `lost`; a change log that reuses their seqs.
+  execFileSync('pg_restore', ['--clean', '--if-exists', '--single-transaction', '-d', url, backup]);
+  const fresh = await createKeys(a, 15);
+
+  b = await startNode(t, 'node-b', join(dir, 'b'), url);
+  for (const n of [a, b]) {
+    await eventually(
+      async () => (await allAuthenticate(n, lost, false)) && (await allAuthenticate(n, fresh, true)) && (await allAuthenticate(n, kept, true)),
+      5000,
+      `${n.name}: accounts of the restored registry only`,
+    );
+    assert.equal((await admin(n, 'GET', '/admin/accounts')).json.length, 25);
+  }
+  assert.match(b.out(), /not the change this replica applied/);
+});
+
+test('a silent partition: the feed notices within poll + timeout, reconnects, and /healthz says degraded while it cannot', { skip: skipShared }, async (t) => {
+  const url = await freshDatabase(t, 'txr_silent');
+  const proxy = new PgProxy(url);
+  const viaProxy = await proxy.listen();
+  t.after(() => proxy.close());
+  const POLL_MS = 500;
+  const TIMEOUT_MS = 1000;
+  const a = await startNode(t, 'node-a', tempDir(t), url);
+  const b = await startNode(t, 'node-b', tempDir(t), viaProxy, {
+    TXRELAY_REGISTRY_POLL_INTERVAL_MS: String(POLL_MS),
+    TXRELAY_REGISTRY_TIMEOUT_MS: String(TIMEOUT_MS),
+  });
+  const [key, other] = (await createKeys(a, 2)) as [string, string];
+  await eventually(() => allAuthenticate(b, [key, other], true), 5000, 'b has both accounts');
+  const health = async () => {
+    const r = await fetch(b.admin + '/healthz');
+    assert.equal(r.status, 200, 'serving goes on');
+    return ((await r.json()) as any).registry as { connected: boolean; state: string; staleness_s: number; degraded_after_s: number };
+  };
+  await eventually(async () => (await health()).state === 'current', 5000, 'b current');
+  assert.equal((await health()).degraded_after_s, (POLL_MS + TIMEOUT_MS) / 1000);
+
+  // b's connection goes silent (no reset); a new one would pass. A revocation made now reaches b once
+  // it has noticed (a poll and a time-out) and reconnected (a back-off step and a catch-up).
+  proxy.silence('pass');
+  assert.equal((await admin(a, 'DELETE', `/admin/accounts/${key}`)).status, 200);
+  const bound = POLL_MS + TIMEOUT_MS;
+  await eventually(async () => !(await authenticates(b, key)), 3 * bound + 2000, `b refuses the key revoked during the partition within ${3 * bound + 2000} ms`);
+  assert.equal(await authenticates(b, other), true);
+
+  // Everything silent, new connections too: the node keeps serving, and says degraded, not connected.
+  proxy.silence('hold');
+  await eventually(async () => {
+    const h = await health();
+    return h.state === 'degraded' && !h.connected;
+  }, 3 * bound + 2000, 'healthz degraded and not connected');
+  assert.equal(await authenticates(b, other), true, 'admission goes on from the replica');
+
+  proxy.restore();
+  await eventually(async () => (await health()).state === 'current', 15_000, 'current again once PostgreSQL answers');
+});
+
+test('a direct SQL edit of the accounts table reaches every node; each change is logged once', { skip: skipShared }, async (t) => {
+  const url = await freshDatabase(t, 'txr_direct');
+  const a = await startNode(t, 'node-a', tempDir(t), url);
+  const b = await startNode(t, 'node-b', tempDir(t), url);
+  const [key, other] = (await createKeys(a, 2)) as [string, string];
+  await eventually(() => allAuthenticate(b, [key, other], true), 5000, 'b has both accounts');
+  const idOf = async (k: string) => (await admin(a, 'GET', `/admin/accounts/${k}`)).json.id as number;
+  const [id, otherId] = [await idOf(key), await idOf(other)];
+  assert.equal((await admin(b, 'PATCH', `/admin/accounts/${otherId}`, { evm: { tps: 7 } })).status, 200);
+
+  await sql(url, 'UPDATE txrelay_accounts SET revoked = true WHERE id = $1', [id]);
+  await sql(url, `UPDATE txrelay_accounts SET evm = jsonb_set(evm, '{tps}', '77') WHERE id = $1`, [otherId]);
+  for (const n of [a, b]) {
+    await eventually(async () => !(await authenticates(n, key)), 5000, `${n.name} refuses the key revoked by SQL`);
+    const shown = (await admin(n, 'GET', `/admin/accounts/${id}`)).json;
+    assert.equal(shown.revoked, true);
+    assert.equal(shown.version, 2);
+    await eventually(async () => (await admin(n, 'GET', `/admin/accounts/${otherId}`)).json.evm.tps === 77, 5000, `${n.name} has the SQL rate`);
+    assert.equal(await authenticates(n, other), true);
+  }
+  // Two creations, an admin PATCH and two SQL updates: five changes, one log row each.
+  const { rows } = await sql(url, 'SELECT account_id::int AS id, version FROM txrelay_account_changes ORDER BY seq');
+  assert.deepEqual(
+    rows.map((r) => [r.id, r.version]),
+    [[id, 1], [otherId, 1], [otherId, 2], [id, 2], [otherId, 3]],
+  );
+  // Revoked for good, by SQL as by the API.
+  await assert.rejects(sql(url, 'UPDATE txrelay_accounts SET revoked = false WHERE id = $1', [id]), /stays revoked/);
 });

@@ -62,11 +62,17 @@ export async function freshDatabase(t: TestContext, prefix: string, serverUrl = 
   return u.toString();
 }
 
-/** A TCP proxy to the PostgreSQL server that can cut every connection and refuse, or silently hold, new ones. */
+/**
+ * A TCP proxy to the PostgreSQL server that can cut every connection and
+ * refuse, or silently hold, new ones; or silence the open ones (their packets
+ * vanish, no reset: a dropped route, or a middlebox that lost their state).
+ */
 export class PgProxy {
   private readonly server = net.createServer((client) => this.accept(client));
   private readonly sockets = new Set<net.Socket>();
   private mode: 'up' | 'down' | 'blackhole' = 'up';
+  /** Forwarding connections; a silenced one stays open and forwards nothing. */
+  private readonly flows = new Set<{ silent: boolean }>();
   private readonly target: { host: string; port: number };
 
   constructor(private readonly url: string) {
@@ -87,6 +93,12 @@ export class PgProxy {
     for (const s of this.sockets) s.destroy();
   }
 
+  /** The open connections forward nothing from now on, without a reset; new ones are held silently, or pass. */
+  silence(fresh: 'hold' | 'pass' = 'hold'): void {
+    for (const f of this.flows) f.silent = true;
+    this.mode = fresh === 'hold' ? 'blackhole' : 'up';
+  }
+
   restore(): void {
     this.mode = 'up';
   }
@@ -105,14 +117,19 @@ export class PgProxy {
       return;
     }
     const upstream = net.connect(this.target);
+    const flow = { silent: false };
+    this.flows.add(flow);
     for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
       this.sockets.add(a);
       a.on('error', () => b.destroy());
       a.on('close', () => {
         this.sockets.delete(a);
+        this.flows.delete(flow);
         b.destroy();
       });
-      a.pipe(b);
+      a.on('data', (d) => {
+        if (!flow.silent) b.write(d);
+      });
     }
   }
 }
