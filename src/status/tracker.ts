@@ -355,21 +355,21 @@ export class Tracker {
   }
 
   /**
-   * Whose oldest trace leaves for the count: the adding account's own when it
-   * holds at least an equal share, else the account holding the most (there
-   * is one above an equal share). The scan for it is repeated only once the
-   * last one found has come down to an equal share.
+   * Whose oldest trace leaves for the count: the account found holding the
+   * most, or the adding account when it holds as many. An account under an
+   * equal share (the cap over the accounts holding statuses) so never loses
+   * one to another's admission. The scan for the most is repeated only once
+   * the last one found has come down to an equal share.
    */
   private loser(adder: number): Share {
     const n = this.shares.size;
-    const mine = adder >= 0 ? this.shares.get(adder) : undefined;
-    if (mine !== undefined && mine.count * n >= this.live) return mine;
     let v = this.victim;
     if (v === null || v.count === 0 || v.count * n < this.live) {
       for (const s of this.shares.values()) if (v === null || v.count === 0 || s.count > v.count) v = s;
       this.victim = v;
     }
-    return v!;
+    const mine = adder >= 0 ? this.shares.get(adder) : undefined;
+    return mine !== undefined && mine.count >= v!.count ? mine : v!;
   }
 
   /** `t` leaves its account's share, its ids and the request ring; `expire`: its id reads expired from now on. */
