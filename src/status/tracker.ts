@@ -62,6 +62,8 @@ export class Trace {
   indexed = false;
   /** In the tracker (not evicted nor forgotten). */
   held = false;
+  /** Its request's counter (`requestSeq`): where the request ring holds it; -1 for none. */
+  readonly seq: number;
   /** Told of the end, for subscribers (null: no feed). */
   owner: Tracker | null = null;
 
@@ -73,7 +75,9 @@ export class Trace {
     readonly chain: 'evm' | 'solana',
     readonly door: string,
     readonly receivedAt: number,
-  ) {}
+  ) {
+    this.seq = requestSeq(requestId);
+  }
 
   /** Whether any request carried it. */
   get tried(): boolean {
@@ -205,16 +209,21 @@ class Share {
   }
 }
 
-/** The map key of an id for an account: ids are per account (docs/protocol.md#status). */
-const keyOf = (accountId: number, id: string): string => accountId + ':' + id;
+/**
+ * What the id map holds for one id: the trace or tombstone (an account id) of
+ * the one account that sent it, or, once several accounts did, each one's by
+ * account. The common case costs no key or map of its own.
+ */
+type Entry = Trace | number | Map<number, Trace | number>;
+const accountOf = (v: Trace | number): number => (typeof v === 'number' ? v : v.accountId);
 
 export class Tracker {
   /**
-   * (account, transaction id) -> its trace while held, then -> the account id
+   * Transaction id -> per account, its trace while held, then the account id
    * (a tombstone: the id reads `expired` to that account) until as many newer
-   * ids have left.
+   * ids have left (docs/protocol.md#status: ids are per account).
    */
-  private readonly byId = new Map<string, Trace | number>();
+  private readonly byId = new Map<string, Entry>();
   /** Every trace held, oldest first (from `head`), and some evicted ones (`dead`): what retention walks. */
   private queue: Trace[] = [];
   private head = 0;
@@ -224,8 +233,9 @@ export class Tracker {
   private readonly shares = new Map<number, Share>();
   /** The account last found holding the most: it loses its oldest while over an equal share. */
   private victim: Share | null = null;
-  /** Tombstoned keys, oldest first (from `goneHead`). */
+  /** Tombstoned ids and their accounts, oldest first (from `goneHead`). */
   private gone: string[] = [];
+  private goneBy: number[] = [];
   private goneHead = 0;
   /** Request counter -> the request's trace (its first, or its batch), a ring the size of the cap. */
   private readonly byRequest: (Trace | undefined)[];
@@ -276,7 +286,7 @@ export class Tracker {
    */
   duplicate(id: string, requestId: string, accountId: number, chain: 'evm' | 'solana', door: string): Trace {
     const t = new Trace(id, requestId, accountId, chain, door, this.now());
-    const first = this.byId.get(keyOf(accountId, id));
+    const first = this.idFor(id, accountId);
     const mine = typeof first === 'object';
     t.final('duplicate', mine ? `duplicate of request ${first.requestId}` : 'a duplicate of a transaction this node saw within its duplicate window', t.receivedAt);
     this.add(t, !mine, false);
@@ -297,7 +307,7 @@ export class Tracker {
     if (seq > 0) {
       t = this.byRequest[seq % this.byRequest.length];
       if (t === undefined || t.requestId !== id) t = this.displaced.get(id);
-    } else t = this.byId.get(keyOf(accountId, id));
+    } else t = this.idFor(id, accountId);
     return typeof t === 'object' && t.accountId === accountId ? t : undefined;
   }
 
@@ -314,7 +324,7 @@ export class Tracker {
     this.evict(this.now());
     const t = this.find(id, accountId);
     if (t !== undefined) return this.view(t);
-    return unknownStatus(id, this.o.node, this.byId.get(keyOf(accountId, id)) === accountId ? 'expired' : 'unknown');
+    return unknownStatus(id, this.o.node, this.idFor(id, accountId) === accountId ? 'expired' : 'unknown');
   }
 
   /**
@@ -344,12 +354,14 @@ export class Tracker {
     // Tombstones are kept within the same count.
     const g = this.gone;
     while (g.length - this.goneHead > this.o.maxEntries) {
-      const k = g[this.goneHead]!;
+      const id = g[this.goneHead]!;
+      const by = this.goneBy[this.goneHead]!;
       g[this.goneHead++] = undefined as unknown as string;
-      if (typeof this.byId.get(k) === 'number') this.byId.delete(k);
+      if (typeof this.idFor(id, by) === 'number') this.unsetId(id, by);
     }
     if (this.goneHead > 1024 && this.goneHead * 2 > g.length) {
       this.gone = g.slice(this.goneHead);
+      this.goneBy = this.goneBy.slice(this.goneHead);
       this.goneHead = 0;
     }
   }
@@ -387,20 +399,42 @@ export class Tracker {
       s.head = 0;
     }
     if (t.indexed) {
-      const k = keyOf(t.accountId, t.id);
       if (!expire) {
-        if (this.byId.get(k) === t) this.byId.delete(k);
+        if (this.idFor(t.id, t.accountId) === t) this.unsetId(t.id, t.accountId);
       } else {
         // Overwritten in place: one map operation, and the id reads expired from now on.
-        this.byId.set(k, t.accountId);
-        this.gone.push(k);
+        this.setId(t.id, t.accountId, t.accountId);
+        this.gone.push(t.id);
+        this.goneBy.push(t.accountId);
       }
     }
-    const seq = requestSeq(t.requestId);
+    const seq = t.seq;
     if (seq <= 0) return;
     const slot = seq % this.byRequest.length;
     if (this.byRequest[slot] === t) this.byRequest[slot] = undefined;
     else if (this.displaced.get(t.requestId) === t) this.displaced.delete(t.requestId);
+  }
+
+  /** What the id map holds for `id` and this account (trace, tombstone or nothing). */
+  private idFor(id: string, accountId: number): Trace | number | undefined {
+    const v = this.byId.get(id);
+    if (v === undefined || v instanceof Map) return v?.get(accountId);
+    return accountOf(v) === accountId ? v : undefined;
+  }
+
+  private setId(id: string, accountId: number, x: Trace | number): void {
+    const v = this.byId.get(id);
+    if (v instanceof Map) v.set(accountId, x);
+    else if (v === undefined || accountOf(v) === accountId) this.byId.set(id, x);
+    else this.byId.set(id, new Map([[accountOf(v), v], [accountId, x]]));
+  }
+
+  private unsetId(id: string, accountId: number): void {
+    const v = this.byId.get(id);
+    if (v instanceof Map) {
+      v.delete(accountId);
+      if (v.size === 1) for (const one of v.values()) this.byId.set(id, one);
+    } else if (v !== undefined && accountOf(v) === accountId) this.byId.delete(id);
   }
 
   private add(t: Trace, byTxId: boolean, ownsRequest: boolean): void {
@@ -412,11 +446,11 @@ export class Tracker {
     if (s === undefined) this.shares.set(t.accountId, (s = new Share(t.accountId)));
     s.q.push(t);
     if (byTxId) {
-      this.byId.set(keyOf(t.accountId, t.id), t);
+      this.setId(t.id, t.accountId, t);
       t.indexed = true;
     }
     // A request's first trace answers for its request id (a JSON-RPC array has several), a batch for its own.
-    const seq = requestSeq(t.requestId);
+    const seq = t.seq;
     if (seq <= 0) return;
     const slot = seq % this.byRequest.length;
     const held = this.byRequest[slot];
@@ -425,7 +459,7 @@ export class Tracker {
       return;
     }
     // Another request still held has the slot (an account's share outlives the ring): the older of the two waits aside.
-    if (requestSeq(held.requestId) < seq) {
+    if (held.seq < seq) {
       this.displaced.set(held.requestId, held);
       this.byRequest[slot] = t;
     } else if (ownsRequest || !this.displaced.has(t.requestId)) this.displaced.set(t.requestId, t);
