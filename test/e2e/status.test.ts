@@ -245,3 +245,29 @@ test("another account resubmitting a public transaction changes nothing of what 
   // A's ids that B never held read unknown to B.
   for (const id of [solRequest, batchId, batchRequest]) assert.equal((await status(r, b.uuid, id)).state, 'unknown', id);
 });
+
+test("one account's flood past status.max_tracked leaves another account's statuses; request ids stay opaque and found", async (t) => {
+  const { r } = await setup(t, 'ok', { status: { max_tracked: 1000 } });
+  const a = await r.createAccount();
+  const b = await r.createAccount({ solana: { tps: 100_000, burst: 100_000 } });
+  const send = async (key: string): Promise<{ signature: string; requestId: string }> => {
+    const tx = legacyTransfer();
+    const res = await fetch(r.base + '/v2', { method: 'POST', headers: { 'api-key': key }, body: tx.bytes });
+    assert.equal(res.status, 200, await res.clone().text());
+    await res.arrayBuffer();
+    return { signature: tx.signature, requestId: res.headers.get('x-svc-request-id')! };
+  };
+  const quiet = [await send(a.uuid), await send(a.uuid)];
+  const flood: { signature: string; requestId: string }[] = [];
+  for (let i = 0; i < 60; i++) flood.push(...(await Promise.all(Array.from({ length: 20 }, () => send(b.uuid)))));
+  quiet.push(await send(a.uuid));
+  for (const q of quiet) {
+    assert.match(q.requestId, /^[0-9a-f]{32}$/);
+    for (const id of [q.signature, q.requestId]) assert.notEqual((await status(r, a.uuid, id, 'api-key')).state, 'expired', `A's ${id} kept`);
+  }
+  // A's request ids around B's 1,200 requests say nothing of them: no shared prefix, not a counter.
+  assert.notEqual(quiet[1]!.requestId.slice(0, 8), quiet[2]!.requestId.slice(0, 8));
+  // The busy account lost its own oldest.
+  if (process.env['TXRELAY_TEST_ACCEPTORS'] === undefined) assert.equal((await status(r, b.uuid, flood[0]!.signature, 'api-key')).state, 'expired');
+  assert.notEqual((await status(r, b.uuid, flood.at(-1)!.signature, 'api-key')).state, 'expired');
+});
