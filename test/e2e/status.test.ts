@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { startTestRelay, eventually, type TestRelay } from '../helpers/relay.js';
 import { startUpstream, type TestUpstream, type UpstreamMode } from '../helpers/upstream.js';
 import { signed1559 } from '../helpers/evm.js';
-import { legacyTransfer } from '../helpers/solana.js';
+import { legacyTransfer, newKeypair } from '../helpers/solana.js';
 
 async function setup(t: TestContext, mode: UpstreamMode = 'ok', extra: Record<string, unknown> = {}): Promise<{ r: TestRelay; up: TestUpstream }> {
   const up = await startUpstream({ mode });
@@ -250,8 +250,10 @@ test("one account's flood past status.max_tracked leaves another account's statu
   const { r } = await setup(t, 'ok', { status: { max_tracked: 1000 } });
   const a = await r.createAccount();
   const b = await r.createAccount({ solana: { tps: 100_000, burst: 100_000 } });
+  const from = newKeypair();
+  let lamports = 1000;
   const send = async (key: string): Promise<{ signature: string; requestId: string }> => {
-    const tx = legacyTransfer();
+    const tx = legacyTransfer({ from, lamports: lamports++ });
     const res = await fetch(r.base + '/v2', { method: 'POST', headers: { 'api-key': key }, body: tx.bytes });
     assert.equal(res.status, 200, await res.clone().text());
     await res.arrayBuffer();
@@ -259,7 +261,7 @@ test("one account's flood past status.max_tracked leaves another account's statu
   };
   const quiet = [await send(a.uuid), await send(a.uuid)];
   const flood: { signature: string; requestId: string }[] = [];
-  for (let i = 0; i < 60; i++) flood.push(...(await Promise.all(Array.from({ length: 20 }, () => send(b.uuid)))));
+  for (let i = 0; i < 24; i++) flood.push(...(await Promise.all(Array.from({ length: 50 }, () => send(b.uuid)))));
   quiet.push(await send(a.uuid));
   for (const q of quiet) {
     assert.match(q.requestId, /^[0-9a-f]{32}$/);
