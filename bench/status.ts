@@ -3,7 +3,9 @@
  * Memory: the JS heap a full tracker holds per transaction (each with one
  * upstream attempt answered, and its end), at the default cap. Time: opening
  * and completing a trace (the admission path's share), and reading a status
- * (a hit, and an id nobody sent). Writes bench/results/status.md.
+ * (a hit, and an id nobody sent). A flood: one account admits 1.2 times the
+ * cap while 1,000 others hold 50 statuses each; how many of theirs still
+ * read their state. Writes bench/results/status.md.
  */
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -55,6 +57,18 @@ bench
   .add('read one status (an id nobody sent)', () => void full.status('0xnothing', 1));
 await bench.run();
 
+// A flood: 1,000 quiet accounts hold 50 statuses each, then one account admits 1.2 times the cap.
+const flood = new Tracker({ retentionMs: 3600_000, maxEntries: CAP, node: 'bench' });
+const QUIET = 1000;
+const EACH = 50;
+for (let a = 1; a <= QUIET; a++) for (let i = 0; i < EACH; i++) flood.open(`q${a}-${i}`, nextRequestId(), a, 'solana', 'solana-v2');
+const floodStart = process.hrtime.bigint();
+const FLOOD = Math.round(CAP * 1.2);
+for (let i = 0; i < FLOOD; i++) flood.open(sig(i), nextRequestId(), 5000, 'solana', 'solana-v2');
+const floodUs = Number(process.hrtime.bigint() - floodStart) / 1000 / FLOOD;
+let kept = 0;
+for (let a = 1; a <= QUIET; a++) for (let i = 0; i < EACH; i++) if (flood.status(`q${a}-${i}`, a).state === 'queued') kept++;
+
 const lines = [
   `<!-- npm run bench:status -->`,
   `# Status traces, ${new Date().toISOString()}, Node ${process.version}, ${cpus()[0]?.model ?? 'unknown cpu'} x${cpus().length}`,
@@ -62,6 +76,7 @@ const lines = [
   `| What | Figure |`,
   `|---|---|`,
   `| JS heap per traced transaction (one attempt, ended), ${CAP.toLocaleString('en')} held | ${Math.round(perTrace)} bytes (${((perTrace * CAP) / 2 ** 20).toFixed(0)} MiB at the cap) |`,
+  `| One account admits ${FLOOD.toLocaleString('en')} at a cap of ${CAP.toLocaleString('en')}: the ${(QUIET * EACH).toLocaleString('en')} statuses of ${QUIET.toLocaleString('en')} other accounts still held | ${kept.toLocaleString('en')} (the busy account holds ${flood.heldBy(5000).toLocaleString('en')}; ${floodUs.toFixed(2)} µs per admission) |`,
   ...bench.tasks.map((task) => {
     const r = task.result as { latency?: { p50?: number; mean: number } } | undefined;
     const ms = r?.latency?.p50 ?? r?.latency?.mean ?? NaN;

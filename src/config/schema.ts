@@ -245,7 +245,7 @@ export const configSchema = {
           minimum: 1000,
           maximum: 10_000_000,
           default: 200_000,
-          description: 'At most this many statuses are held on each HTTP thread; past it the oldest leave early. Each takes about 0.4 KB of heap (more with many upstream attempts): the default holds about 75 MiB, and at high rates this cap, not retention_s, decides how long a status stays.',
+          description: 'At most this many statuses are held on each HTTP thread; past it the account holding the most loses its oldest early, so one account never pushes out another\'s below an equal share. Each takes about 0.4 KB of heap (more with many upstream attempts): the default holds about 80 MiB, and at high rates this cap, not retention_s, decides how long a status stays.',
         },
         reads_per_s: {
           type: 'integer',

@@ -1,24 +1,45 @@
 /**
- * Request ids (`x-svc-request-id`, docs/protocol.md#status): a random
- * per-thread prefix and a counter. Unique on a node across restarts (the
- * prefix changes) and cheap enough for every request; not secret and not a
- * credential, so guessing one gains nothing: a status read checks the account.
- * The counter also places a request in a tracker's ring (`requestSeq`), so
- * finding a request costs no hash-map entry per transaction.
+ * Request ids (`x-svc-request-id`, docs/protocol.md#status): 32 hex
+ * characters, this thread's request counter and a random thread tag
+ * encrypted as one AES block under a key drawn at start. Opaque: two ids
+ * reveal nothing of how many requests the node took between them. Unique on
+ * a node across threads (each has its own tag and key) and restarts (new
+ * keys). Not a credential either: a status read checks the account.
+ * Decrypting gives the counter back, which places a request in a tracker's
+ * ring (`requestSeq`), so finding a request costs no hash-map entry per
+ * transaction; another thread's id, or any other text, fails the tag check.
  */
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
-// Hex: an id never starts with '-', which a command line would read as an option.
-const prefix = randomBytes(5).toString('hex') + '-';
+const key = randomBytes(16);
+// ECB on a single block is a keyed permutation of it: the counter is never repeated, so no block is.
+const enc = createCipheriv('aes-128-ecb', key, null).setAutoPadding(false);
+const dec = createDecipheriv('aes-128-ecb', key, null).setAutoPadding(false);
+/** Bytes 0-7: this thread's tag; 8-15: the counter. */
+const block = randomBytes(16);
+const tagHi = block.readUInt32BE(0);
+const tagLo = block.readUInt32BE(4);
 let counter = 0;
+// The last id made, and its counter: a request's traces ask for the same id several times.
+let lastId = '';
+let lastSeq = -1;
+const HEX = /^[0-9a-f]{32}$/;
 
 export function nextRequestId(): string {
-  return prefix + (++counter).toString(36);
+  const n = ++counter;
+  block.writeUInt32BE(Math.floor(n / 0x1_0000_0000), 8);
+  block.writeUInt32BE(n >>> 0, 12);
+  lastId = enc.update(block).toString('hex');
+  lastSeq = n;
+  return lastId;
 }
 
 /** The counter of a request id made by this thread; -1 for any other text. */
 export function requestSeq(id: string): number {
-  if (id.length <= prefix.length || !id.startsWith(prefix)) return -1;
-  const n = parseInt(id.slice(prefix.length), 36);
-  return Number.isSafeInteger(n) && n > 0 ? n : -1;
+  if (id === lastId) return lastSeq;
+  if (id.length !== 32 || !HEX.test(id)) return -1;
+  const b = dec.update(Buffer.from(id, 'hex'));
+  if (b.length !== 16 || b.readUInt32BE(0) !== tagHi || b.readUInt32BE(4) !== tagLo) return -1;
+  const n = b.readUInt32BE(8) * 0x1_0000_0000 + b.readUInt32BE(12);
+  return n > 0 && n <= counter ? n : -1;
 }

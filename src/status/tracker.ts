@@ -5,11 +5,16 @@
  * or a duplicate naming the first request. Never "landed": the relay does not
  * see inclusion.
  *
- * Bounded: entries leave after `retentionMs` or when `maxEntries` are held,
- * oldest first; an id that left is remembered (by account, within the same
- * bounds) so it answers `expired` rather than `unknown`. The hot path pays one
- * object per admitted transaction and one per upstream attempt; everything
- * else happens when someone reads a status.
+ * Per account: traces are found by (account, id), so another account sending
+ * the same public transaction never changes what its sender reads.
+ *
+ * Bounded: entries leave after `retentionMs`, oldest first; when `maxEntries`
+ * are held, the account holding the most loses its oldest, so a busy account
+ * cannot push out another's (each keeps up to an equal share). An id that
+ * left is remembered (by account, within the same bounds) so it answers
+ * `expired` rather than `unknown`. The hot path pays one object per admitted
+ * transaction and one per upstream attempt; everything else happens when
+ * someone reads a status.
  */
 import { requestSeq } from './request-id.js';
 import type { StatusFeed } from './feed.js';
@@ -55,6 +60,10 @@ export class Trace {
   items: readonly string[] | null = null;
   /** Findable by its transaction id (a duplicate of a trace still held is not). */
   indexed = false;
+  /** In the tracker (not evicted nor forgotten). */
+  held = false;
+  /** Its request's counter (`requestSeq`): where the request ring holds it; -1 for none. */
+  readonly seq: number;
   /** Told of the end, for subscribers (null: no feed). */
   owner: Tracker | null = null;
 
@@ -66,7 +75,9 @@ export class Trace {
     readonly chain: 'evm' | 'solana',
     readonly door: string,
     readonly receivedAt: number,
-  ) {}
+  ) {
+    this.seq = requestSeq(requestId);
+  }
 
   /** Whether any request carried it. */
   get tried(): boolean {
@@ -188,21 +199,48 @@ export function mergeStatuses(lists: readonly (readonly StatusView[])[]): Status
   });
 }
 
+/** One account's traces held, oldest first (from `head`). */
+class Share {
+  q: Trace[] = [];
+  head = 0;
+  constructor(readonly accountId: number) {}
+  get count(): number {
+    return this.q.length - this.head;
+  }
+}
+
+/**
+ * What the id map holds for one id: the trace or tombstone (an account id) of
+ * the one account that sent it, or, once several accounts did, each one's by
+ * account. The common case costs no key or map of its own.
+ */
+type Entry = Trace | number | Map<number, Trace | number>;
+const accountOf = (v: Trace | number): number => (typeof v === 'number' ? v : v.accountId);
+
 export class Tracker {
   /**
-   * Transaction id -> its trace while held, then -> its account id (a
-   * tombstone: the id reads `expired` to that account) until as many newer
-   * ids have left.
+   * Transaction id -> per account, its trace while held, then the account id
+   * (a tombstone: the id reads `expired` to that account) until as many newer
+   * ids have left (docs/protocol.md#status: ids are per account).
    */
-  private readonly byId = new Map<string, Trace | number>();
-  /** Every trace held, oldest first (from `head`): what eviction walks. */
+  private readonly byId = new Map<string, Entry>();
+  /** Every trace held, oldest first (from `head`), and some evicted ones (`dead`): what retention walks. */
   private queue: Trace[] = [];
   private head = 0;
-  /** Tombstoned ids, oldest first (from `goneHead`). */
+  private dead = 0;
+  private live = 0;
+  /** Each account's traces held. */
+  private readonly shares = new Map<number, Share>();
+  /** The account last found holding the most: it loses its oldest while over an equal share. */
+  private victim: Share | null = null;
+  /** Tombstoned ids and their accounts, oldest first (from `goneHead`). */
   private gone: string[] = [];
+  private goneBy: number[] = [];
   private goneHead = 0;
   /** Request counter -> the request's trace (its first, or its batch), a ring the size of the cap. */
   private readonly byRequest: (Trace | undefined)[];
+  /** Request id -> trace of a request whose ring slot a newer request took while it was still held. */
+  private readonly displaced = new Map<string, Trace>();
   private readonly now: () => number;
 
   constructor(private readonly o: TrackerOptions) {
@@ -212,7 +250,12 @@ export class Tracker {
 
   /** Traces held. */
   get size(): number {
-    return this.queue.length - this.head;
+    return this.live;
+  }
+
+  /** Traces held for one account. */
+  heldBy(accountId: number): number {
+    return this.shares.get(accountId)?.count ?? 0;
   }
 
   /** A new trace, findable by its id and its request id; the oldest leave to keep the bounds. */
@@ -236,13 +279,15 @@ export class Tracker {
 
   /**
    * A duplicate: final at once, naming the request that first brought the
-   * transaction when this node still traces it. Findable by its request id;
-   * by the transaction's id only when no earlier trace holds it.
+   * transaction when this node still traces it for the same account.
+   * Findable by its request id; by the transaction's id only when no earlier
+   * trace of the same account holds it. Another account's trace of the same
+   * transaction is neither named nor touched.
    */
   duplicate(id: string, requestId: string, accountId: number, chain: 'evm' | 'solana', door: string): Trace {
     const t = new Trace(id, requestId, accountId, chain, door, this.now());
-    const first = this.byId.get(id);
-    const mine = typeof first === 'object' && first.accountId === accountId;
+    const first = this.idFor(id, accountId);
+    const mine = typeof first === 'object';
     t.final('duplicate', mine ? `duplicate of request ${first.requestId}` : 'a duplicate of a transaction this node saw within its duplicate window', t.receivedAt);
     this.add(t, !mine, false);
     this.changed(t);
@@ -258,18 +303,20 @@ export class Tracker {
   /** The trace of `id` (a transaction's, or a request's) as account `accountId` may see it. */
   find(id: string, accountId: number): Trace | undefined {
     const seq = requestSeq(id);
-    const t = seq > 0 ? this.byRequest[seq % this.byRequest.length] : this.byId.get(id);
-    if (typeof t !== 'object' || t.accountId !== accountId) return undefined;
-    return seq > 0 && t.requestId !== id ? undefined : t;
+    let t: Trace | number | undefined;
+    if (seq > 0) {
+      t = this.byRequest[seq % this.byRequest.length];
+      if (t === undefined || t.requestId !== id) t = this.displaced.get(id);
+    } else t = this.idFor(id, accountId);
+    return typeof t === 'object' && t.accountId === accountId ? t : undefined;
   }
 
   /** A trace whose transaction was not queued after all: it leaves at once, as if never made. */
   forget(t: Trace): void {
-    if (t.indexed && this.byId.get(t.id) === t) this.byId.delete(t.id);
-    const slot = this.slotOf(t);
-    if (slot >= 0 && this.byRequest[slot] === t) this.byRequest[slot] = undefined;
+    if (!t.held) return;
     const i = this.queue.lastIndexOf(t);
     if (i >= this.head) this.queue.splice(i, 1);
+    this.drop(t, false);
   }
 
   /** The status of `id` as account `accountId` may see it: another account's id is `unknown`, exactly as one never sent. */
@@ -277,59 +324,145 @@ export class Tracker {
     this.evict(this.now());
     const t = this.find(id, accountId);
     if (t !== undefined) return this.view(t);
-    return unknownStatus(id, this.o.node, this.byId.get(id) === accountId ? 'expired' : 'unknown');
+    return unknownStatus(id, this.o.node, this.idFor(id, accountId) === accountId ? 'expired' : 'unknown');
   }
 
-  /** Drops what is past retention or over the count (also called on reads). */
-  evict(now: number, room = 0): void {
+  /**
+   * Drops what is past retention, then, to keep `room` free under the count,
+   * the oldest of the account holding the most (also called on reads).
+   */
+  evict(now: number, room = 0, adder = -1): void {
     const limit = now - this.o.retentionMs;
     const q = this.queue;
-    const max = this.o.maxEntries;
-    while (this.head < q.length && (q.length - this.head + room > max || q[this.head]!.receivedAt <= limit)) {
+    while (this.head < q.length) {
       const t = q[this.head]!;
+      if (t.held && t.receivedAt > limit) break;
       q[this.head++] = undefined as unknown as Trace;
-      if (t.indexed) {
-        // Overwritten in place: one map operation, and the id reads expired from now on.
-        this.byId.set(t.id, t.accountId);
-        this.gone.push(t.id);
-      }
-      const slot = this.slotOf(t);
-      if (slot >= 0 && this.byRequest[slot] === t) this.byRequest[slot] = undefined;
+      if (t.held) this.drop(t, true);
+      else this.dead--;
     }
-    if (this.head > 1024 && this.head * 2 > q.length) {
-      this.queue = q.slice(this.head);
+    while (this.live > 0 && this.live + room > this.o.maxEntries) {
+      const s = this.loser(adder);
+      this.drop(s.q[s.head]!, true);
+      this.dead++;
+    }
+    if ((this.head > 1024 && this.head * 2 > q.length) || (this.dead > 1024 && this.dead * 2 > q.length - this.head)) {
+      this.queue = q.slice(this.head).filter((t) => t.held);
       this.head = 0;
+      this.dead = 0;
     }
     // Tombstones are kept within the same count.
     const g = this.gone;
-    while (g.length - this.goneHead > max) {
+    while (g.length - this.goneHead > this.o.maxEntries) {
       const id = g[this.goneHead]!;
+      const by = this.goneBy[this.goneHead]!;
       g[this.goneHead++] = undefined as unknown as string;
-      if (typeof this.byId.get(id) === 'number') this.byId.delete(id);
+      if (typeof this.idFor(id, by) === 'number') this.unsetId(id, by);
     }
     if (this.goneHead > 1024 && this.goneHead * 2 > g.length) {
       this.gone = g.slice(this.goneHead);
+      this.goneBy = this.goneBy.slice(this.goneHead);
       this.goneHead = 0;
     }
   }
 
-  private slotOf(t: Trace): number {
-    const seq = requestSeq(t.requestId);
-    return seq > 0 ? seq % this.byRequest.length : -1;
+  /**
+   * Whose oldest trace leaves for the count: the account found holding the
+   * most, or the adding account when it holds as many. An account under an
+   * equal share (the cap over the accounts holding statuses) so never loses
+   * one to another's admission. The scan for the most is repeated only once
+   * the last one found has come down to an equal share.
+   */
+  private loser(adder: number): Share {
+    const n = this.shares.size;
+    let v = this.victim;
+    if (v === null || v.count === 0 || v.count * n < this.live) {
+      for (const s of this.shares.values()) if (v === null || v.count === 0 || s.count > v.count) v = s;
+      this.victim = v;
+    }
+    const mine = adder >= 0 ? this.shares.get(adder) : undefined;
+    return mine !== undefined && mine.count >= v!.count ? mine : v!;
+  }
+
+  /** `t` leaves its account's share, its ids and the request ring; `expire`: its id reads expired from now on. */
+  private drop(t: Trace, expire: boolean): void {
+    t.held = false;
+    this.live--;
+    const s = this.shares.get(t.accountId)!;
+    if (s.q[s.head] === t) s.q[s.head++] = undefined as unknown as Trace;
+    else s.q.splice(s.q.lastIndexOf(t), 1);
+    if (s.count === 0) {
+      this.shares.delete(t.accountId);
+      if (this.victim === s) this.victim = null;
+    } else if (s.head > 256 && s.head * 2 > s.q.length) {
+      s.q = s.q.slice(s.head);
+      s.head = 0;
+    }
+    if (t.indexed) {
+      if (!expire) {
+        if (this.idFor(t.id, t.accountId) === t) this.unsetId(t.id, t.accountId);
+      } else {
+        // Overwritten in place: one map operation, and the id reads expired from now on.
+        this.setId(t.id, t.accountId, t.accountId);
+        this.gone.push(t.id);
+        this.goneBy.push(t.accountId);
+      }
+    }
+    const seq = t.seq;
+    if (seq <= 0) return;
+    const slot = seq % this.byRequest.length;
+    if (this.byRequest[slot] === t) this.byRequest[slot] = undefined;
+    else if (this.displaced.get(t.requestId) === t) this.displaced.delete(t.requestId);
+  }
+
+  /** What the id map holds for `id` and this account (trace, tombstone or nothing). */
+  private idFor(id: string, accountId: number): Trace | number | undefined {
+    const v = this.byId.get(id);
+    if (v === undefined || v instanceof Map) return v?.get(accountId);
+    return accountOf(v) === accountId ? v : undefined;
+  }
+
+  private setId(id: string, accountId: number, x: Trace | number): void {
+    const v = this.byId.get(id);
+    if (v instanceof Map) v.set(accountId, x);
+    else if (v === undefined || accountOf(v) === accountId) this.byId.set(id, x);
+    else this.byId.set(id, new Map([[accountOf(v), v], [accountId, x]]));
+  }
+
+  private unsetId(id: string, accountId: number): void {
+    const v = this.byId.get(id);
+    if (v instanceof Map) {
+      v.delete(accountId);
+      if (v.size === 1) for (const one of v.values()) this.byId.set(id, one);
+    } else if (v !== undefined && accountOf(v) === accountId) this.byId.delete(id);
   }
 
   private add(t: Trace, byTxId: boolean, ownsRequest: boolean): void {
-    this.evict(t.receivedAt, 1);
+    this.evict(t.receivedAt, 1, t.accountId);
     this.queue.push(t);
+    t.held = true;
+    this.live++;
+    let s = this.shares.get(t.accountId);
+    if (s === undefined) this.shares.set(t.accountId, (s = new Share(t.accountId)));
+    s.q.push(t);
     if (byTxId) {
-      this.byId.set(t.id, t);
+      this.setId(t.id, t.accountId, t);
       t.indexed = true;
     }
     // A request's first trace answers for its request id (a JSON-RPC array has several), a batch for its own.
-    const slot = this.slotOf(t);
-    if (slot < 0) return;
+    const seq = t.seq;
+    if (seq <= 0) return;
+    const slot = seq % this.byRequest.length;
     const held = this.byRequest[slot];
-    if (ownsRequest || held === undefined || held.requestId !== t.requestId) this.byRequest[slot] = t;
+    if (held === undefined || held.requestId === t.requestId) {
+      if (ownsRequest || held === undefined) this.byRequest[slot] = t;
+      return;
+    }
+    // Another request still held has the slot (an account's share outlives the ring): the older of the two waits aside.
+    if (held.seq < seq) {
+      this.displaced.set(held.requestId, held);
+      this.byRequest[slot] = t;
+    } else if (ownsRequest || !this.displaced.has(t.requestId)) this.displaced.set(t.requestId, t);
   }
 
   private view(t: Trace): StatusView {

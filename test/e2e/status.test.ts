@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { startTestRelay, eventually, type TestRelay } from '../helpers/relay.js';
 import { startUpstream, type TestUpstream, type UpstreamMode } from '../helpers/upstream.js';
 import { signed1559 } from '../helpers/evm.js';
-import { legacyTransfer } from '../helpers/solana.js';
+import { legacyTransfer, newKeypair } from '../helpers/solana.js';
 
 async function setup(t: TestContext, mode: UpstreamMode = 'ok', extra: Record<string, unknown> = {}): Promise<{ r: TestRelay; up: TestUpstream }> {
   const up = await startUpstream({ mode });
@@ -179,4 +179,104 @@ test('status reads are authenticated, bounded and limited on their own', async (
   // Submission quota is untouched by reads: the account's one EVM credit is still there.
   const tx = await signed1559();
   assert.equal((await sendEvm(r, acct.uuid, tx.hex)).status, 202);
+});
+
+test("another account resubmitting a public transaction changes nothing of what its sender reads, by any id", async (t) => {
+  const { r, up } = await setup(t);
+  const a = await r.createAccount({ plan: 'paid' });
+  const b = await r.createAccount({ plan: 'paid' });
+  // A: one Solana transaction and an EVM batch of two; every id kind it was given.
+  const sol = legacyTransfer();
+  const solRes = await fetch(r.base + '/v2', { method: 'POST', headers: { 'api-key': a.uuid }, body: sol.bytes });
+  assert.equal(solRes.status, 200);
+  const solRequest = solRes.headers.get('x-svc-request-id')!;
+  await solRes.arrayBuffer();
+  const txs = [await signed1559({ nonce: 4100 }), await signed1559({ nonce: 4101 })];
+  const batchRes = await fetch(r.base + '/', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${a.uuid}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'svc_sendRawTransactionBatch', params: txs.map((x) => x.hex) }),
+  });
+  assert.equal(batchRes.status, 202, await batchRes.clone().text());
+  const batchRequest = batchRes.headers.get('x-svc-request-id')!;
+  const batchId = ((await batchRes.json()) as any).result.batch_id as string;
+  await up.waitForCalls(3);
+  const aIds = [sol.signature, solRequest, txs[0]!.hash, txs[1]!.hash, batchId, batchRequest];
+  const readAll = async (key: string, ids: string[]): Promise<any[]> => {
+    const res = await fetch(`${r.base}/v1/status`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ ids }) });
+    assert.equal(res.status, 200);
+    return ((await res.json()) as any).statuses;
+  };
+  await eventually(async () => (await readAll(a.uuid, aIds)).every((s) => s.state === 'forwarded'), 5000, "A's statuses forwarded");
+  const before = await readAll(a.uuid, aIds);
+
+  // B resubmits the same signed bytes, single and as a batch: B's duplicate answers.
+  const bSol = await fetch(r.base + '/v2', { method: 'POST', headers: { 'api-key': b.uuid }, body: sol.bytes });
+  assert.equal(bSol.status, 200);
+  assert.equal(bSol.headers.get('x-svc-duplicate'), 'true');
+  const bSolRequest = bSol.headers.get('x-svc-request-id')!;
+  await bSol.arrayBuffer();
+  const bEvm = await sendEvm(r, b.uuid, txs[0]!.hex);
+  assert.equal(bEvm.headers.get('x-svc-duplicate'), 'true');
+  const bEvmRequest = bEvm.headers.get('x-svc-request-id')!;
+  await bEvm.arrayBuffer();
+  const bBatch = await fetch(r.base + '/', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${b.uuid}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'svc_sendRawTransactionBatch', params: txs.map((x) => x.hex) }),
+  });
+  assert.equal(bBatch.status, 202);
+  const bBatchId = ((await bBatch.json()) as any).result.batch_id as string;
+
+  // A reads exactly what it read before, by every id kind.
+  assert.deepEqual(await readAll(a.uuid, aIds), before);
+  for (const s of before) assert.equal(s.state, 'forwarded', s.id);
+  // B reads its own history: duplicates, never A's requests or upstream attempts.
+  const mine = await readAll(b.uuid, [sol.signature, bSolRequest, txs[0]!.hash, bEvmRequest, txs[1]!.hash]);
+  for (const s of mine) {
+    assert.equal(s.state, 'duplicate', s.id);
+    assert.notEqual(s.request_id, solRequest);
+    assert.notEqual(s.request_id, batchRequest);
+    assert.deepEqual(s.forwards, []);
+    assert.doesNotMatch(s.reason, new RegExp(`${solRequest}|${batchRequest}`));
+  }
+  const bb = await status(r, b.uuid, bBatchId);
+  assert.notEqual(bb.state, 'unknown');
+  assert.deepEqual(bb.forwards, []);
+  // A's ids that B never held read unknown to B.
+  for (const id of [solRequest, batchId, batchRequest]) assert.equal((await status(r, b.uuid, id)).state, 'unknown', id);
+});
+
+test("one account's flood past status.max_tracked leaves another account's statuses; request ids stay opaque and found", async (t) => {
+  const { r } = await setup(t, 'ok', { status: { max_tracked: 1000 } });
+  const a = await r.createAccount();
+  const b = await r.createAccount({ solana: { tps: 100_000, burst: 100_000 } });
+  const from = newKeypair();
+  let lamports = 1000;
+  const send = async (key: string): Promise<{ signature: string; requestId: string }> => {
+    const tx = legacyTransfer({ from, lamports: lamports++ });
+    let res = await fetch(r.base + '/v2', { method: 'POST', headers: { 'api-key': key }, body: tx.bytes });
+    // A loaded host may shed some of the flood (retry-safe, nothing queued): sent again until admitted.
+    for (let i = 0; i < 50 && res.status === 503; i++) {
+      await res.arrayBuffer();
+      await new Promise((ok) => setTimeout(ok, 20));
+      res = await fetch(r.base + '/v2', { method: 'POST', headers: { 'api-key': key }, body: tx.bytes });
+    }
+    assert.equal(res.status, 200, await res.clone().text());
+    await res.arrayBuffer();
+    return { signature: tx.signature, requestId: res.headers.get('x-svc-request-id')! };
+  };
+  const quiet = [await send(a.uuid), await send(a.uuid)];
+  const flood: { signature: string; requestId: string }[] = [];
+  for (let i = 0; i < 60; i++) flood.push(...(await Promise.all(Array.from({ length: 20 }, () => send(b.uuid)))));
+  quiet.push(await send(a.uuid));
+  for (const q of quiet) {
+    assert.match(q.requestId, /^[0-9a-f]{32}$/);
+    for (const id of [q.signature, q.requestId]) assert.notEqual((await status(r, a.uuid, id, 'api-key')).state, 'expired', `A's ${id} kept`);
+  }
+  // A's request ids around B's 1,200 requests say nothing of them: no shared prefix, not a counter.
+  assert.notEqual(quiet[1]!.requestId.slice(0, 8), quiet[2]!.requestId.slice(0, 8));
+  // The busy account lost its own oldest.
+  if (process.env['TXRELAY_TEST_ACCEPTORS'] === undefined) assert.equal((await status(r, b.uuid, flood[0]!.signature, 'api-key')).state, 'expired');
+  assert.notEqual((await status(r, b.uuid, flood.at(-1)!.signature, 'api-key')).state, 'expired');
 });

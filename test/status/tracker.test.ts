@@ -140,3 +140,98 @@ test("merging threads' answers: a first submission beats a duplicate, which beat
   assert.equal(merged[0]!.request_id, RQ['r1']!);
   assert.equal(merged[1]!.state, 'unknown');
 });
+
+test("another account's duplicate of a transaction leaves its sender's trace, batch and request id as they were", () => {
+  const t = tracker();
+  const rqA = nextRequestId();
+  const a0 = t.open('0xa0', rqA, 1, 'evm', 'jsonrpc');
+  const a1 = t.open('0xa1', rqA, 1, 'evm', 'jsonrpc');
+  t.batch('BATCH1', rqA, 1, 'jsonrpc', ['0xa0', '0xa1']);
+  const rqS = nextRequestId();
+  t.open('Sig1', rqS, 1, 'solana', 'solana-v2').final('forwarded', null, Date.now());
+  a0.final('forwarded', null, Date.now());
+  a1.final('forwarded', null, Date.now());
+  const ids = ['0xa0', '0xa1', 'BATCH1', rqA, 'Sig1', rqS];
+  const before = ids.map((id) => t.status(id, 1));
+  for (const s of before) assert.equal(s.state, 'forwarded', s.id);
+  const rqB = nextRequestId();
+  for (const id of ['0xa0', '0xa1', 'Sig1']) t.duplicate(id, rqB, 2, id === 'Sig1' ? 'solana' : 'evm', 'jsonrpc');
+  assert.deepEqual(
+    ids.map((id) => t.status(id, 1)),
+    before,
+  );
+  for (const id of ['0xa0', 'Sig1', rqB]) {
+    const s = t.status(id, 2);
+    assert.equal(s.state, 'duplicate');
+    assert.equal(s.request_id, rqB);
+  }
+  for (const id of ['BATCH1', rqA, rqS]) assert.equal(t.status(id, 2).state, 'unknown');
+});
+
+test('a full tracker takes from the account holding the most: a busy account past its share does not evict another account', () => {
+  let now = 1_000_000;
+  const t = tracker(() => now, 100, 600_000);
+  const quiet = [1, 2, 3].flatMap((acct) => Array.from({ length: 10 }, (_, i) => {
+    t.open(`q${acct}-${i}`, nextRequestId(), acct, 'solana', 'solana-v2');
+    return [acct, `q${acct}-${i}`] as const;
+  }));
+  const busy: string[] = [];
+  for (let i = 0; i < 1000; i++) {
+    now++;
+    const rq = nextRequestId();
+    busy.push(rq);
+    t.open(`b-${i}`, rq, 9, 'solana', 'solana-v2');
+  }
+  assert.equal(t.size, 100);
+  for (const [acct, id] of quiet) assert.equal(t.status(id, acct).state, 'queued', `${id} kept`);
+  assert.equal(t.heldBy(9), 70, 'the busy account keeps what the others leave');
+  assert.equal(t.status('b-929', 9).state, 'expired', 'its own oldest left');
+  assert.equal(t.status('b-999', 9).state, 'queued');
+  assert.equal(t.status(busy[999]!, 9).state, 'queued', 'found by request id');
+  // A quiet account may grow, taken from the busiest, until it holds as many.
+  for (let i = 0; i < 30; i++) t.open(`q1-more-${i}`, nextRequestId(), 1, 'solana', 'solana-v2');
+  assert.equal(t.heldBy(1), 40);
+  assert.equal(t.heldBy(9), 40);
+  assert.equal(t.status('q1-0', 1).state, 'queued');
+  assert.equal(t.status('q2-0', 2).state, 'queued');
+  // Then it loses its own oldest, not the others'.
+  t.open('q1-last', nextRequestId(), 1, 'solana', 'solana-v2');
+  assert.equal(t.heldBy(1), 40);
+  assert.equal(t.status('q1-0', 1).state, 'expired');
+  assert.equal(t.status('q2-0', 2).state, 'queued');
+  // Retention still ends the oldest of everyone.
+  now += 600_000;
+  assert.equal(t.status('q2-0', 2).state, 'expired');
+});
+
+test('a request outlives its ring slot when its account keeps its share: still found by its request id', () => {
+  const t = tracker(Date.now, 10);
+  const rq = nextRequestId();
+  t.open('kept', rq, 1, 'evm', 'jsonrpc');
+  // 50 more requests of another account: the ring (10 slots) has gone round five times.
+  for (let i = 0; i < 50; i++) t.open(`o-${i}`, nextRequestId(), 2, 'evm', 'jsonrpc');
+  assert.equal(t.status('kept', 1).state, 'queued');
+  assert.equal(t.status(rq, 1).state, 'queued');
+  assert.equal(t.status(rq, 1).id, 'kept');
+});
+
+test('request ids are opaque: 32 hex characters; consecutive ones share no prefix, no order and about half their bits', () => {
+  const ids = Array.from({ length: 1000 }, () => nextRequestId());
+  for (const id of ids) assert.match(id, /^[0-9a-f]{32}$/);
+  assert.equal(new Set(ids.map((x) => x.slice(0, 12))).size, ids.length, 'no shared prefix');
+  const sorted = [...ids].sort();
+  assert.notDeepEqual(sorted, ids, 'not in the order made');
+  let bits = 0;
+  for (let i = 1; i < ids.length; i++) {
+    const a = Buffer.from(ids[i - 1]!, 'hex');
+    const b = Buffer.from(ids[i]!, 'hex');
+    for (let j = 0; j < 16; j++) for (let x = a[j]! ^ b[j]!; x !== 0; x &= x - 1) bits++;
+  }
+  const mean = bits / (ids.length - 1);
+  assert.ok(mean > 60 && mean < 68, `consecutive ids differ in ${mean} of 128 bits (random: 64)`);
+  // Still found by the tracker; another thread's or a made-up id of the same shape is not.
+  const t = tracker();
+  t.open('z', ids[999]!, 1, 'evm', 'jsonrpc');
+  assert.equal(t.status(ids[999]!, 1).id, 'z');
+  assert.equal(t.status('0'.repeat(32), 1).state, 'unknown');
+});
