@@ -70,6 +70,7 @@ export function startupLine(e: unknown): string {
     switch (e.spec) {
       case E.CONFIG:
       case E.REGISTRY_START:
+      case E.TLS:
         // Their messages already say what to do.
         return oneLine(e.message);
       case E.ACCEPTOR:

@@ -12,6 +12,7 @@ import type { Uws, HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 import { readBodyTo, type BodyTarget } from './body.js';
 import { adminError } from './render.js';
 import { JSON_TYPE, TEXT_TYPE, type Replier, type Res } from './reply.js';
+import { uwsTlsOptions, type TlsPair } from './tls.js';
 
 const MAX_ADMIN_BODY = 64 * 1024;
 
@@ -26,6 +27,8 @@ interface AdminDeps {
   batches: { get(id: string): unknown } | null;
   metrics: Metrics;
   health: () => { ok: boolean; [k: string]: unknown };
+  /** HTTPS with this pair (docs/operations.md#tls). */
+  tls?: TlsPair | null;
 }
 
 /** A key's digest stays inside the registry: an operator addresses accounts by id or key. */
@@ -38,7 +41,7 @@ const PAGE_DEFAULT = 1000;
 const PAGE_MAX = 10_000;
 
 export function createAdminApp(d: AdminDeps): TemplatedApp {
-  const app = d.uws.App();
+  const app = d.tls ? d.uws.SSLApp(uwsTlsOptions(d.tls)) : d.uws.App();
   const reply = d.reply;
   const expected = Buffer.from(d.token);
 
