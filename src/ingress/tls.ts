@@ -89,8 +89,3 @@ export function readTls(listener: TlsListener, certFile: string, keyFile: string
 export function uwsTlsOptions(p: TlsPair): { cert_file_name: string; key_file_name: string } {
   return { cert_file_name: p.certFile, key_file_name: p.keyFile };
 }
-
-/** node:https's secure context options. */
-export function nodeTlsOptions(p: TlsPair): { cert: Buffer; key: Buffer; minVersion: 'TLSv1.2' } {
-  return { cert: p.cert, key: p.key, minVersion: TLS_MIN_VERSION };
-}
