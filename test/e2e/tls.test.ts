@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import tls from 'node:tls';
 import net from 'node:net';
@@ -170,11 +170,11 @@ for (const { kind, skip } of ACCEPTORS) {
 }
 
 /** The CLI with a configuration file: its exit code and stderr. */
-function serve(file: string): Promise<{ code: number | null; stderr: string }> {
+function serve(file: string, uid?: number): Promise<{ code: number | null; stderr: string }> {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('TXRELAY_')) env[k] = v;
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, 'serve', '--config', file], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, 'serve', '--config', file], { env, stdio: ['ignore', 'ignore', 'pipe'], ...(uid === undefined ? {} : { uid, gid: uid }) });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
@@ -189,18 +189,22 @@ test('start-up stops with one line for a missing, unreadable or mismatched certi
   const dir = tmp(t);
   const a = makePair(dir, 'a.test');
   const b = makePair(dir, 'b.test');
-  // Unreadable: mode 000 for a user the permission applies to; root reads anything, so a directory stands in.
+  // Unreadable: a key file this user may not read. Root reads anything, so as root the relay runs as nobody
+  // (65534) and the key stays root's, mode 0600, as a key installed for another user would be.
+  const root = process.getuid?.() === 0;
+  const asUser = root ? 65534 : undefined;
   const unreadable = join(dir, 'unreadable.key');
-  if (process.getuid?.() === 0) mkdirSync(unreadable);
-  else {
-    copyFileSync(a.key, unreadable);
-    chmodSync(unreadable, 0);
+  copyFileSync(a.key, unreadable);
+  chmodSync(unreadable, root ? 0o600 : 0);
+  if (root) {
+    chmodSync(dir, 0o755);
+    for (const f of [a.cert, b.cert, a.key, b.key]) chmodSync(f, 0o644);
   }
   const notPem = join(dir, 'not.pem');
-  writeFileSync(notPem, 'not a certificate\n');
+  writeFileSync(notPem, 'not a certificate\n', { mode: 0o644 });
   const cases: [string, string, string, RegExp][] = [
     ['http', join(dir, 'missing.crt'), a.key, /^txrelay: http\.tls_cert_file \S+missing\.crt is missing — /],
-    ['http', a.cert, unreadable, /^txrelay: http\.tls_key_file \S+unreadable\.key (is a directory|is not readable by this user \(permission denied\)) — /],
+    ['http', a.cert, unreadable, /^txrelay: http\.tls_key_file \S+unreadable\.key is not readable by this user \(permission denied\) — point http\.tls_key_file at a PEM file this user can read$/],
     ['http', a.cert, b.key, /^txrelay: http\.tls_key_file \S+b\.test\.key is not the key of the certificate in http\.tls_cert_file \S+a\.test\.crt — /],
     ['http', notPem, a.key, /^txrelay: http\.tls_cert_file \S+not\.pem holds no PEM certificate — /],
     ['admin', a.cert, b.key, /^txrelay: admin\.tls_key_file \S+b\.test\.key is not the key of the certificate in admin\.tls_cert_file \S+a\.test\.crt — /],
@@ -211,7 +215,7 @@ test('start-up stops with one line for a missing, unreadable or mismatched certi
     const file = join(dir, 'config.toml');
     const pairOf = (name: string) => (name === section ? `tls_cert_file = "${cert}"\ntls_key_file = "${key}"\n` : '');
     writeFileSync(file, `[http]\nport = 0\n${pairOf('http')}[udp]\nport = 0\n[admin]\nport = 0\n${pairOf('admin')}[storage]\ndata_dir = "${join(dir, 'data')}"\n[workers]\nthreads = 1\n`);
-    const { code, stderr } = await serve(file);
+    const { code, stderr } = await serve(file, asUser);
     const lines = stderr.trimEnd().split('\n');
     assert.equal(lines.length, 1, `one line for ${section} ${cert} ${key}:\n${stderr}`);
     assert.match(lines[0]!, want);
