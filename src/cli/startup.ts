@@ -68,9 +68,11 @@ export function startupLine(e: unknown): string {
   const oneLine = (t: string) => scrub(t.replace(/\s*\n\s*/g, '; '));
   if (e instanceof TxrelayError) {
     switch (e.spec) {
+      case E.TLS:
+        // The key named first gets its variable too: the pair may come from the environment.
+        return oneLine(e.message).replace(/\b(?:http|admin)\.tls_(?:cert|key)_file\b/, (k) => named(k));
       case E.CONFIG:
       case E.REGISTRY_START:
-      case E.TLS:
         // Their messages already say what to do.
         return oneLine(e.message);
       case E.ACCEPTOR:

@@ -203,12 +203,12 @@ test('start-up stops with one line for a missing, unreadable or mismatched certi
   const notPem = join(dir, 'not.pem');
   writeFileSync(notPem, 'not a certificate\n', { mode: 0o644 });
   const cases: [string, string, string, RegExp][] = [
-    ['http', join(dir, 'missing.crt'), a.key, /^txrelay: http\.tls_cert_file \S+missing\.crt is missing — /],
-    ['http', a.cert, unreadable, /^txrelay: http\.tls_key_file \S+unreadable\.key is not readable by this user \(permission denied\) — point http\.tls_key_file at a PEM file this user can read$/],
-    ['http', a.cert, b.key, /^txrelay: http\.tls_key_file \S+b\.test\.key is not the key of the certificate in http\.tls_cert_file \S+a\.test\.crt — /],
-    ['http', notPem, a.key, /^txrelay: http\.tls_cert_file \S+not\.pem holds no PEM certificate — /],
-    ['admin', a.cert, b.key, /^txrelay: admin\.tls_key_file \S+b\.test\.key is not the key of the certificate in admin\.tls_cert_file \S+a\.test\.crt — /],
-    ['http', a.cert, '', /^txrelay: http\.tls_key_file is not set but http\.tls_cert_file is — /],
+    ['http', join(dir, 'missing.crt'), a.key, /^txrelay: http\.tls_cert_file \(TXRELAY_HTTP_TLS_CERT_FILE\) \S+missing\.crt is missing — /],
+    ['http', a.cert, unreadable, /^txrelay: http\.tls_key_file \(TXRELAY_HTTP_TLS_KEY_FILE\) \S+unreadable\.key is not readable by this user \(permission denied\) — point http\.tls_key_file at a PEM file this user can read$/],
+    ['http', a.cert, b.key, /^txrelay: http\.tls_key_file \(TXRELAY_HTTP_TLS_KEY_FILE\) \S+b\.test\.key is not the key of the certificate in http\.tls_cert_file \S+a\.test\.crt — /],
+    ['http', notPem, a.key, /^txrelay: http\.tls_cert_file \(TXRELAY_HTTP_TLS_CERT_FILE\) \S+not\.pem holds no PEM certificate — /],
+    ['admin', a.cert, b.key, /^txrelay: admin\.tls_key_file \(TXRELAY_ADMIN_TLS_KEY_FILE\) \S+b\.test\.key is not the key of the certificate in admin\.tls_cert_file \S+a\.test\.crt — /],
+    ['http', a.cert, '', /^txrelay: http\.tls_key_file \(TXRELAY_HTTP_TLS_KEY_FILE\) is not set but http\.tls_cert_file is — /],
   ];
   const keyPem = readFileSync(b.key, 'utf8');
   for (const [section, cert, key, want] of cases) {
