@@ -28,6 +28,8 @@ const ACCEPTORS: { kind: 'uws' | 'node'; skip: string | false }[] = [
   { kind: 'uws', skip: uwsProbe.kind === 'uws' ? false : 'no uWebSockets.js build loads here: skipping the uWS half' },
   { kind: 'node', skip: false },
 ];
+/** Each acceptor with the main thread serving; uWS also with two acceptor threads. */
+const SETUPS = ACCEPTORS.flatMap((a) => (a.kind === 'uws' ? [1, 2] : [1]).map((acceptors) => ({ ...a, acceptors })));
 
 interface Pair {
   cert: string;
@@ -95,12 +97,12 @@ async function adminCall(r: TestRelay, ca: Buffer, method: string, path: string,
   return { status: a.status, json: a.body ? JSON.parse(a.body) : null };
 }
 
-for (const { kind, skip } of ACCEPTORS) {
-  test(`${kind}: HTTPS on /v2, POST / and the admin API, wss:// on /ws; TLS 1.1 refused, never h2; plain HTTP gets no answer`, { skip }, async (t) => {
+for (const { kind, skip, acceptors } of SETUPS) {
+  test(`${kind}${acceptors > 1 ? `, ${acceptors} acceptor threads` : ''}: HTTPS on /v2, POST / and the admin API, wss:// on /ws; TLS 1.1 refused, never h2; plain HTTP gets no answer`, { skip }, async (t) => {
     const dir = tmp(t);
     const pair = makePair(dir, 'doors.test');
     const r = await startTestRelay({
-      http: { acceptor: kind, tls_cert_file: pair.cert, tls_key_file: pair.key },
+      http: { acceptor: kind, acceptors, tls_cert_file: pair.cert, tls_key_file: pair.key },
       admin: { tls_cert_file: pair.cert, tls_key_file: pair.key },
     });
     t.after(() => r.stop());
@@ -224,125 +226,124 @@ test('start-up stops with one line for a missing, unreadable or mismatched certi
   }
 });
 
-for (const { kind, skip } of ACCEPTORS) {
-  for (const acceptors of kind === 'uws' ? [1, 2] : [1]) {
-    test(`${kind}${acceptors > 1 ? `, ${acceptors} acceptor threads` : ''}: SIGHUP with a new certificate: a live keep-alive connection goes on, a new one gets the new certificate`, { skip }, async (t) => {
-      const dir = tmp(t);
-      const a = makePair(dir, 'old.test');
-      const b = makePair(dir, 'new.test');
-      const bad = makePair(dir, 'bad.test');
-      const cert = join(dir, 'live.crt');
-      const key = join(dir, 'live.key');
-      copyFileSync(a.cert, cert);
-      copyFileSync(a.key, key);
-      const file = join(dir, 'config.toml');
-      writeFileSync(
-        file,
-        `[http]\nport = 0\nacceptor = "${kind}"\nacceptors = ${acceptors}\ntls_cert_file = "${cert}"\ntls_key_file = "${key}"\n` +
-          `[udp]\nport = 0\n[admin]\nport = 0\ntoken = "${ADMIN_TOKEN}"\ntls_cert_file = "${cert}"\ntls_key_file = "${key}"\n` +
-          `[storage]\ndata_dir = "${join(dir, 'data')}"\n[workers]\nthreads = 1\n[log]\nlevel = "info"\n`,
-      );
-      const env: NodeJS.ProcessEnv = {};
-      for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('TXRELAY_')) env[k] = v;
-      const child = spawn(process.execPath, [CLI, 'serve', '--config', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      t.after(() => child.kill('SIGKILL'));
-      const lines: any[] = [];
-      let buf = '';
-      child.stdout.on('data', (d: Buffer) => {
-        buf += d.toString();
-        let nl: number;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          lines.push(JSON.parse(buf.slice(0, nl)));
-          buf = buf.slice(nl + 1);
-        }
-      });
-      const waitFor = async (pred: (l: any) => boolean, what: string, from = 0) => {
-        for (let i = 0; i < 300; i++) {
-          const hit = lines.slice(from).find(pred);
-          if (hit) return hit;
-          await new Promise((r) => setTimeout(r, 50));
-        }
-        assert.fail(`no log line: ${what}\n${lines.map((l) => JSON.stringify(l)).join('\n')}`);
-      };
-      const listening = await waitFor((l) => l.msg === 'txrelay listening', 'listening');
-      const base = `https://${listening.http}`;
-      const admin = `https://${listening.admin}`;
-      const both = Buffer.concat([a.pem, b.pem]);
-
-      // Keep-alive connections, one per listener, made on the old certificate.
-      const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
-      t.after(() => agent.destroy());
-      const before = await request(`${base}/ping`, { ca: both, agent });
-      assert.deepEqual([before.body, before.cn], ['pong', 'old.test']);
-      const adminBefore = await request(`${admin}/healthz`, { ca: both, agent });
-      assert.equal(adminBefore.cn, 'old.test');
-      // A WebSocket open across the reload, too.
-      const acct = await request(`${admin}/admin/accounts`, {
-        ca: both,
-        method: 'POST',
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ solana: { tps: 100, burst: 100 } }),
-      });
-      assert.equal(acct.status, 201, acct.body);
-      const ws = new WebSocket(`wss://${listening.http}/ws`, { ca: both, headers: { 'api-key': JSON.parse(acct.body).uuid } });
-      ws.on('error', () => {});
-      t.after(() => ws.terminate());
-      await new Promise<void>((resolve, reject) => {
-        ws.once('open', () => resolve());
-        ws.once('unexpected-response', (_q, res) => reject(new Error(`upgrade: ${res.statusCode}`)));
-      });
-      const wsCall = (id: number) =>
-        new Promise<any>((resolve) => {
-          ws.once('message', (d) => resolve(JSON.parse(String(d))));
-          ws.send(JSON.stringify({ jsonrpc: '2.0', id, method: 'txrelay_getStatuses', params: [['nope']] }));
-        });
-      assert.equal((await wsCall(1)).id, 1);
-
-      copyFileSync(b.cert, cert);
-      copyFileSync(b.key, key);
-      const mark = lines.length;
-      child.kill('SIGHUP');
-      const reloaded = await waitFor((l) => /^TLS certificate reloaded/.test(l.msg) && l.listener === 'http', 'http reloaded', mark);
-      await waitFor((l) => /^TLS certificate reloaded/.test(l.msg) && l.listener === 'admin', 'admin reloaded', mark);
-      assert.match(reloaded.fingerprint, /^[0-9A-F:]+$/);
-
-      // The live connections: same sockets, old certificate, still answering.
-      for (let i = 0; i < 3; i++) {
-        const again = await request(`${base}/ping`, { ca: both, agent });
-        assert.equal(again.body, 'pong');
-        assert.equal(again.socket, before.socket, 'the same keep-alive connection');
-        assert.equal(again.cn, 'old.test');
-        const adminAgain = await request(`${admin}/healthz`, { ca: both, agent });
-        assert.equal(adminAgain.status, 200);
-        assert.equal(adminAgain.socket, adminBefore.socket, 'the same admin connection');
+for (const { kind, skip, acceptors } of SETUPS) {
+  test(`${kind}${acceptors > 1 ? `, ${acceptors} acceptor threads` : ''}: SIGHUP with a new certificate: a live keep-alive connection goes on, a new one gets the new certificate`, { skip }, async (t) => {
+    const dir = tmp(t);
+    const a = makePair(dir, 'old.test');
+    const b = makePair(dir, 'new.test');
+    const bad = makePair(dir, 'bad.test');
+    const cert = join(dir, 'live.crt');
+    const key = join(dir, 'live.key');
+    copyFileSync(a.cert, cert);
+    copyFileSync(a.key, key);
+    const file = join(dir, 'config.toml');
+    writeFileSync(
+      file,
+      `[http]\nport = 0\nacceptor = "${kind}"\nacceptors = ${acceptors}\ntls_cert_file = "${cert}"\ntls_key_file = "${key}"\n` +
+        `[udp]\nport = 0\n[admin]\nport = 0\ntoken = "${ADMIN_TOKEN}"\ntls_cert_file = "${cert}"\ntls_key_file = "${key}"\n` +
+        `[storage]\ndata_dir = "${join(dir, 'data')}"\n[workers]\nthreads = 1\n[log]\nlevel = "info"\n`,
+    );
+    const env: NodeJS.ProcessEnv = {};
+    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('TXRELAY_')) env[k] = v;
+    const child = spawn(process.execPath, [CLI, 'serve', '--config', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    t.after(() => child.kill('SIGKILL'));
+    const lines: any[] = [];
+    let buf = '';
+    child.stdout.on('data', (d: Buffer) => {
+      buf += d.toString();
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        lines.push(JSON.parse(buf.slice(0, nl)));
+        buf = buf.slice(nl + 1);
       }
-      // New connections: the new certificate, on every thread.
-      for (let i = 0; i < 2 * acceptors; i++) {
-        const fresh = await request(`${base}/ping`, { ca: both });
-        assert.deepEqual([fresh.body, fresh.cn], ['pong', 'new.test']);
-      }
-      const afterWs = await wsCall(2);
-      assert.equal(afterWs.id, 2, 'the WebSocket opened before the reload still answers');
-      assert.ok(afterWs.result !== undefined, JSON.stringify(afterWs));
-      const freshAdmin = await request(`${admin}/healthz`, { ca: both });
-      assert.equal(freshAdmin.cn, 'new.test');
-
-      // A mismatched pair is refused: the one in force stays, and the relay keeps serving.
-      copyFileSync(bad.key, key);
-      const mark2 = lines.length;
-      child.kill('SIGHUP');
-      const no = await waitFor((l) => /^TLS reload refused/.test(l.msg) && l.listener === 'http', 'refused', mark2);
-      assert.match(no.error, /is not the key of the certificate/);
-      const still = await request(`${base}/ping`, { ca: both });
-      assert.deepEqual([still.body, still.cn], ['pong', 'new.test']);
-      const stillOld = await request(`${base}/ping`, { ca: both, agent });
-      assert.equal(stillOld.socket, before.socket);
-
-      const code = await new Promise<number | null>((resolve) => {
-        child.on('exit', (c) => resolve(c));
-        child.kill('SIGTERM');
-      });
-      assert.equal(code, 0);
     });
-  }
+    const waitFor = async (pred: (l: any) => boolean, what: string, from = 0) => {
+      for (let i = 0; i < 300; i++) {
+        const hit = lines.slice(from).find(pred);
+        if (hit) return hit;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.fail(`no log line: ${what}\n${lines.map((l) => JSON.stringify(l)).join('\n')}`);
+    };
+    const listening = await waitFor((l) => l.msg === 'txrelay listening', 'listening');
+    const base = `https://${listening.http}`;
+    const admin = `https://${listening.admin}`;
+    const both = Buffer.concat([a.pem, b.pem]);
+
+    // Keep-alive connections, one per listener, made on the old certificate.
+    const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
+    t.after(() => agent.destroy());
+    const before = await request(`${base}/ping`, { ca: both, agent });
+    assert.deepEqual([before.body, before.cn], ['pong', 'old.test']);
+    const adminBefore = await request(`${admin}/healthz`, { ca: both, agent });
+    assert.equal(adminBefore.cn, 'old.test');
+    // A WebSocket open across the reload, too.
+    const acct = await request(`${admin}/admin/accounts`, {
+      ca: both,
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ solana: { tps: 100, burst: 100 } }),
+    });
+    assert.equal(acct.status, 201, acct.body);
+    const ws = new WebSocket(`wss://${listening.http}/ws`, { ca: both, headers: { 'api-key': JSON.parse(acct.body).uuid } });
+    ws.on('error', () => {});
+    t.after(() => ws.terminate());
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('unexpected-response', (_q, res) => reject(new Error(`upgrade: ${res.statusCode}`)));
+    });
+    const wsCall = (id: number) =>
+      new Promise<any>((resolve) => {
+        ws.once('message', (d) => resolve(JSON.parse(String(d))));
+        ws.send(JSON.stringify({ jsonrpc: '2.0', id, method: 'txrelay_getStatuses', params: [['nope']] }));
+      });
+    assert.equal((await wsCall(1)).id, 1);
+
+    copyFileSync(b.cert, cert);
+    copyFileSync(b.key, key);
+    const mark = lines.length;
+    child.kill('SIGHUP');
+    const reloaded = await waitFor((l) => /^TLS certificate reloaded/.test(l.msg) && l.listener === 'http', 'http reloaded', mark);
+    await waitFor((l) => /^TLS certificate reloaded/.test(l.msg) && l.listener === 'admin', 'admin reloaded', mark);
+    assert.match(reloaded.fingerprint, /^[0-9A-F:]+$/);
+
+    // The live connections: same sockets, old certificate, still answering.
+    for (let i = 0; i < 3; i++) {
+      const again = await request(`${base}/ping`, { ca: both, agent });
+      assert.equal(again.body, 'pong');
+      assert.equal(again.socket, before.socket, 'the same keep-alive connection');
+      assert.equal(again.cn, 'old.test');
+      const adminAgain = await request(`${admin}/healthz`, { ca: both, agent });
+      assert.equal(adminAgain.status, 200);
+      assert.equal(adminAgain.socket, adminBefore.socket, 'the same admin connection');
+    }
+    // New connections: the new certificate, on every thread.
+    for (let i = 0; i < 2 * acceptors; i++) {
+      const fresh = await request(`${base}/ping`, { ca: both });
+      assert.deepEqual([fresh.body, fresh.cn], ['pong', 'new.test']);
+    }
+    const afterWs = await wsCall(2);
+    assert.equal(afterWs.id, 2, 'the WebSocket opened before the reload still answers');
+    assert.ok(afterWs.result !== undefined, JSON.stringify(afterWs));
+    const freshAdmin = await request(`${admin}/healthz`, { ca: both });
+    assert.equal(freshAdmin.cn, 'new.test');
+
+    // A mismatched pair is refused: the one in force stays, and the relay keeps serving.
+    copyFileSync(bad.key, key);
+    const mark2 = lines.length;
+    child.kill('SIGHUP');
+    const no = await waitFor((l) => /^TLS reload refused/.test(l.msg) && l.listener === 'http', 'refused', mark2);
+    assert.match(no.error, /is not the key of the certificate/);
+    const still = await request(`${base}/ping`, { ca: both });
+    assert.deepEqual([still.body, still.cn], ['pong', 'new.test']);
+    const stillOld = await request(`${base}/ping`, { ca: both, agent });
+    assert.equal(stillOld.socket, before.socket);
+
+    const code = await new Promise<number | null>((resolve) => {
+      child.on('exit', (c) => resolve(c));
+      child.kill('SIGTERM');
+    });
+    assert.equal(code, 0);
+  });
 }
+
