@@ -23,7 +23,7 @@ import { AccountRegistry } from './pipeline/accounts.js';
 import { TipAccounts } from './chains/solana/tip.js';
 import { initKeccak } from './chains/evm/hash.js';
 import { ed25519Backend } from './chains/solana/verify.js';
-import { loadAcceptor, describeAcceptor, type TemplatedApp, type Uws, type us_listen_socket } from './ingress/uws.js';
+import { loadAcceptor, describeAcceptor, type TemplatedApp, type us_listen_socket } from './ingress/uws.js';
 import { attachConnectionCaps, connectionCaps, type ConnectionCaps } from './ingress/conn-caps.js';
 import { readTls, uwsTlsOptions, type TlsListener, type TlsPair } from './ingress/tls.js';
 import { listenOn, ListenError } from './ingress/listen.js';
@@ -71,7 +71,6 @@ interface Parts {
   listen: us_listen_socket[];
   apps: TemplatedApp[];
   closeListener: (s: us_listen_socket) => void;
-  uws: Uws;
   /** The listening apps (the HTTP one, the admin one) and what a certificate reload swaps under them. */
   tls: Record<TlsListener, TlsDoor | null>;
 }
@@ -111,7 +110,16 @@ export class Relay {
    * own until they close). A pair that does not check out is refused and the
    * one in force stays. Resolves to what each listener did.
    */
-  async reloadTls(): Promise<{ listener: TlsListener; ok: boolean; error?: string }[]> {
+  reloadTls(): Promise<{ listener: TlsListener; ok: boolean; error?: string }[]> {
+    // One at a time: SIGHUPs in quick succession must not interleave their hand-overs.
+    const next = this.tlsReload.then(() => this.swapTls());
+    this.tlsReload = next.catch(() => {});
+    return next;
+  }
+
+  private tlsReload: Promise<unknown> = Promise.resolve();
+
+  private async swapTls(): Promise<{ listener: TlsListener; ok: boolean; error?: string }[]> {
     const p = this.parts;
     const out: { listener: TlsListener; ok: boolean; error?: string }[] = [];
     for (const name of ['http', 'admin'] as const) {
@@ -308,7 +316,6 @@ export class Relay {
       listen,
       apps: [listener, adminApp],
       closeListener: (s) => uws.us_listen_socket_close(s),
-      uws,
       tls: {
         http: httpTls && { listener, child: null, pair: httpTls, make: (pair) => service.sslApp(pair), caps: null },
         admin: adminTls && { listener: adminApp, child: null, pair: adminTls, make: (pair) => createAdminApp({ ...adminDeps, tls: pair }), caps: null },

@@ -87,7 +87,7 @@ program
       if (stopping) return;
       inForce = reload(opts.config, inForce, log).config;
       // Certificates are read again from the paths in force (docs/operations.md#tls).
-      void relay.reloadTls();
+      relay.reloadTls().catch((e: unknown) => log.error({ error: e instanceof Error ? e.message : String(e) }, 'TLS reload failed; the certificates in force stay'));
     });
   });
 
