@@ -97,6 +97,8 @@ export const E = {
   LISTEN: spec('TXR_LISTEN', 500, -32603, '{}'),
   // storage.data_dir cannot be created, or its files cannot be written.
   DATA_DIR: spec('TXR_DATA_DIR', 500, -32603, '{}'),
+  // A listener's TLS certificate or key missing, unreadable, not PEM, or not a pair (at start-up; on SIGHUP the old pair stays).
+  TLS: spec('TXR_TLS', 500, -32603, '{}'),
 
   // Store: after a failed commit every write is refused until a restart.
   STORE_FAILED: spec('TXR_STORE_FAILED', 500, -32603, 'embedded store write failed; store refuses writes until restart'),

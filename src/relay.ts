@@ -24,7 +24,8 @@ import { TipAccounts } from './chains/solana/tip.js';
 import { initKeccak } from './chains/evm/hash.js';
 import { ed25519Backend } from './chains/solana/verify.js';
 import { loadAcceptor, describeAcceptor, type TemplatedApp, type us_listen_socket } from './ingress/uws.js';
-import { connectionCaps } from './ingress/conn-caps.js';
+import { attachConnectionCaps, connectionCaps, type ConnectionCaps } from './ingress/conn-caps.js';
+import { readTls, uwsTlsOptions, type TlsListener, type TlsPair } from './ingress/tls.js';
 import { listenOn, ListenError } from './ingress/listen.js';
 import { HttpService, ACCEPT_BUCKETS } from './ingress/service.js';
 import { AcceptorThreads } from './ingress/acceptors.js';
@@ -75,6 +76,19 @@ interface Parts {
   dataDir: string;
   /** The last stop's spill being resent (docs/operations.md#graceful-shutdown). */
   replay: Replay | null;
+  /** The listening apps (the HTTP one, the admin one) and what a certificate reload swaps under them. */
+  tls: Record<TlsListener, TlsDoor | null>;
+}
+
+/** A listener with TLS: its listening app, the app taking its new connections since the last reload, and how to make one. */
+interface TlsDoor {
+  listener: TemplatedApp;
+  /** The child app a reload added (uWS), removed at the next reload; its live connections stay with it. */
+  child: TemplatedApp | null;
+  pair: TlsPair;
+  /** uWS: a new app with every route for this pair. */
+  make: (pair: TlsPair) => TemplatedApp;
+  caps: ConnectionCaps | null;
 }
 
 export class Relay {
@@ -93,6 +107,63 @@ export class Relay {
     private readonly parts: Parts,
   ) {}
 
+  /**
+   * SIGHUP: each listener's certificate and key are read again from the same
+   * paths. New connections get the new pair; live connections keep theirs
+   * (node:https swaps its secure context; uWS cannot, so a new app with every
+   * route takes the listener's new connections while the old one serves its
+   * own until they close). A pair that does not check out is refused and the
+   * one in force stays. Resolves to what each listener did.
+   */
+  reloadTls(): Promise<{ listener: TlsListener; ok: boolean; error?: string }[]> {
+    // One at a time: SIGHUPs in quick succession must not interleave their hand-overs.
+    const next = this.tlsReload.then(() => this.swapTls());
+    this.tlsReload = next.catch(() => {});
+    return next;
+  }
+
+  private tlsReload: Promise<unknown> = Promise.resolve();
+
+  private async swapTls(): Promise<{ listener: TlsListener; ok: boolean; error?: string }[]> {
+    const p = this.parts;
+    const out: { listener: TlsListener; ok: boolean; error?: string }[] = [];
+    for (const name of ['http', 'admin'] as const) {
+      const door = p.tls[name];
+      if (door === null) continue;
+      let pair: TlsPair;
+      try {
+        pair = readTls(name, door.pair.certFile, door.pair.keyFile)!;
+      } catch (e) {
+        const error = (e as Error).message;
+        p.log.error({ listener: name, error }, 'TLS reload refused: the certificate in force stays');
+        out.push({ listener: name, ok: false, error });
+        continue;
+      }
+      if (door.listener.setTls) {
+        door.listener.setTls(uwsTlsOptions(pair));
+      } else if (name === 'http' && p.acceptors) {
+        await p.acceptors.reloadTls();
+      } else if (door.listener.addChildAppDescriptor && door.listener.getDescriptor) {
+        const next = door.make(pair);
+        if (door.caps) attachConnectionCaps(next, door.caps);
+        door.listener.addChildAppDescriptor(next.getDescriptor!());
+        if (door.child) door.listener.removeChildAppDescriptor?.(door.child.getDescriptor!());
+        // The service closes its own apps; the admin ones close with the relay.
+        if (name === 'admin') p.apps.push(next);
+        door.child = next;
+      } else {
+        const error = 'this uWebSockets.js build cannot hand connections to a new app: the new certificate takes effect at the next restart';
+        p.log.warn({ listener: name }, error);
+        out.push({ listener: name, ok: false, error });
+        continue;
+      }
+      door.pair = pair;
+      p.log.info({ listener: name, fingerprint: pair.fingerprint, valid_to: pair.validTo }, 'TLS certificate reloaded: new connections get it, live ones keep theirs');
+      out.push({ listener: name, ok: true });
+    }
+    return out;
+  }
+
   static async start(opts: RelayOptions): Promise<Relay> {
     const cfg = opts.config;
     const log = opts.logger ?? silentLogger;
@@ -105,6 +176,9 @@ export class Relay {
     if (ed25519Backend !== 'sodium-native') log.warn('sodium-native did not load: Ed25519 signatures are checked by node:crypto, about 1.5x slower');
     if (nativeUnavailableReason !== null) log.warn(`native addon ${nativeUnavailableReason}: base58 and keccak-256 run in JavaScript and WebAssembly`);
     const threads = acceptorThreads(cfg.http.acceptors, uws.App(), acceptor.name, log);
+    // Before anything is opened: a missing, unreadable or mismatched pair is one start-up line (docs/operations.md#tls).
+    const httpTls = readTls('http', cfg.http.tls_cert_file, cfg.http.tls_key_file);
+    const adminTls = readTls('admin', cfg.admin.tls_cert_file, cfg.admin.tls_key_file);
 
     const dataDir = resolve(cfg.storage.data_dir);
     let adminToken: string;
@@ -179,6 +253,7 @@ export class Relay {
     const service = await HttpService.start({
       cfg, uws, clock, log, accounts: registry, dedup, ipLimiter, udpIpLimiter, statusReads, tips, batches: recorder, threads: verifyThreads, name: 'main',
       feedLink: { watch: () => {}, publish: (account, json) => threadFeed?.publish(account, json) },
+      tls: httpTls,
     });
 
     let uploader: Uploader | null = null;
@@ -193,7 +268,8 @@ export class Relay {
     }
 
     const udp = cfg.solana.enabled && cfg.udp.enabled ? new UdpIngress(service.pipeline) : null;
-    const listener = threads > 1 ? uws.App() : service.app;
+    // With acceptor threads the listener hands connections over before their handshake: the threads' apps do TLS.
+    const listener = threads > 1 ? (httpTls ? uws.SSLApp(uwsTlsOptions(httpTls)) : uws.App()) : service.app;
     const acceptors =
       threads > 1
         ? await AcceptorThreads.start({ n: threads, cfg, listener, registry, batches, dedup, ipLimiter, udpIpLimiter, statusReads, log, localStatuses: service.localStatuses, feed: service.feed })
@@ -212,7 +288,7 @@ export class Relay {
     metrics.histogram('txrelay_accept_seconds', 'Time from the start of a request handler to its answer, by door.', 'door', ACCEPT_BUCKETS, () => node.accept);
     registerRelayMetrics(metrics, { stats: () => node, services: () => services, dedup, udp, batches, node: cfg.node.name, registry: pgRegistry });
 
-    const adminApp = createAdminApp({
+    const adminDeps = {
       uws,
       reply: service.reply,
       plans: cfg.plans,
@@ -229,7 +305,8 @@ export class Relay {
         verify_queue_ms: service.verifier.queueMs(),
         ...(pgRegistry ? { registry: registryHealth(pgRegistry) } : {}),
       }),
-    });
+    };
+    const adminApp = createAdminApp({ ...adminDeps, tls: adminTls });
     // What the last stop wrote down goes out first, on the main thread's lanes.
     const forwardLog = (level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown>): void => log[level]({ ...fields, component: 'forward' }, msg);
     let replay: Replay | null = null;
@@ -255,10 +332,15 @@ export class Relay {
       closeListener: (s) => uws.us_listen_socket_close(s),
       dataDir,
       replay,
+      tls: {
+        http: httpTls && { listener, child: null, pair: httpTls, make: (pair) => service.sslApp(pair), caps: null },
+        admin: adminTls && { listener: adminApp, child: null, pair: adminTls, make: (pair) => createAdminApp({ ...adminDeps, tls: pair }), caps: null },
+      },
     });
     try {
       // With acceptor threads each takes its share of the caps (acceptor-thread.ts).
       const caps = acceptors ? null : connectionCaps(cfg.http, acceptor, log);
+      if (relay.parts.tls.http) relay.parts.tls.http.caps = caps;
       ports.http = await listenOn(uws, listener, cfg.http.host, cfg.http.port, listen, 'http', caps);
       acceptors?.listen(cfg.http.host, ports.http);
       ports.admin = await listenOn(uws, adminApp, cfg.admin.host, cfg.admin.port, listen, 'admin');

@@ -20,7 +20,7 @@ const rows = new Map(
     }),
 );
 /** Errors that stop start-up: they are never an HTTP answer. */
-const STARTUP = new Set([E.CONFIG, E.ACCEPTOR, E.FORWARD_CONFIG, E.REGISTRY_START, E.LISTEN, E.DATA_DIR]);
+const STARTUP = new Set([E.CONFIG, E.ACCEPTOR, E.FORWARD_CONFIG, E.REGISTRY_START, E.LISTEN, E.DATA_DIR, E.TLS]);
 /** Admin API errors: a JSON body of their own, no JSON-RPC code. */
 const ADMIN = new Set([E.ADMIN_AUTH, E.ADMIN_ROUTE, E.ACCOUNT_INVALID, E.ACCOUNT_NOT_FOUND, E.ACCOUNT_LIMIT, E.BATCH_NOT_FOUND, E.ACCOUNT_REVOKED, E.REGISTRY_UNAVAILABLE, E.STORE_FAILED]);
 

@@ -84,7 +84,10 @@ program
     // Reload, not Node's default of exiting (docs/operations.md#reload).
     let inForce = cfg;
     process.on('SIGHUP', () => {
-      if (!stopping) inForce = reload(opts.config, inForce, log).config;
+      if (stopping) return;
+      inForce = reload(opts.config, inForce, log).config;
+      // Certificates are read again from the paths in force (docs/operations.md#tls).
+      relay.reloadTls().catch((e: unknown) => log.error({ error: e instanceof Error ? e.message : String(e) }, 'TLS reload failed; the certificates in force stay'));
     });
   });
 

@@ -68,6 +68,9 @@ export function startupLine(e: unknown): string {
   const oneLine = (t: string) => scrub(t.replace(/\s*\n\s*/g, '; '));
   if (e instanceof TxrelayError) {
     switch (e.spec) {
+      case E.TLS:
+        // The key named first gets its variable too: the pair may come from the environment.
+        return oneLine(e.message).replace(/\b(?:http|admin)\.tls_(?:cert|key)_file\b/, (k) => named(k));
       case E.CONFIG:
       case E.REGISTRY_START:
         // Their messages already say what to do.

@@ -86,6 +86,17 @@ export const configSchema = {
           default: 1,
           description: 'With `http.trust_proxy`: how many proxies in front of the relay append to `X-Forwarded-For` (1: the relay\'s own proxy appended the client\'s address, the last entry).',
         },
+        tls_cert_file: {
+          type: 'string',
+          default: '',
+          description:
+            'PEM certificate chain (the server certificate first) for HTTPS and `wss://` on this listener, TLS 1.2 and 1.3, ALPN `http/1.1`. Set with `http.tls_key_file`; empty: plain HTTP. Read again on `SIGHUP`: new connections get the new certificate, live ones keep theirs (docs/operations.md#tls).',
+        },
+        tls_key_file: {
+          type: 'string',
+          default: '',
+          description: 'PEM private key of `http.tls_cert_file` (unencrypted). Start-up stops when either file is missing or unreadable, or the key is not the certificate\'s.',
+        },
         acceptor: {
           enum: ['auto', 'uws', 'node'],
           default: 'auto',
@@ -164,6 +175,16 @@ export const configSchema = {
           description:
             'Bearer token of the admin API. Empty: one is generated on the first start, written to `<data_dir>/admin.token` (mode 0600) and reused after.',
         }, // empty: generated once into data_dir/admin.token
+        tls_cert_file: {
+          type: 'string',
+          default: '',
+          description: 'PEM certificate chain for HTTPS on the admin listener (it carries the admin token); empty: plain HTTP. Reloaded on `SIGHUP` like `http.tls_cert_file`.',
+        },
+        tls_key_file: {
+          type: 'string',
+          default: '',
+          description: 'PEM private key of `admin.tls_cert_file` (unencrypted).',
+        },
       },
       'The admin API, `/metrics` and `/healthz`, on their own listener.',
     ),
@@ -477,6 +498,8 @@ export interface Config {
     max_buffered_body_bytes: number;
     trust_proxy: boolean;
     proxy_hops: number;
+    tls_cert_file: string;
+    tls_key_file: string;
     acceptor: 'auto' | 'uws' | 'node';
     max_connections: number;
     max_connections_per_ip: number;
@@ -485,7 +508,7 @@ export interface Config {
     acceptors: number;
   };
   udp: { enabled: boolean; host: string; port: number; sockets: number; ip_rps: number; ip_burst: number };
-  admin: { host: string; port: number; token: string };
+  admin: { host: string; port: number; token: string; tls_cert_file: string; tls_key_file: string };
   storage: { data_dir: string };
   database: { url: string };
   registry: { mode: 'embedded' | 'postgres'; poll_interval_ms: number; timeout_ms: number; change_retention_s: number };

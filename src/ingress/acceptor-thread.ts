@@ -24,6 +24,7 @@ import { loadAcceptor } from './uws.js';
 import { attachConnectionCaps, connectionCaps } from './conn-caps.js';
 import type { StatusView } from '../status/tracker.js';
 import { HttpService } from './service.js';
+import { readTls } from './tls.js';
 import type { ToAcceptor, FromAcceptor } from './acceptors.js';
 
 export interface AcceptorData {
@@ -102,6 +103,8 @@ const service = await HttpService.start({
     watch: (account, on) => post({ t: 'watch', account, on }),
     publish: (account, json) => post({ t: 'status-push', account, json }),
   },
+  // The main thread checked the pair before it started the threads.
+  tls: readTls('http', cfg.http.tls_cert_file, cfg.http.tls_key_file),
 });
 const caps = connectionCaps(cfg.http, acceptor, log, d.of);
 if (caps) attachConnectionCaps(service.app, caps);
@@ -137,6 +140,21 @@ port.on('message', (m: ToAcceptor) => {
       if (m.ok) c?.resolve();
       else c?.reject(new RelayError(E.BATCH_RECORD));
       return;
+    }
+    case 'tls': {
+      // The main thread checked the pair just before; a file changed since is refused here too.
+      let descriptor = -1;
+      try {
+        const pair = readTls('http', cfg.http.tls_cert_file, cfg.http.tls_key_file);
+        if (pair) {
+          const next = service.sslApp(pair);
+          if (caps) attachConnectionCaps(next, caps);
+          descriptor = next.getDescriptor!();
+        }
+      } catch (e) {
+        log.error({ error: (e as Error).message }, 'TLS reload refused on this acceptor thread');
+      }
+      return post({ t: 'tls', id: m.id, descriptor });
     }
     case 'drain':
       void service.drain(m.deadline).then(({ abandoned, spill }) => post({ t: 'drained', abandoned, spill }));

@@ -40,6 +40,8 @@ export type ToAcceptor =
   | { t: 'record'; id: number; ok: boolean }
   | { t: 'drain'; deadline: number }
   | { t: 'close' }
+  /** Read the TLS pair again and serve new connections from a new app with it (docs/operations.md#tls). */
+  | { t: 'tls'; id: number }
   /** Asks a thread for what its tracker holds of these ids. */
   | { t: 'statuses'; id: number; account: number; ids: readonly string[] }
   /** Answers a thread's `statuses`: every other tracker's views. */
@@ -51,6 +53,8 @@ export type ToAcceptor =
 
 export type FromAcceptor =
   | { t: 'ready'; descriptor: number }
+  /** The app made for a reloaded pair (-1: the pair did not check out; the old app goes on). */
+  | { t: 'tls'; id: number; descriptor: number }
   | { t: 'ack'; seq: number }
   | { t: 'stats'; id: number; stats: ServiceStats }
   | { t: 'persist'; id: number; rec: NewBatch }
@@ -100,6 +104,7 @@ class Thread {
   readonly waiting = new Map<number, (s: ServiceStats | null) => void>();
   readonly asked = new Map<number, (views: StatusView[] | null) => void>();
   drained: ((left: { abandoned: number; spill: SpillEntry[] }) => void) | null = null;
+  tlsDone: ((descriptor: number) => void) | null = null;
 
   constructor(
     readonly index: number,
@@ -204,6 +209,32 @@ export class AcceptorThreads {
     return { abandoned: each.reduce((a, b) => a + b.abandoned, 0), spill: each.flatMap((b) => b.spill) };
   }
 
+  /**
+   * Each thread makes a new app with the listener's pair as it now reads;
+   * the listener hands it new connections, the old app keeps its live ones.
+   */
+  async reloadTls(): Promise<void> {
+    await Promise.all(
+      this.threads
+        .filter((t) => t.alive)
+        .map(
+          (t) =>
+            new Promise<void>((resolve) => {
+              t.tlsDone = (descriptor) => {
+                if (descriptor >= 0) {
+                  this.o.listener.addChildAppDescriptor!(descriptor);
+                  this.o.listener.removeChildAppDescriptor?.(t.descriptor);
+                  t.descriptor = descriptor;
+                }
+                resolve();
+              };
+              t.worker.once('exit', () => resolve());
+              t.post({ t: 'tls', id: 0 });
+            }),
+        ),
+    );
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     await Promise.all(
@@ -299,6 +330,10 @@ export class AcceptorThreads {
             t.post({ t: 'record', id: m.id, ok: false });
           },
         );
+        return;
+      case 'tls':
+        t.tlsDone?.(m.descriptor);
+        t.tlsDone = null;
         return;
       case 'drained':
         t.drained?.({ abandoned: m.abandoned, spill: m.spill });

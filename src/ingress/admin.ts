@@ -13,6 +13,7 @@ import { readBodyTo, type BodyTarget } from './body.js';
 import { adminError } from './render.js';
 import { JSON_TYPE, TEXT_TYPE, type Replier, type Res } from './reply.js';
 import { TOO_DEEP_DETAIL, tooDeep } from './doors/rpc-scan.js';
+import { uwsTlsOptions, type TlsPair } from './tls.js';
 
 const MAX_ADMIN_BODY = 64 * 1024;
 
@@ -27,6 +28,8 @@ interface AdminDeps {
   batches: { get(id: string): unknown } | null;
   metrics: Metrics;
   health: () => { ok: boolean; [k: string]: unknown };
+  /** HTTPS with this pair (docs/operations.md#tls). */
+  tls?: TlsPair | null;
 }
 
 /** A key's digest stays inside the registry: an operator addresses accounts by id or key. */
@@ -39,7 +42,7 @@ const PAGE_DEFAULT = 1000;
 const PAGE_MAX = 10_000;
 
 export function createAdminApp(d: AdminDeps): TemplatedApp {
-  const app = d.uws.App();
+  const app = d.tls ? d.uws.SSLApp(uwsTlsOptions(d.tls)) : d.uws.App();
   const reply = d.reply;
   const expected = Buffer.from(d.token);
 

@@ -19,9 +19,12 @@
  * WebSocket routes: node-ws.ts.
  */
 import http from 'node:http';
+import https from 'node:https';
+import { readFileSync } from 'node:fs';
 import net, { isIPv4, type Socket } from 'node:net';
 import { NodeWsHub } from './node-ws.js';
-import type { FilterSocket, HttpRequest, HttpResponse, RouteHandler, TemplatedApp, Uws, WebSocketBehavior, us_listen_socket } from './uws.js';
+import type { FilterSocket, HttpRequest, HttpResponse, RouteHandler, SslOptions, TemplatedApp, Uws, WebSocketBehavior, us_listen_socket } from './uws.js';
+import { TLS_ALPN, TLS_MIN_VERSION } from './tls.js';
 
 /** The idle time-out the protocol promises (node:http adds a second of grace). */
 const IDLE_TIMEOUT_MS = 60_000;
@@ -434,6 +437,15 @@ class NodeApp implements TemplatedApp {
   /** Sockets of upgrade requests not answered yet: node:http no longer tracks them. */
   private readonly upgrading = new Set<Socket>();
 
+  /** With a pair: node:https, TLS 1.2+, ALPN http/1.1 (docs/operations.md#tls). */
+  constructor(private tls: SslOptions | null = null) {}
+
+  /** New handshakes use the new pair; established connections keep theirs. */
+  setTls(options: SslOptions): void {
+    this.tls = options;
+    for (const s of this.servers) (s as https.Server).setSecureContext(secureContext(options));
+  }
+
   get(p: string, h: RouteHandler): TemplatedApp {
     return this.add('get', p, h);
   }
@@ -514,15 +526,20 @@ class NodeApp implements TemplatedApp {
   /** node:http listens without SO_REUSEPORT (Node's default), so a port in use fails either way: the options change nothing. */
   listen(host: string, port: number, a: number | ((s: us_listen_socket | false) => void), b?: (s: us_listen_socket | false) => void): TemplatedApp {
     const cb = typeof a === 'function' ? a : b!;
-    const server = http.createServer({
+    const options = {
       keepAliveTimeout: IDLE_TIMEOUT_MS,
       headersTimeout: HEADERS_TIMEOUT_MS,
       requestTimeout: REQUEST_TIMEOUT_MS,
       connectionsCheckingInterval: TIMEOUT_CHECK_MS,
       maxHeaderSize: MAX_HEADER_BYTES,
       noDelay: true,
-    });
-    server.on('connection', (socket: Socket) => this.onConnection(socket));
+    };
+    const server: http.Server = this.tls
+      ? https.createServer({ ...options, ...secureContext(this.tls), ALPNProtocols: TLS_ALPN, handshakeTimeout: HEADERS_TIMEOUT_MS })
+      : http.createServer(options);
+    // Over TLS the requests' socket is the TLSSocket, known once its handshake is done.
+    server.on(this.tls ? 'secureConnection' : 'connection', (socket: Socket) => this.onConnection(socket));
+    if (this.tls) server.on('tlsClientError', (_e: Error, socket: Socket) => socket.destroy());
     server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => this.onRequest(req, res, null));
     if (this.hub) this.takeUpgrades(server);
     const onListenError = () => cb(false);
@@ -673,9 +690,14 @@ class NodeApp implements TemplatedApp {
   }
 }
 
+function secureContext(o: SslOptions): { cert: Buffer; key: Buffer; minVersion: typeof TLS_MIN_VERSION } {
+  return { cert: readFileSync(o.cert_file_name), key: readFileSync(o.key_file_name), minVersion: TLS_MIN_VERSION };
+}
+
 export function createNodeAcceptor(): Uws {
   return {
     App: () => new NodeApp(),
+    SSLApp: (options) => new NodeApp(options),
     // Stops accepting only: http.Server#close() would also drop idle keep-alive connections,
     // which uWS keeps open (a draining relay answers them with 503 retry_safe).
     us_listen_socket_close: (s) => void net.Server.prototype.close.call((s as ListenToken).server),

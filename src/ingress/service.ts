@@ -26,6 +26,7 @@ import type { AccountRecord } from '../store/accounts.js';
 import type { Accounts } from '../pipeline/accounts.js';
 import type { BatchRecorder } from '../pipeline/evm-batch.js';
 import type { TemplatedApp, Uws } from './uws.js';
+import { uwsTlsOptions, type TlsPair } from './tls.js';
 import { AckFirst } from './ack-first.js';
 import { BodyBudget } from './body.js';
 import { Replier, TEXT_TYPE } from './reply.js';
@@ -65,6 +66,8 @@ export interface ServiceDeps {
   statusesElsewhere?: (accountId: number, ids: readonly string[], done: (lists: StatusView[][]) => void) => void;
   /** Acceptor threads: how pushed status changes reach the other threads' WebSocket subscribers. */
   feedLink?: FeedLink;
+  /** HTTPS and wss:// with this pair (docs/operations.md#tls). */
+  tls?: TlsPair | null;
 }
 
 export class HttpService {
@@ -85,7 +88,28 @@ export class HttpService {
     readonly feed: StatusFeed,
     private readonly ws: WsDoor | null,
     private readonly bodies: BodyBudget,
+    private readonly uws: Uws,
+    /** Every door on another app (a certificate reload's). */
+    private readonly mount: (app: TemplatedApp) => WsDoor | null,
   ) {}
+
+  /** Apps made after the first, for a new certificate, and their WebSocket doors. */
+  private readonly reloaded: { app: TemplatedApp; ws: WsDoor | null }[] = [];
+
+  /**
+   * uWS cannot change an app's certificate: a new SSLApp with every door
+   * takes the new connections (the listener hands them over) while the old
+   * one keeps serving its live connections (docs/operations.md#tls).
+   */
+  sslApp(pair: TlsPair): TemplatedApp {
+    const app = this.uws.SSLApp(uwsTlsOptions(pair));
+    this.reloaded.push({ app, ws: this.mount(app) });
+    return app;
+  }
+
+  private get wsDoors(): WsDoor[] {
+    return [this.ws, ...this.reloaded.map((r) => r.ws)].filter((w): w is WsDoor => w !== null);
+  }
 
   static async start(d: ServiceDeps & { accounts: Accounts & { refusedRecords: number } }): Promise<HttpService> {
     const { cfg, log, clock } = d;
@@ -157,7 +181,7 @@ export class HttpService {
     });
     const accept = new LabelledHistogram(ACCEPT_BUCKETS);
     const bodies = new BodyBudget(cfg.http.max_buffered_body_bytes);
-    const app = d.uws.App();
+    const app = d.tls ? d.uws.SSLApp(uwsTlsOptions(d.tls)) : d.uws.App();
     const doors: DoorContext = {
       app,
       pipeline,
@@ -172,18 +196,23 @@ export class HttpService {
       bodies,
       tipAccounts: cfg.solana.tip_accounts,
     };
-    registerPing(doors);
-    if (cfg.solana.enabled) registerSolanaDoors(doors);
-    if (cfg.evm.enabled) registerEvmTextDoor(doors);
-    const rpcMessage = registerJsonRpcDoor(doors);
-    registerStatusDoor(doors);
-    const ws = cfg.ws.enabled
-      ? registerWsDoor(doors, rpcMessage, feed, { idleTimeoutS: cfg.ws.idle_timeout_s, maxBufferedBytes: cfg.ws.max_buffered_bytes, maxSubscriptions: cfg.ws.max_subscriptions, maxAccountSubscriptions: cfg.ws.max_account_subscriptions })
-      : null;
-    app.any('/*', (res) => {
-      res.cork(() => res.writeStatus('404 Not Found').writeHeader('content-type', TEXT_TYPE).writeHeader('x-svc-node', cfg.node.name).end('Not Found'));
-    });
-    const service = new HttpService(d.name, app, pipeline, verifier, forwarder, reply, slab, d.accounts, accept, feed, ws, bodies);
+    const mount = (on: TemplatedApp): WsDoor | null => {
+      const ctx: DoorContext = { ...doors, app: on };
+      registerPing(ctx);
+      if (cfg.solana.enabled) registerSolanaDoors(ctx);
+      if (cfg.evm.enabled) registerEvmTextDoor(ctx);
+      const rpcMessage = registerJsonRpcDoor(ctx);
+      registerStatusDoor(ctx);
+      const wsDoor = cfg.ws.enabled
+        ? registerWsDoor(ctx, rpcMessage, feed, { idleTimeoutS: cfg.ws.idle_timeout_s, maxBufferedBytes: cfg.ws.max_buffered_bytes, maxSubscriptions: cfg.ws.max_subscriptions, maxAccountSubscriptions: cfg.ws.max_account_subscriptions })
+        : null;
+      on.any('/*', (res) => {
+        res.cork(() => res.writeStatus('404 Not Found').writeHeader('content-type', TEXT_TYPE).writeHeader('x-svc-node', cfg.node.name).end('Not Found'));
+      });
+      return wsDoor;
+    };
+    const ws = mount(app);
+    const service = new HttpService(d.name, app, pipeline, verifier, forwarder, reply, slab, d.accounts, accept, feed, ws, bodies, d.uws, mount);
     service.localStatuses = local;
     return service;
   }
@@ -227,18 +256,19 @@ export class HttpService {
 
   /** An account changed (admin API, registry feed): a revoked account's WebSockets close. */
   accountChanged(rec: AccountRecord): void {
-    this.ws?.accountChanged(rec);
+    for (const w of this.wsDoors) w.accountChanged(rec);
   }
 
   /** Open WebSockets. */
   get sockets(): number {
-    return this.ws?.size ?? 0;
+    return this.wsDoors.reduce((n, w) => n + w.size, 0);
   }
 
   async close(): Promise<void> {
     // Sockets get a close frame (1001) before the app closes their connections.
-    this.ws?.closeAll();
+    for (const w of this.wsDoors) w.closeAll();
     await this.verifier.close();
     this.app.close();
+    for (const r of this.reloaded) r.app.close();
   }
 }

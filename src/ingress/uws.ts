@@ -153,10 +153,24 @@ export interface TemplatedApp {
   /** Hands accepted connections to these apps in turn instead of serving them here. */
   addChildAppDescriptor?(descriptor: number): TemplatedApp;
   removeChildAppDescriptor?(descriptor: number): TemplatedApp;
+  /**
+   * node:https only: new connections get this pair, live ones keep theirs
+   * (`server.setSecureContext`). uWS cannot swap an app's certificate: a new
+   * SSLApp takes the new connections instead (docs/operations.md#tls).
+   */
+  setTls?(options: SslOptions): void;
+}
+
+/** What SSLApp takes: PEM files, read by the acceptor. */
+export interface SslOptions {
+  cert_file_name: string;
+  key_file_name: string;
 }
 
 export interface Uws {
   App(): TemplatedApp;
+  /** HTTPS and wss:// (TLS 1.2 and 1.3). */
+  SSLApp(options: SslOptions): TemplatedApp;
   us_listen_socket_close(listenSocket: us_listen_socket): void;
   us_socket_local_port(listenSocket: us_listen_socket): number;
 }

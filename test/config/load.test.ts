@@ -29,6 +29,8 @@ test('no file and no environment: the embedded defaults', () => {
     max_buffered_body_bytes: 134217728,
     trust_proxy: false,
     proxy_hops: 1,
+    tls_cert_file: '',
+    tls_key_file: '',
     acceptor: 'auto',
     max_connections: 0,
     max_connections_per_ip: 4096,
