@@ -151,3 +151,61 @@ for (const { kind, skip } of ACCEPTORS) {
     assert.equal(forwarded([evmUp, solUp]).size, before + txs.length, 'each sequential transaction forwarded');
   });
 }
+
+for (const { kind, skip } of ACCEPTORS) {
+  test(`${kind}: a pipelined JSON-RPC array's items are forwarded only when its answer is seen`, { skip }, async (t) => {
+    const up = await startUpstream();
+    t.after(() => up.close());
+    const relay: TestRelay = await startTestRelay({ http: { acceptor: kind }, evm: { upstreams: { paid: [up.url], free: [up.url] } } });
+    t.after(() => relay.stop());
+    const key = (await relay.createAccount({ plan: 'paid', evm: { tps: 100_000, burst: 100_000 } })).uuid;
+    const arrayRequest = async (): Promise<{ hexes: string[]; request: Buffer }> => {
+      const hexes: string[] = [];
+      for (let i = 0; i < 4; i++) hexes.push((await evm.signedLegacy({ nonce: nonce++ })).hex);
+      const body = JSON.stringify(hexes.map((h, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_sendRawTransaction', params: [h] })));
+      const head = `POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+      return { hexes, request: Buffer.from(head + body) };
+    };
+    const ping = Buffer.from('GET /ping HTTP/1.1\r\nHost: x\r\n\r\n');
+    // 20 connections, each [array, ping, array] written at once.
+    const conns: { c: RawConnection; arrays: string[][] }[] = [];
+    for (let i = 0; i < 20; i++) {
+      const a = await arrayRequest();
+      const b = await arrayRequest();
+      const c = new RawConnection(relay.relay.ports.http);
+      t.after(() => c.destroy());
+      await c.write(Buffer.concat([a.request, ping, b.request]));
+      conns.push({ c, arrays: [a.hexes, b.hexes] });
+    }
+    for (const { c } of conns) await c.until(() => c.responses().length >= 3 || c.closed, 10_000);
+    await new Promise((r) => setTimeout(r, 500));
+    const fwd = forwarded([up]);
+    let seen = 0;
+    for (const { c, arrays } of conns) {
+      const answers = c.responses();
+      // Answer 0 is the first array's, answer 2 the second's (answer 1 the ping's).
+      const answeredArrays = [answers.length >= 1, answers.length >= 3];
+      arrays.forEach((hexes, i) => {
+        if (answeredArrays[i]) seen++;
+        else assert.deepEqual(hexes.filter((h) => fwd.has(h)), [], `an unanswered array's items are not forwarded (${kind})`);
+      });
+    }
+    t.diagnostic(`${kind}: ${seen} of 40 array answers seen, ${fwd.size} items forwarded`);
+    // Every item forwarded belongs to an answered array, and an answered array's accepted items were forwarded.
+    for (const { c, arrays } of conns) {
+      const answers = c.responses();
+      [answers[0], answers[2]].forEach((a, i) => {
+        if (a === undefined) return;
+        const items = JSON.parse(a.body) as { result?: string; error?: { code: number } }[];
+        items.forEach((it, j) => {
+          if (it.result !== undefined) assert.ok(fwd.has(arrays[i]![j]!), `accepted item ${j} forwarded (${kind})`);
+          else assert.ok(!fwd.has(arrays[i]![j]!) && [-32001, -32006].includes(it.error!.code), `item ${j}: ${JSON.stringify(it)}`);
+        });
+      });
+    }
+    if (kind === 'node') {
+      assert.equal(seen, 40, 'node:http answers every pipelined array');
+      assert.ok(fwd.size > 0, 'items were forwarded');
+    }
+  });
+}

@@ -420,6 +420,38 @@ test('a JSON-RPC body\'s calls: the IP bucket is charged for each call past the 
   assert.equal(limited!.error?.spec, E.RATE_IP, '3 credits were spent on the first request (1 + 1 more call), 1 left for two calls');
 });
 
+test('a JSON-RPC body\'s calls are queued together: a client gone after the first was checked has none of them queued', async (t) => {
+  const h = await harness();
+  t.after(() => h.close());
+  const key = (await h.account({ evm: { tps: 100, burst: 100 } })).uuid;
+  const txs = await Promise.all([71, 72, 73].map((nonce) => evm.signed1559({ nonce })));
+  // The connection closes between the first member's check and the second's (settle is asked once per check).
+  let checks = 0;
+  let gone = false;
+  const io: DoorIo = {
+    ...bodyDoor(new Uint8Array(2)),
+    gone: () => gone,
+    settle: () => {
+      if (++checks === 2) gone = true;
+      return false;
+    },
+    calls: () =>
+      txs.map((tx) => {
+        const c = new Submission(Kind.EvmTx, 'evm', io);
+        c.credential = key;
+        c.text = tx.hex;
+        return c;
+      }),
+  };
+  const sub = new Submission(Kind.Calls, 'evm', io);
+  sub.maxBody = 1024;
+  sub.credential = key;
+  const [o] = await h.admit(sub);
+  assert.deepEqual(o!.items!.map((x) => x.error?.spec), [E.CLIENT_GONE, E.CLIENT_GONE, E.CLIENT_GONE], 'every member refused, none queued alone');
+  assert.equal(h.forwarder.stats().lanes['evm-paid'].admitted + h.forwarder.stats().lanes['evm-free'].admitted, 0, 'nothing forwarded for an answer nobody will read');
+  assertNothingHeld(h);
+});
+
 test('a refused submission is answered without touching the gate: the door\'s own refusal is counted like any other', async (t) => {
   const h = await harness();
   t.after(() => h.close());
