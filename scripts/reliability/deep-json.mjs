@@ -185,9 +185,9 @@ emit(NAME, result, [
   line('    ', underHttp) + ` -> /v2 p99 ${result.http_flood_large_burst.v2_p99_vs_quiet}x quiet`,
   `  8 HTTP connections, paid defaults (${httpPlain.requests_per_s} req/s, ${JSON.stringify(httpPlain.statuses)}, relay ${httpPlain.relay_cpu_cores} cores):`,
   line('    ', underHttpPlain) + ` -> /v2 p99 ${result.http_flood_paid_defaults.v2_p99_vs_quiet}x quiet`,
-  `  one /ws, ${WS_IN_FLIGHT} in flight, large burst (${wsBig.answers_per_s} answers/s, ${JSON.stringify(wsBig.error_codes)}, relay ${wsBig.relay_cpu_cores} cores):`,
+  `  one /ws, ${WS_IN_FLIGHT} in flight, large burst (${wsBig.answers_per_s} answers/s, ${JSON.stringify(wsBig.error_codes)}, closes ${JSON.stringify(wsBig.closes)}, relay ${wsBig.relay_cpu_cores} cores):`,
   line('    ', underWs) + ` -> /v2 p99 ${result.ws_flood_large_burst.v2_p99_vs_quiet}x quiet`,
-  `  one /ws, ${WS_IN_FLIGHT} in flight, paid defaults (${wsPlain.answers_per_s} answers/s, ${JSON.stringify(wsPlain.error_codes)}, relay ${wsPlain.relay_cpu_cores} cores):`,
+  `  one /ws, ${WS_IN_FLIGHT} in flight, paid defaults (${wsPlain.answers_per_s} answers/s, ${JSON.stringify(wsPlain.error_codes)}, closes ${JSON.stringify(wsPlain.closes)}, relay ${wsPlain.relay_cpu_cores} cores):`,
   line('    ', underWsPlain) + ` -> /v2 p99 ${result.ws_flood_paid_defaults.v2_p99_vs_quiet}x quiet`,
 ]);
 process.exit(result.ok ? 0 : 1);

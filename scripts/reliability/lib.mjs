@@ -169,8 +169,11 @@ export async function startRelay({ env = {}, dataDir, startTimeoutMs = START_TIM
   const dir = dataDir ?? join(tempDir(), 'data');
   const token = randomBytes(18).toString('base64url');
   const t0 = performance.now();
+  // RELAY_CPU=N pins the relay to core N (taskset), so the load this script makes runs beside it, not on it.
+  const pin = process.env.RELAY_CPU;
+  const [cmd, argv] = pin ? ['taskset', ['-c', pin, process.execPath, CLI, 'serve']] : [process.execPath, [CLI, 'serve']];
   const child = track(
-    spawn(process.execPath, [CLI, 'serve'], {
+    spawn(cmd, argv, {
       env: {
         ...process.env,
         TXRELAY_HTTP_PORT: '0',

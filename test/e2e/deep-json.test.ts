@@ -149,6 +149,25 @@ test('refused bodies spend the account\'s refusals bucket: once it is empty the 
   }
 });
 
+test('a socket that keeps sending into its account\'s empty bucket is closed 1008 after 128 rate refusals in a row', { timeout: 60_000 }, async () => {
+  const acct = await relay.createAccount({ plan: 'paid', evm: { tps: 0, burst: 1 }, solana: { enabled: false } });
+  const ws = await openWs(acct.uuid);
+  const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+  // The first refusal spends the bucket; every message after it is a rate refusal.
+  for (let i = 0; i < 400; i++) ws.send(nested(40));
+  assert.equal(await closed, 1008, 'closed as a policy violation');
+  // A socket that stays within its budget is never closed for it.
+  const ok = await paid();
+  const ws2 = await openWs(ok.uuid);
+  try {
+    const answers = await exchange(ws2, Array.from({ length: 200 }, () => nested(40)));
+    assert.ok(answers.every((a) => a.error.code === -32600));
+    assert.equal(ws2.readyState, WebSocket.OPEN);
+  } finally {
+    ws2.close();
+  }
+});
+
 test('one WebSocket flooding deep messages does not keep another client\'s GET /ping or /ws calls from being answered', { timeout: 60_000 }, async () => {
   const flooder = await paid({ evm: { tps: 100_000, burst: 100_000 } });
   const ws = await openWs(flooder.uuid);

@@ -54,8 +54,8 @@ export interface RpcSocket {
   readonly ip: string;
   /** The family a status read or subscription is made as: one the account has enabled. */
   readonly family: Family;
-  /** Writes an answer, after `holdMs` (a held shed); nothing once the socket closed. */
-  answer(body: string, holdMs: number): void;
+  /** Writes an answer, after `holdMs` (a held shed); nothing once the socket closed. `limited`: the whole message was refused for the account's rate. */
+  answer(body: string, holdMs: number, limited?: boolean): void;
   /** A new subscription's id, or why not. */
   subscribe(): number | RelayError;
   unsubscribe(id: number): boolean;
@@ -344,7 +344,8 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       body = rpcError(err, 'null');
       hold = err.holdMs;
     } else body = rq.array ? arrayBody(rq, calls) : answerOf(rq, calls[0]!, o)[2];
-    rq.socket!.answer(body, hold);
+    const limited = calls === null ? err!.spec === E.RATE_ACCOUNT : calls.every((c) => c.outcome?.error?.spec === E.RATE_ACCOUNT);
+    rq.socket!.answer(body, hold, limited);
     wsTimer?.observe((performance.now() - rq.t0) / 1000);
   };
 

@@ -46,11 +46,15 @@ export const TURN_BYTES = 64 * 1024;
 export const TURN_MESSAGES = 16;
 /** Messages waiting on one socket before more are answered TXR_CAPACITY unread. */
 export const MAX_WAITING = 1024;
+/** Messages in a row refused for the account's rate before the socket is closed (CLOSE_FLOOD). */
+export const MAX_LIMITED = 128;
 
 /** Close codes (docs/protocol.md#websocket). */
 export const CLOSE_SHUTDOWN = 1001;
 export const CLOSE_REVOKED = 4001;
 export const CLOSE_SLOW_READER = 4008;
+/** Policy violation: a socket kept sending after MAX_WAITING of its messages in a row were refused unread or for its account's rate. */
+export const CLOSE_FLOOD = 1008;
 
 export interface WsOptions {
   idleTimeoutS: number;
@@ -95,6 +99,10 @@ class Socket implements RpcSocket, Subscriber {
   /** Messages waiting for a later turn (copies: uWS takes a message's memory back after its callback). */
   waiting: Uint8Array[] = [];
   waitingBytes = 0;
+  /** Messages refused unread since the socket's backlog last emptied. */
+  unread = 0;
+  /** Messages in a row refused whole for the account's rate. */
+  limited = 0;
   /** The turn `turnBytes` and `turnMessages` count in. */
   turn = -1;
   turnBytes = 0;
@@ -109,7 +117,10 @@ class Socket implements RpcSocket, Subscriber {
     readonly capKey: string,
   ) {}
 
-  answer(body: string, holdMs: number): void {
+  answer(body: string, holdMs: number, limited = false): void {
+    // A client that goes on sending into its account's empty bucket is closed: each 429 still costs an answer.
+    if (!limited) this.limited = 0;
+    else if (++this.limited > MAX_LIMITED) return this.end(CLOSE_FLOOD, `more than ${MAX_LIMITED} messages in a row refused for the account's rate: wait as told`);
     if (holdMs > 0) setTimeout(() => this.send(body), holdMs);
     else this.send(body);
   }
@@ -214,12 +225,16 @@ class Door implements WsDoor {
     if (!s.open) return;
     this.schedule();
     if (s.waiting.length === 0 && s.mayRun(this.turn)) {
+      s.unread = 0;
       s.spend(data.byteLength);
       return this.handle(s, new Uint8Array(data));
     }
     if (s.waiting.length >= MAX_WAITING || s.waitingBytes + data.byteLength > this.maxWaitingBytes) {
-      // Unread: a client that sends this far ahead of its answers is told to slow down, at no parse cost.
-      s.answer(rpcError(new RelayError(E.CAPACITY, `more than ${MAX_WAITING} messages or ${this.maxWaitingBytes} bytes waiting on this socket`), 'null'), 0);
+      // Unread: a client that sends this far ahead of its answers is told to slow down, at no parse cost;
+      // one that goes on regardless is closed, since even an unread refusal's answer costs the acceptor.
+      if (++s.unread > MAX_WAITING) return s.end(CLOSE_FLOOD, `more than ${MAX_WAITING} messages refused unread: wait for answers`);
+      // Sent as is: it neither counts as nor breaks a run of rate refusals (`answer`).
+      s.send(rpcError(new RelayError(E.CAPACITY, `more than ${MAX_WAITING} messages or ${this.maxWaitingBytes} bytes waiting on this socket`), 'null'));
       return;
     }
     s.waiting.push(new Uint8Array(data.slice(0)));
@@ -245,7 +260,10 @@ class Door implements WsDoor {
         s.spend(m.length);
         this.handle(s, m);
       }
-      if (!s.open || s.waiting.length === 0) this.queued.delete(s);
+      if (!s.open || s.waiting.length === 0) {
+        s.unread = 0;
+        this.queued.delete(s);
+      }
     }
     if (this.queued.size > 0) this.schedule();
   };
