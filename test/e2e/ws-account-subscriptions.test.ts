@@ -13,49 +13,18 @@ import WebSocket from 'ws';
 import { startTestRelay, type TestRelay } from '../helpers/relay.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { legacyTransfer } from '../helpers/solana.js';
+import { WsClient } from '../helpers/ws-client.js';
 
 const CAP = 8;
 const SOCKETS = 6;
 const PER_SOCKET = 4;
 
-/** A socket that keeps every message it got. */
-class Peer {
-  readonly messages: any[] = [];
-  private nextId = 1;
-  private waiters: (() => void)[] = [];
-
-  private constructor(readonly ws: WebSocket) {
-    ws.on('message', (d) => {
-      this.messages.push(JSON.parse(d.toString()));
-      for (const w of this.waiters.splice(0)) w();
-    });
-  }
-
-  static open(r: TestRelay, key: string): Promise<Peer> {
-    const ws = new WebSocket(r.base.replace('http', 'ws') + '/ws', { headers: { 'api-key': key } });
-    return new Promise((resolve, reject) => {
-      ws.once('open', () => resolve(new Peer(ws)));
-      ws.once('error', reject);
-    });
-  }
-
-  async until<T>(find: () => T | undefined, what: string, ms = 5000): Promise<T> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const v = find();
-      if (v !== undefined) return v;
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}; got ${JSON.stringify(this.messages).slice(0, 600)}`);
-      await new Promise<void>((r) => {
-        this.waiters.push(r);
-        setTimeout(r, 50);
-      });
-    }
-  }
-
-  async call(method: string, params: unknown): Promise<any> {
-    const id = this.nextId++;
-    this.ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
-    return this.until(() => this.messages.find((m) => m.id === id), `the answer to ${method}`);
+/** A client socket of one account, with the pushes it got and the subscriptions it made. */
+class Peer extends WsClient {
+  static async of(r: TestRelay, key: string): Promise<Peer> {
+    const p = Object.setPrototypeOf(await WsClient.open(r.base.replace('http', 'ws') + '/ws', { headers: { 'api-key': key } }), Peer.prototype) as Peer;
+    p.subscribed = [];
+    return p;
   }
 
   /** Notifications of the transaction `id`, as `subscription state`. */
@@ -93,7 +62,7 @@ test(`one account's sockets hold at most ws.max_account_subscriptions together; 
   t.after(() => peers.forEach((p) => p.ws.terminate()));
   let refused = 0;
   for (let i = 0; i < SOCKETS; i++) {
-    const p = await Peer.open(r, a.uuid);
+    const p = await Peer.of(r, a.uuid);
     peers.push(p);
     for (let k = 0; k < PER_SOCKET; k++) {
       const m = await p.call('txrelay_subscribe', ['statuses']);
@@ -111,7 +80,7 @@ test(`one account's sockets hold at most ws.max_account_subscriptions together; 
   if (r.relay.acceptors === 1) assert.equal(made, CAP);
 
   // Another account, over its own cap's worth of nothing: its subscription is made.
-  const other = await Peer.open(r, b.uuid);
+  const other = await Peer.of(r, b.uuid);
   peers.push(other);
   const bSub = await other.call('txrelay_subscribe', ['statuses']);
   assert.equal(typeof bSub.result, 'number', JSON.stringify(bSub));
@@ -120,9 +89,9 @@ test(`one account's sockets hold at most ws.max_account_subscriptions together; 
   const sigA = await sendV2(r, a.uuid);
   const sigB = await sendV2(r, b.uuid);
   for (const p of peers.slice(0, SOCKETS)) {
-    await p.until(() => (p.pushes(sigA).length === 2 * p.subscribed.length ? true : undefined), `A's ${2 * p.subscribed.length} pushes`);
+    await p.until(() => (p.pushes(sigA).length === 2 * p.subscribed.length ? true : undefined), 5000, `A's ${2 * p.subscribed.length} pushes`);
   }
-  await other.until(() => (other.pushes(sigB).some((x) => x.endsWith('forwarded')) ? true : undefined), "B's forwarded push");
+  await other.until(() => (other.pushes(sigB).some((x) => x.endsWith('forwarded')) ? true : undefined), 5000, "B's forwarded push");
   // Let anything extra arrive before counting.
   await new Promise((res) => setTimeout(res, 200));
   const total = peers.slice(0, SOCKETS).reduce((n, p) => n + p.pushes(sigA).length, 0);

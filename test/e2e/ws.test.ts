@@ -10,6 +10,7 @@ import { startTestRelay, eventually, type TestRelay } from '../helpers/relay.js'
 import { startUpstream, type TestUpstream, type UpstreamMode } from '../helpers/upstream.js';
 import { signed1559 } from '../helpers/evm.js';
 import { legacyTransfer } from '../helpers/solana.js';
+import { WsClient as Client } from '../helpers/ws-client.js';
 
 async function setup(t: TestContext, extra: Record<string, unknown> = {}, mode: UpstreamMode = 'ok'): Promise<{ r: TestRelay; up: TestUpstream }> {
   const up = await startUpstream({ mode });
@@ -19,75 +20,6 @@ async function setup(t: TestContext, extra: Record<string, unknown> = {}, mode: 
   return { r, up };
 }
 
-/** A `ws` client that keeps every message and close, to wait on. */
-class Client {
-  readonly messages: any[] = [];
-  readonly raw: string[] = [];
-  closed: { code: number; reason: string } | null = null;
-  private waiters: (() => void)[] = [];
-  private nextId = 1;
-
-  private constructor(readonly ws: WebSocket) {
-    ws.on('message', (data) => {
-      const text = data.toString();
-      this.raw.push(text);
-      this.messages.push(JSON.parse(text));
-      this.wake();
-    });
-    ws.on('close', (code, reason) => {
-      this.closed = { code, reason: reason.toString() };
-      this.wake();
-    });
-  }
-
-  static open(url: string, opts: WebSocket.ClientOptions = {}): Promise<Client> {
-    const ws = new WebSocket(url, opts);
-    return new Promise((resolve, reject) => {
-      ws.once('open', () => resolve(new Client(ws)));
-      ws.once('error', reject);
-      ws.once('unexpected-response', (_req, res) => {
-        let body = '';
-        res.on('data', (c) => (body += c));
-        res.on('end', () => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode, body })));
-      });
-    });
-  }
-
-  private wake(): void {
-    const w = this.waiters;
-    this.waiters = [];
-    for (const f of w) f();
-  }
-
-  async until<T>(find: () => T | undefined, ms = 5000, what = 'a message'): Promise<T> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const v = find();
-      if (v !== undefined) return v;
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}; got ${JSON.stringify(this.messages).slice(0, 800)}`);
-      await new Promise<void>((r) => {
-        this.waiters.push(r);
-        setTimeout(r, 50);
-      });
-    }
-  }
-
-  /** Sends a call and waits for the answer with its id. */
-  async call(method: string, params: unknown): Promise<any> {
-    const id = this.nextId++;
-    this.ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
-    return this.until(() => this.messages.find((m) => m.id === id), 5000, `the answer to ${method}`);
-  }
-
-  /** The raw text of the answer with this id. */
-  rawOf(id: number): string {
-    return this.raw.find((x) => JSON.parse(x).id === id)!;
-  }
-
-  async closedWith(ms = 5000): Promise<{ code: number; reason: string }> {
-    return this.until(() => this.closed ?? undefined, ms, 'the close');
-  }
-}
 
 const wsUrl = (r: TestRelay, query = ''): string => r.base.replace('http', 'ws') + '/ws' + query;
 

@@ -17,7 +17,9 @@ test('build: compiles the first time and after a change, not when nothing change
   const dir = mkdtempSync(join(tmpdir(), 'txrelay-build-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   mkdirSync(join(dir, 'src'));
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { outDir: 'dist', rootDir: '.', module: 'NodeNext', target: 'ES2022' }, include: ['src/**/*.ts'] }));
+  // Only the ES library and no @types: each of the four compiles below loads ~0.7 s of tsc instead of ~3 s with the DOM library.
+  const compilerOptions = { outDir: 'dist', rootDir: '.', module: 'NodeNext', target: 'ES2022', lib: ['ES2022'], types: [], skipLibCheck: true };
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['src/**/*.ts'] }));
   writeFileSync(join(dir, 'src', 'a.ts'), 'export const a = 1;\n');
   const build = () => execFileSync(process.execPath, [SCRIPT, '--root', dir], { encoding: 'utf8' });
   const out = join(dir, 'dist', 'src', 'a.js');
