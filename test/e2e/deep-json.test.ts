@@ -7,6 +7,7 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import WebSocket from 'ws';
 import { startTestRelay, type TestRelay } from '../helpers/relay.js';
 
@@ -156,6 +157,19 @@ test('a socket that keeps sending into its account\'s empty bucket is closed 100
   // The first refusal spends the bucket; every message after it is a rate refusal.
   for (let i = 0; i < 400; i++) ws.send(nested(40));
   assert.equal(await closed, 1008, 'closed as a policy violation');
+  // Its account's next socket waits out a cool-down: the upgrade is refused 429 with when to retry.
+  await assert.rejects(openWs(acct.uuid), /429/);
+  const again = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    const rq = http.get(relay.base + '/ws', { headers: { 'api-key': acct.uuid, connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' } });
+    rq.once('response', (r) => {
+      r.resume();
+      resolve(r);
+    });
+    rq.once('upgrade', () => reject(new Error('upgraded during the cool-down')));
+    rq.once('error', reject);
+  });
+  assert.equal(again.statusCode, 429);
+  assert.ok(Number(again.headers['retry-after']) > 0, 'says when to retry');
   // A socket that stays within its budget is never closed for it.
   const ok = await paid();
   const ws2 = await openWs(ok.uuid);

@@ -46,6 +46,16 @@ export interface RpcCall {
 }
 
 /** The WebSocket a body came over (ws.ts): authenticated at its upgrade. */
+/** What an answer over a socket says of the client's pace. */
+export const enum Pace {
+  /** Some call went through. */
+  Ok = 0,
+  /** Refused, not for the rate (malformed, invalid, capacity). */
+  Refused = 1,
+  /** Every call refused for the account's rate. */
+  Limited = 2,
+}
+
 export interface RpcSocket {
   /** The credential the upgrade carried, used for every call. */
   readonly credential: string;
@@ -54,8 +64,8 @@ export interface RpcSocket {
   readonly ip: string;
   /** The family a status read or subscription is made as: one the account has enabled. */
   readonly family: Family;
-  /** Writes an answer, after `holdMs` (a held shed); nothing once the socket closed. `limited`: the whole message was refused for the account's rate. */
-  answer(body: string, holdMs: number, limited?: boolean): void;
+  /** Writes an answer, after `holdMs` (a held shed); nothing once the socket closed. */
+  answer(body: string, holdMs: number, pace?: Pace): void;
   /** A new subscription's id, or why not. */
   subscribe(): number | RelayError;
   unsubscribe(id: number): boolean;
@@ -344,8 +354,11 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       body = rpcError(err, 'null');
       hold = err.holdMs;
     } else body = rq.array ? arrayBody(rq, calls) : answerOf(rq, calls[0]!, o)[2];
-    const limited = calls === null ? err!.spec === E.RATE_ACCOUNT : calls.every((c) => c.outcome?.error?.spec === E.RATE_ACCOUNT);
-    rq.socket!.answer(body, hold, limited);
+    // What the answer says of the client's pace: any call that went through, every call refused for the rate, or neither.
+    const pace = calls === null
+      ? (err!.spec === E.RATE_ACCOUNT ? Pace.Limited : Pace.Refused)
+      : calls.some((c) => c.outcome?.error === null) ? Pace.Ok : calls.every((c) => c.outcome?.error?.spec === E.RATE_ACCOUNT) ? Pace.Limited : Pace.Refused;
+    rq.socket!.answer(body, hold, pace);
     wsTimer?.observe((performance.now() - rq.t0) / 1000);
   };
 

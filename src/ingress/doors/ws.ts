@@ -33,13 +33,14 @@ import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submiss
 import type { AccountRecord } from '../../store/accounts.js';
 import type { StatusFeed, Subscriber } from '../../status/feed.js';
 import { retryHeaders } from '../headers.js';
+import { refusalLimits } from '../../pipeline/accounts.js';
 import { rpcError } from '../render.js';
 import { JSON_TYPE, watchAbort, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse, WebSocket } from '../uws.js';
 import type { DoorContext } from './context.js';
 import { addressKey, upgradedClosed } from '../conn-caps.js';
 import { bearer } from './evm.js';
-import type { RpcMessage, RpcSocket } from './jsonrpc.js';
+import { Pace, type RpcMessage, type RpcSocket } from './jsonrpc.js';
 
 /** A socket's work per event-loop turn before its next messages wait for the next turn. */
 export const TURN_BYTES = 64 * 1024;
@@ -48,6 +49,8 @@ export const TURN_MESSAGES = 16;
 export const MAX_WAITING = 1024;
 /** Messages in a row refused for the account's rate before the socket is closed (CLOSE_FLOOD). */
 export const MAX_LIMITED = 128;
+/** After a socket is closed for flooding, its account's next upgrade on this thread waits this long (429). */
+export const FLOOD_COOLDOWN_MS = 10_000;
 
 /** Close codes (docs/protocol.md#websocket). */
 export const CLOSE_SHUTDOWN = 1001;
@@ -101,7 +104,7 @@ class Socket implements RpcSocket, Subscriber {
   waitingBytes = 0;
   /** Messages refused unread since the socket's backlog last emptied. */
   unread = 0;
-  /** Messages in a row refused whole for the account's rate. */
+  /** Messages refused whole for the account's rate since a call last went through. */
   limited = 0;
   /** The turn `turnBytes` and `turnMessages` count in. */
   turn = -1;
@@ -117,10 +120,11 @@ class Socket implements RpcSocket, Subscriber {
     readonly capKey: string,
   ) {}
 
-  answer(body: string, holdMs: number, limited = false): void {
+  answer(body: string, holdMs: number, pace = Pace.Ok): void {
     // A client that goes on sending into its account's empty bucket is closed: each 429 still costs an answer.
-    if (!limited) this.limited = 0;
-    else if (++this.limited > MAX_LIMITED) return this.end(CLOSE_FLOOD, `more than ${MAX_LIMITED} messages in a row refused for the account's rate: wait as told`);
+    // Only a call that went through ends the run: a refusal for the body's shape refills nothing.
+    if (pace === Pace.Ok) this.limited = 0;
+    else if (pace === Pace.Limited && ++this.limited > MAX_LIMITED) return this.end(CLOSE_FLOOD, `more than ${MAX_LIMITED} messages refused for the account's rate: wait as told`);
     if (holdMs > 0) setTimeout(() => this.send(body), holdMs);
     else this.send(body);
   }
@@ -161,6 +165,7 @@ class Socket implements RpcSocket, Subscriber {
   }
 
   end(code: number, reason: string): void {
+    if (code === CLOSE_FLOOD) this.door.cooled(this.accountId);
     if (!this.open) return;
     this.open = false;
     this.ws!.end(code, reason);
@@ -272,6 +277,21 @@ class Door implements WsDoor {
     return this.sockets.size;
   }
 
+  /** Accounts whose socket was closed for flooding, and until when (ms) their upgrades are refused. */
+  private readonly cooldown = new Map<number, number>();
+
+  cooled(accountId: number): void {
+    const now = Date.now();
+    // Bounded by the accounts flooding within one cool-down: expired entries go when a new one comes.
+    for (const [id, until] of this.cooldown) if (until <= now) this.cooldown.delete(id);
+    this.cooldown.set(accountId, now + FLOOD_COOLDOWN_MS);
+  }
+
+  cooldownLeft(accountId: number): number {
+    const until = this.cooldown.get(accountId);
+    return until === undefined ? 0 : Math.max(0, until - Date.now());
+  }
+
   release(accountId: number, n: number): void {
     const left = (this.accountSubs.get(accountId) ?? 0) - n;
     if (left > 0) this.accountSubs.set(accountId, left);
@@ -307,9 +327,16 @@ export function registerWsDoor(ctx: DoorContext, message: RpcMessage, feed: Stat
     const u = sub.ctx as Upgrade;
     const err = out.error;
     if (err !== null) return reply.sendHeld(u.res, err.holdMs, err.spec.http, JSON_TYPE, rpcError(err, 'null'), retryHeaders(err));
+    const rec = sub.account!;
+    // An account whose socket was just closed for flooding waits before its next one: reconnecting at once
+    // would put the flood straight back on the acceptor.
+    const wait = door.cooldownLeft(rec.id);
+    if (wait > 0) {
+      const e = new RelayError(E.RATE_ACCOUNT, String(refusalLimits(rec).tps), wait);
+      return reply.send(u.res, e.spec.http, JSON_TYPE, rpcError(e, 'null'), retryHeaders(e));
+    }
     if (u.res.aborted || u.res.done) return;
     u.res.done = true;
-    const rec = sub.account!;
     // Status reads and subscriptions are made as a family the account has and the node serves.
     const family: Family = rec.solana.enabled && enabled.solana ? 'solana' : 'evm';
     const s = new Socket(door, u.credential, u.ip, family, rec.id, u.capKey);
