@@ -9,7 +9,7 @@
 // compile again; `npm run build` always compiles.
 //
 //   node scripts/build.mjs [--root DIR]   (DIR: a project with a tsconfig.json; default this one)
-import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -37,6 +37,21 @@ function sources() {
   return files.sort((a, b) => (a[0] < b[0] ? -1 : 1));
 }
 
+/**
+ * tsc writes the package's bin 0644, and npm links bins before `prepare` has
+ * built them, so `npx txrelay` in a fresh clone would be refused: the bin
+ * files are made executable after every build, and when the build is current.
+ */
+function markBins() {
+  let bin = {};
+  try {
+    bin = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).bin ?? {};
+  } catch {
+    return; // A bare --root project: nothing to mark.
+  }
+  for (const rel of typeof bin === 'string' ? [bin] : Object.values(bin)) if (existsSync(join(root, rel))) chmodSync(join(root, rel), 0o755);
+}
+
 const files = sources();
 const list = files.map(([p]) => p);
 let stamp = null;
@@ -48,11 +63,13 @@ try {
 const upToDate = stamp !== null && JSON.stringify(stamp.files) === JSON.stringify(list) && files.every(([, m]) => m < stamp.builtAt);
 if (upToDate) {
   process.stdout.write('build: up to date\n');
+  markBins();
   process.exit(0);
 }
 const started = Date.now();
 const tsc = createRequire(join(new URL('..', import.meta.url).pathname, 'package.json')).resolve('typescript/bin/tsc');
 const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json')], { stdio: 'inherit' });
 if (r.status !== 0) process.exit(r.status ?? 1);
+markBins();
 mkdirSync(join(root, 'dist'), { recursive: true });
 writeFileSync(STAMP, JSON.stringify({ builtAt: started, files: list }));
