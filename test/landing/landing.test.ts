@@ -7,6 +7,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter, once } from 'node:events';
 import { Landing } from '../../src/landing/landing.js';
+import { Metrics } from '../../src/obs/metrics.js';
+import { registerLandingMetrics } from '../../src/obs/landing-metrics.js';
 import type { LandingEvent } from '../../src/landing/event.js';
 import { systemClock } from '../../src/clock.js';
 import { startSvmRpc, type SvmRpc } from '../helpers/svm-rpc.js';
@@ -64,6 +66,20 @@ describe('Landing (both families on their timers)', () => {
       assert.equal(landing.results.get('evm/landed'), 1);
       assert.equal(landing.ackToLanded.get('evm')!.counts.reduce((a, b) => a + b), 1);
       assert.equal(landing.size, 0);
+      const m = new Metrics();
+      registerLandingMetrics(m, landing, () => ['solana-single', 'evm', 'solana-bundle']);
+      const text = (await m.render()).body;
+      for (const line of [
+        'txrelay_landed_total{lane="solana-single",result="landed"} 1',
+        'txrelay_landed_total{lane="evm",result="landed"} 1',
+        'txrelay_landed_total{lane="solana-bundle",result="landed"} 0',
+        'txrelay_ack_to_landed_seconds_count{lane="evm"} 1',
+        'txrelay_landing_lag_seconds{family="evm"} 0',
+        'txrelay_landing_tracked 0',
+        'txrelay_chain_rpc_errors_total',
+      ]) assert.ok(text.includes(line), `metrics carry ${line}`);
+      assert.match(text, /txrelay_chain_rpc_calls_total\{family="solana",method="getSignatureStatuses"\} [1-9]/);
+      assert.doesNotMatch(text, /127\.0\.0\.1/, 'no RPC URL in a label');
     } finally {
       landing.stop();
     }
