@@ -10,7 +10,9 @@ import { extname } from 'node:path';
 import { createRequire } from 'node:module';
 import { parse as parseToml } from 'smol-toml';
 import { closest, distance } from 'fastest-levenshtein';
-import { configSchema, PATTERN_WORDS, type Config } from './schema.js';
+import { configSchema } from './schema.js';
+import { PATTERN_WORDS } from './schema-fields.js';
+import type { Config } from './types.js';
 import { OTHER_ENV, isOtherEnv } from './env-allowlist.js';
 import { E, TxrelayError } from '../errors.js';
 
