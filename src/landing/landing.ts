@@ -6,6 +6,8 @@
  * slow or failed chain RPC only makes tracking fall behind.
  */
 import type { Clock } from '../clock.js';
+import type { LandingHost } from '../status/tracker.js';
+import type { Trace } from '../status/trace.js';
 import { BundleJoin } from './bundle-join.js';
 import { ChainRpc } from './chain-rpc.js';
 import type { LandingEvent, NotLandedReason, SolanaCommitment } from './event.js';
@@ -25,6 +27,8 @@ export type Family = 'solana' | 'evm';
 interface Followed {
   readonly lane: string;
   readonly ackAt: number;
+  /** A bundle member: the bundle's id, which gets the joined status instead. */
+  readonly bundle?: string;
 }
 
 /** Upper bounds of the ack-to-landed histogram, in seconds: a slot is ~0.4 s, an EVM block 2-12 s. */
@@ -38,7 +42,7 @@ export interface LandingStats {
   readonly ackToLanded: Map<string, { counts: number[]; sum: number }>;
 }
 
-export class Landing implements LandingStats {
+export class Landing implements LandingStats, LandingHost {
   readonly results = new Map<string, number>();
   readonly ackToLanded = new Map<string, { counts: number[]; sum: number }>();
   readonly rpc: Partial<Record<Family, ChainRpc>> = {};
@@ -68,6 +72,25 @@ export class Landing implements LandingStats {
     return (family === 'solana' ? this.solana?.lagMs() : this.evm?.lagMs()) ?? 0;
   }
 
+  /** Behind when the last poll that reached the chain is older than three poll intervals and the RPC's deadline. */
+  behind(family: Family): boolean {
+    const o = family === 'solana' ? this.o.solana : this.o.evm;
+    return o !== undefined && this.lagMs(family) > 3 * o.pollMs + 2_000;
+  }
+
+  /**
+   * A forwarded trace whose decode told how to follow it. Time to landing
+   * counts from its receipt: its acknowledgement left within that request's
+   * own latency.
+   */
+  follow(t: Trace): void {
+    const r = t.landingRef;
+    if (r === null) return;
+    if ('from' in r) this.followEvm(t.id, r.from, r.nonce, r.lane, t.receivedAt);
+    else if (r.members) this.followBundle(t.id, r.members, r.lane, t.receivedAt);
+    else this.followSolana(t.id, r.blockhash, r.lane, t.receivedAt);
+  }
+
   /** Tracked and not ended. */
   get size(): number {
     return (this.solana?.size ?? 0) + (this.evm?.size ?? 0);
@@ -79,13 +102,12 @@ export class Landing implements LandingStats {
     this.solana.track(signature, blockhash);
   }
 
-  /** A bundle's members, in order; its id (usually the first signature) gets the joined status. */
+  /** A bundle's members, in order; its id gets the joined status (members have none of their own). */
   followBundle(id: string, members: readonly { signature: string; blockhash: string }[], lane: string, ackAt: number): void {
     if (!this.solana) return;
     this.bundles.add(id, members.map((m) => m.signature));
-    this.followed.set(id, { lane, ackAt });
     for (const m of members) {
-      this.followed.set(m.signature, { lane, ackAt });
+      this.followed.set(m.signature, { lane, ackAt, bundle: id });
       this.solana.track(m.signature, m.blockhash);
     }
   }
@@ -107,24 +129,21 @@ export class Landing implements LandingStats {
   }
 
   private landed(e: LandingEvent): void {
-    this.tell(e);
-    const b = this.bundles.offer(e);
-    if (b) this.tell(b.event, b.transactions);
-  }
-
-  private tell(e: LandingEvent, transactions?: readonly LandingEvent[]): void {
     const f = this.followed.get(e.id);
     if (!f) return;
     if (e.final) this.followed.delete(e.id);
     const ackToLandedMs = e.state === 'not_landed' ? null : Math.max(0, e.at - f.ackAt);
-    // Metrics count transactions (a bundle's members, not the bundle), once each: at the first report.
-    if (!transactions) {
-      if (!this.counted.has(e.id)) {
-        this.count(f.lane, e, ackToLandedMs);
-        if (!e.final) this.counted.add(e.id);
-      } else if (e.final) this.counted.delete(e.id);
+    // Metrics count transactions (a bundle's members too), once each: at the first report.
+    if (!this.counted.has(e.id)) {
+      this.count(f.lane, e, ackToLandedMs);
+      if (!e.final) this.counted.add(e.id);
+    } else if (e.final) this.counted.delete(e.id);
+    if (f.bundle === undefined) {
+      this.o.onLanding(e, { lane: f.lane, ackToLandedMs });
+      return;
     }
-    this.o.onLanding(e, { lane: f.lane, ackToLandedMs, ...(transactions ? { transactions } : {}) });
+    const b = this.bundles.offer(e);
+    if (b) this.o.onLanding(b.event, { lane: f.lane, ackToLandedMs: b.event.state === 'not_landed' ? null : Math.max(0, b.event.at - f.ackAt), transactions: b.transactions });
   }
 
   /** Reported at least once, not ended yet. */

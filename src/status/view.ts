@@ -3,6 +3,16 @@
  * id with nothing to show reads, and one answer from several trackers.
  */
 import type { StatusState, Trace } from './trace.js';
+import type { ChainFacts } from '../landing/event.js';
+
+/** Whether the trace's family is followed on chain, and whether that has fallen behind. */
+export interface LandingInfo {
+  tracks: boolean;
+  behind: boolean;
+}
+
+/** The chain's side of a status: where and how it landed, or why it will not. */
+export type ChainView = ChainFacts & { landed_at: string; ack_to_landed_ms: number | null; transactions?: { id: string; state: string; chain: ChainFacts }[] };
 
 /** The status object of docs/protocol.md#status. */
 export interface StatusView {
@@ -26,6 +36,12 @@ export interface StatusView {
   }[];
   /** An EVM batch's item ids, in request order. */
   items?: readonly string[];
+  /**
+   * Once forwarded: `not_tracked` (no chain RPC for its family), `following`,
+   * `behind` (following, but the chain RPC is slow or down), `done`.
+   */
+  landing?: 'not_tracked' | 'following' | 'behind' | 'done';
+  onchain?: ChainView;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -61,9 +77,14 @@ export function mergeStatuses(lists: readonly (readonly StatusView[])[]): Status
  * The status object of one trace. A batch reads its items' traces through
  * `find`, so it is as far as they are.
  */
-export function statusView(t: Trace, node: string, find: (id: string, accountId: number) => Trace | undefined): StatusView {
+export function statusView(t: Trace, node: string, find: (id: string, accountId: number) => Trace | undefined, landing: LandingInfo | null = null): StatusView {
   let state: StatusState = t.state;
   let reason = t.reason;
+  const landed = t.landed;
+  if (landed !== null) {
+    state = landed.state;
+    reason = landed.chain.reason ?? null;
+  }
   if (t.items !== null) {
     // A batch is as far as its items: queued while any is, else forwarded if all were, else its first other end.
     const items = t.items.map((x) => find(x, t.accountId));
@@ -85,7 +106,11 @@ export function statusView(t: Trace, node: string, find: (id: string, accountId:
     received_at: iso(t.receivedAt),
     state,
     reason,
-    events: t.endedAt === 0 ? [{ stage: 'received', at: iso(t.receivedAt) }] : [{ stage: 'received', at: iso(t.receivedAt) }, { stage: t.state, at: iso(t.endedAt) }],
+    events: [
+      { stage: 'received', at: iso(t.receivedAt) },
+      ...(t.endedAt === 0 ? [] : [{ stage: t.state, at: iso(t.endedAt) }]),
+      ...(landed === null ? [] : [{ stage: landed.state, at: iso(landed.at) }]),
+    ],
     forwards: t.attempts().map((a) => ({
       upstream: a.upstream,
       attempt: a.attempt,
@@ -96,5 +121,22 @@ export function statusView(t: Trace, node: string, find: (id: string, accountId:
       ...(a.outcome === 'rejected' || a.outcome === 'failed' ? { upstream_error: errorOf(a.error ?? a.outcome) } : {}),
     })),
     ...(t.items !== null ? { items: t.items } : {}),
+    ...(t.state === 'forwarded' && t.items === null ? { landing: landingOf(t, landing) } : {}),
+    ...(landed === null
+      ? {}
+      : {
+          onchain: {
+            ...landed.chain,
+            landed_at: iso(landed.at),
+            ack_to_landed_ms: landed.ackToLandedMs,
+            ...(landed.transactions ? { transactions: landed.transactions.map((x) => ({ id: x.id, state: x.state, chain: x.chain })) } : {}),
+          },
+        }),
   };
+}
+
+function landingOf(t: Trace, l: LandingInfo | null): NonNullable<StatusView['landing']> {
+  if (l === null || !l.tracks || (t.landingRef === null && t.landed === null)) return 'not_tracked';
+  if (t.landed !== null && !t.landed.following) return 'done';
+  return l.behind ? 'behind' : 'following';
 }

@@ -30,6 +30,8 @@ export interface SvmRpc {
   /** The blockhash transactions are built with now. */
   blockhash(): string;
   expireBlockhash(): void;
+  /** A JSON-RPC call to the stand-in: its result. */
+  call(method: string, params: unknown[]): Promise<any>;
   /** Every method called, in order (for counting RPC calls). */
   calls: string[];
   down(): void;
@@ -167,8 +169,9 @@ export async function startSvmRpc(o: SvmRpcOptions = {}): Promise<SvmRpc> {
   };
   const ticker = o.slotMs ? setInterval(() => advance(1), o.slotMs) : undefined;
   ticker?.unref();
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   return {
-    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    url,
     svm: () => svm,
     slot: () => slot,
     advance,
@@ -177,6 +180,12 @@ export async function startSvmRpc(o: SvmRpcOptions = {}): Promise<SvmRpc> {
     blockhash: () => svm.latestBlockhash(),
     expireBlockhash: () => svm.expireBlockhash(),
     calls,
+    call: async (method, params) => {
+      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+      const body = (await r.json()) as { result?: unknown; error?: { message: string } };
+      if (body.error) throw new Error(body.error.message);
+      return body.result;
+    },
     down: () => void (isDown = true),
     up: () => void (isDown = false),
     close: () => {
