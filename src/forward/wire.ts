@@ -99,20 +99,3 @@ export function writeDecimal(buf: Buffer, off: number, n: number): number {
   } while (n > 0);
   return end;
 }
-
-/** A request's body, written by the sender straight into the connection's buffer. */
-export interface BodyWriter {
-  /** ASCII only, so bytes equal characters. */
-  bodyLength(firstId: number, count: number): number;
-  /** Returns the offset after the body. */
-  writeBody(buf: Buffer, off: number, firstId: number, count: number): number;
-}
-
-/** A fixed ASCII body, whatever the ids (tests, tools). */
-export function fixedBody(text: string): BodyWriter {
-  return {
-    bodyLength: () => text.length,
-    writeBody: (buf, off) => off + buf.write(text, off, 'latin1'),
-  };
-}
-
