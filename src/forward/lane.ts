@@ -39,10 +39,12 @@ import { laneStats, type LaneStats } from './stats.js';
 import { UPSTREAM_CONNECTIONS, UpstreamClient, type UpstreamOptions } from './upstream.js';
 import { ForwardConfigError, parseUpstreamUrl } from './url.js';
 import { CallKind } from './wire.js';
+import type { SpillEntry } from './spill.js';
 import type { Trace } from '../status/tracker.js';
 
 export { MAX_BATCH, MAX_BATCH_BYTES } from './body.js';
 export type { LaneStats } from './stats.js';
+export type { SpillEntry } from './spill.js';
 
 export type LaneName = 'evm-paid' | 'evm-free' | 'solana-single' | 'solana-bundle';
 export const LANE_NAMES: readonly LaneName[] = ['evm-paid', 'evm-free', 'solana-single', 'solana-bundle'];
@@ -53,22 +55,6 @@ export const LANE_NAMES: readonly LaneName[] = ['evm-paid', 'evm-free', 'solana-
  * spliced into JSON without escaping.
  */
 type LaneItem<N extends LaneName> = N extends 'solana-bundle' ? readonly string[] : string;
-
-/**
- * An acknowledged item no upstream accepted by the end of the drain, taken out
- * of its lane to be written to the data directory and resent on the next
- * start (src/forward/spill.ts). Plain data: it crosses threads and files.
- */
-export interface SpillEntry {
-  lane: LaneName;
-  family: 'evm' | 'solana';
-  /** As queued: `0x…` hex, base64, or a bundle's base64 transactions. */
-  item: string | string[];
-  /** When it was admitted (wall-clock ms). */
-  ackedAt: number;
-  /** The account that sent it (its id, never its key); -1 unknown. */
-  account: number;
-}
 
 export const QUEUE_CAPACITY = 10_000;
 /** Bounds the ring allocation (2^24 pointers is 128 MiB). */
@@ -169,7 +155,10 @@ export class Lane<N extends LaneName = LaneName> {
     );
     this.bits = this.outlets.map((o) => o.bit);
     this.drops = new Drops(maxAge, (level, msg, fields) => this.say(level, msg, null, fields));
-    this.ring = new Ring(this.outlets.length === 0 ? 1 : capacity, this.outlets.length, (v, reason, t) => this.drops.ended(v, reason, t, this.now()));
+    // An accepted untraced item, the common case, needs nothing: not even a clock read (one allocates).
+    this.ring = new Ring(this.outlets.length === 0 ? 1 : capacity, this.outlets.length, (v, reason, t) => {
+      if (v !== Verdict.ACCEPTED || t !== undefined) this.drops.ended(v, reason, t, this.now());
+    });
     const ring = this.ring;
     this.encoder = new Encoder(this.kind, (seq) => ring.item(seq));
   }
