@@ -3,7 +3,7 @@
  * place for start-up warnings, statistics and graceful shutdown.
  */
 import type { Clock } from '../clock.js';
-import type { BreakerOptions } from './breaker.js';
+import type { BreakerOptions } from './outlet.js';
 import { LANE_NAMES, Lane, QUEUE_CAPACITY, type LaneName, type LaneStats, type SpillEntry } from './lane.js';
 import type { LogSink } from './log.js';
 

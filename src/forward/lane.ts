@@ -2,10 +2,10 @@
  * A forwarding lane (docs/protocol.md#forwarding): a bounded FIFO of admitted, already-encoded
  * transactions, fanned out to every upstream of the lane. The lane coordinates its parts:
  *
- *   ring.ts    the items, stored once in admission order, and who is done with each
- *   outlet.ts  one upstream's cursor, resends, back-off, breaker and batching
- *   body.ts    each request's body, encoded once and handed to the client (`post(body, done)`)
- *   drops.ts   how unaccepted items end: counters, throttled logs, status traces
+ *   ring.ts    the items, stored once in admission order, who is done with each, their traces
+ *   outlet.ts  one upstream's cursor, resends, back-off, circuit breaker and batching
+ *   wire.ts    each request's body, encoded once and handed to the client (`post(body, done)`)
+ *   drops.ts   unaccepted items: counters and throttled logs
  *   stats.ts   the statistics snapshot
  *
  * Acknowledged work is never silently dropped. An item no upstream has
@@ -28,21 +28,19 @@
  * ignored.
  */
 import { systemClock, type Clock } from '../clock.js';
-import { Encoder } from './body.js';
-import { Breaker, Permit, type BreakerOptions, type BreakerState } from './breaker.js';
 import { Drops, R_EXPIRED, R_EXPIRED_AFTER_RESTART, R_REJECTED, R_SHUTDOWN, R_SPILLED } from './drops.js';
 import type { LogLevel, LogSink } from './log.js';
-import { Outlet, breakerNews } from './outlet.js';
+import { Breaker, Outlet, Permit, breakerNews, type BreakerOptions, type BreakerState } from './outlet.js';
 import { PostStatus, type PostResult } from './result.js';
 import { MAX_UPSTREAMS, Ring, Verdict } from './ring.js';
 import { laneStats, type LaneStats } from './stats.js';
 import { UPSTREAM_CONNECTIONS, UpstreamClient, type UpstreamOptions } from './upstream.js';
 import { ForwardConfigError, parseUpstreamUrl } from './url.js';
-import { CallKind } from './wire.js';
+import { CallKind, Encoder } from './wire.js';
 import type { SpillEntry } from './spill.js';
 import type { Trace } from '../status/tracker.js';
 
-export { MAX_BATCH, MAX_BATCH_BYTES } from './body.js';
+export { MAX_BATCH, MAX_BATCH_BYTES } from './wire.js';
 export type { LaneStats } from './stats.js';
 export type { SpillEntry } from './spill.js';
 
@@ -155,10 +153,7 @@ export class Lane<N extends LaneName = LaneName> {
     );
     this.bits = this.outlets.map((o) => o.bit);
     this.drops = new Drops(maxAge, (level, msg, fields) => this.say(level, msg, null, fields));
-    // An accepted untraced item, the common case, needs nothing: not even a clock read (one allocates).
-    this.ring = new Ring(this.outlets.length === 0 ? 1 : capacity, this.outlets.length, (v, reason, t) => {
-      if (v !== Verdict.ACCEPTED || t !== undefined) this.drops.ended(v, reason, t, this.now());
-    });
+    this.ring = new Ring(this.outlets.length === 0 ? 1 : capacity, this.outlets.length, this.now, (reason) => this.drops.dropped(reason, this.now()));
     const ring = this.ring;
     this.encoder = new Encoder(this.kind, (seq) => ring.item(seq));
   }

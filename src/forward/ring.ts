@@ -11,9 +11,12 @@
  * An item is stored once, every upstream sees admission order, and a slot is
  * freed once every upstream is done with it: one bit of `done[slot]` each, set
  * when it answered (accepted or refused) or gave the item up (overrun,
- * expired, shutdown). Sequence numbers are never reset; `&` takes them modulo
+ * expired, shutdown). Each item's status trace (docs/protocol.md#status), where
+ * one is kept, rides along and ends with it. Sequence numbers are never reset; `&` takes them modulo
  * 2^32, which the power-of-two size divides.
  */
+import type { Clock } from '../clock.js';
+import { R_REJECTED, R_SHUTDOWN, R_SPILLED } from './drops.js';
 import type { Trace } from '../status/tracker.js';
 
 /** Per-item verdict: no answer yet, some upstream accepted, or every answer so far refused. */
@@ -23,11 +26,8 @@ export type Verdict = (typeof Verdict)[keyof typeof Verdict];
 /** The per-item done set is one 32-bit mask. */
 export const MAX_UPSTREAMS = 32;
 
-/**
- * Called once per item, when the last upstream is done with it: its final
- * verdict, the reason passed to that last `mark`, and its trace if one is kept.
- */
-export type Ended = (verdict: Verdict, reason: number, trace: Trace | undefined) => void;
+/** Called once per item that ends with no upstream having accepted it, with its reason (drops.ts). */
+type Dropped = (reason: number) => void;
 
 export class Ring<T> {
   /** Every upstream's bit. */
@@ -55,7 +55,8 @@ export class Ring<T> {
   constructor(
     capacity: number,
     upstreams: number,
-    private readonly ended: Ended,
+    private readonly now: Clock,
+    private readonly dropped: Dropped,
   ) {
     let size = 1;
     while (size < capacity) size *= 2;
@@ -124,8 +125,9 @@ export class Ring<T> {
 
   /**
    * The upstream with `bit` is done with `seq`: answered (ACCEPTED, REJECTED)
-   * or gave up (NONE). After the last upstream the item ends (`ended`) and
-   * its slot is freed.
+   * or gave up (NONE, for `reason`). After the last upstream the item ends:
+   * forwarded if anyone accepted, else dropped as `rejected` if refused,
+   * otherwise for `reason`; its trace gets its final state and its slot is freed.
    */
   mark(bit: number, seq: number, v: Verdict, reason: number): void {
     const i = seq & this.mask;
@@ -148,7 +150,8 @@ export class Ring<T> {
     this.traces[i] = undefined;
     this.items[i] = undefined;
     while (this.head < this.tail && this.done[this.head & this.mask] === this.allMask) this.head++;
-    this.ended(final, reason, t);
+    if (final !== Verdict.ACCEPTED) this.dropped(final === Verdict.REJECTED && reason !== R_SPILLED ? R_REJECTED : reason);
+    if (t !== undefined) t.final(...endOf(final, reason, t), this.now());
   }
 
   /** Marks `seq` done, for `reason`, for every upstream in `bits` not done with it yet. */
@@ -157,4 +160,16 @@ export class Ring<T> {
       if (!this.isDone(seq, bits[k]!)) this.mark(bits[k]!, seq, Verdict.NONE, reason);
     }
   }
+}
+
+type TraceEnd = ['forwarded' | 'upstream_rejected' | 'failed' | 'dropped', string | null];
+
+/** How an item ended, for its status: accepted by some upstream, refused by all that answered, or given up. */
+export function endOf(verdict: Verdict, reason: number, t: Trace): TraceEnd {
+  if (verdict === Verdict.ACCEPTED) return ['forwarded', null];
+  if (verdict === Verdict.REJECTED) return ['upstream_rejected', 'every upstream that answered refused it'];
+  if (reason === R_SHUTDOWN) return ['dropped', 'the node shut down before an upstream accepted it'];
+  if (reason === R_SPILLED) return ['dropped', 'the node shut down before an upstream accepted it: written to the data directory, to be resent when the node starts again'];
+  // Expired: tried and failed everywhere it went, or never got out (breakers open, a backlog).
+  return t.tried ? ['failed', 'no upstream accepted it before it expired'] : ['dropped', 'expired in the queue before any upstream took it'];
 }

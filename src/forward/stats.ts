@@ -1,11 +1,11 @@
 /** A lane's statistics (docs/operations.md#metrics reads them): one consistent snapshot per call, built from the ring, the outlets and the drop counters. */
-import type { BreakerState } from './breaker.js';
+import type { BreakerState } from './outlet.js';
 import type { DropReason, Drops } from './drops.js';
 import type { LaneName } from './lane.js';
 import type { Outlet } from './outlet.js';
 import type { UpstreamStats } from './upstream.js';
 
-export interface LaneUpstreamStats extends UpstreamStats {
+interface LaneUpstreamStats extends UpstreamStats {
   breaker: BreakerState;
   /** Items never sent or to be resent. */
   backlog: number;
@@ -40,7 +40,7 @@ export interface LaneStats {
 }
 
 /** The ring's counters a snapshot reads. */
-export interface RingCounts {
+interface RingCounts {
   readonly head: number;
   readonly tail: number;
   readonly open: number;
@@ -49,7 +49,7 @@ export interface RingCounts {
 }
 
 /** Counters kept by the lane itself. */
-export interface LaneCounts {
+interface LaneCounts {
   lane: LaneName;
   capacity: number;
   admitted: number;

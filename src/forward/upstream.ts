@@ -13,11 +13,10 @@
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { readAnswer, type AnswerScan } from './answer.js';
-import type { RequestBody } from './body.js';
 import { Parse, ResponseParser } from './http1.js';
 import { PostStatus, failed, type PostDone, type PostResult } from './result.js';
 import { upstreamLabel } from './url.js';
-import { decimalDigits, writeDecimal } from './wire.js';
+import { decimalDigits, writeDecimal, type RequestBody } from './wire.js';
 import { HistogramSeries, type SeriesData } from '../obs/metrics.js';
 
 /** Also the lane's in-flight bound per upstream; four keep a 10-50 ms RTT upstream busy while batching absorbs bursts. */

@@ -1,14 +1,11 @@
 /**
- * How unaccepted items end (src/forward/drops.ts), pure: each reason is
- * counted, logged at most once per interval with the count held back, and
- * the item's status trace gets the end its verdict and reason say.
+ * Unaccepted items (src/forward/drops.ts), pure: each reason is counted and
+ * logged at most once per interval with the count held back.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Drops, R_EXPIRED, R_REJECTED, R_SHUTDOWN, R_SPILLED, endOf } from '../../src/forward/drops.js';
+import { Drops, R_EXPIRED, R_REJECTED, R_SHUTDOWN, R_SPILLED } from '../../src/forward/drops.js';
 import { LOG_INTERVAL_MS, Throttle } from '../../src/forward/log.js';
-import { Verdict } from '../../src/forward/ring.js';
-import type { Trace } from '../../src/status/tracker.js';
 
 function drops() {
   const lines: { level: string; msg: string; fields: Record<string, unknown> }[] = [];
@@ -51,27 +48,4 @@ test('shutdown drops are counted but left to the lane to log in one line; spille
   assert.equal(d.spilled, 1);
   assert.equal(d.total, 1);
   assert.equal(lines.length, 0);
-});
-
-test('a trace ends forwarded, upstream_rejected, failed or dropped, as the verdict and reason say', () => {
-  const tried = { tried: true } as unknown as Trace;
-  const untried = { tried: false } as unknown as Trace;
-  assert.deepEqual(endOf(Verdict.ACCEPTED, R_EXPIRED, tried), ['forwarded', null]);
-  assert.equal(endOf(Verdict.REJECTED, R_REJECTED, tried)[0], 'upstream_rejected');
-  assert.equal(endOf(Verdict.NONE, R_SHUTDOWN, tried)[0], 'dropped');
-  assert.match(endOf(Verdict.NONE, R_SPILLED, tried)[1]!, /written to the data directory/);
-  assert.deepEqual(endOf(Verdict.NONE, R_EXPIRED, tried), ['failed', 'no upstream accepted it before it expired']);
-  assert.deepEqual(endOf(Verdict.NONE, R_EXPIRED, untried), ['dropped', 'expired in the queue before any upstream took it']);
-});
-
-test('an ended item: refused by all counts as rejected whatever the last reason, accepted counts nothing, and its trace is finalised', () => {
-  const { d } = drops();
-  const finals: unknown[][] = [];
-  const t = { tried: true, final: (...a: unknown[]) => finals.push(a) } as unknown as Trace;
-  d.ended(Verdict.REJECTED, R_EXPIRED, t, 5);
-  d.ended(Verdict.ACCEPTED, R_REJECTED, undefined, 6);
-  d.ended(Verdict.REJECTED, R_SPILLED, undefined, 7);
-  assert.deepEqual(d.byReason(), { rejected: 1, expired: 0, shutdown: 0, expired_after_restart: 0 });
-  assert.equal(d.spilled, 1);
-  assert.deepEqual(finals, [['upstream_rejected', 'every upstream that answered refused it', 5]]);
 });

@@ -1,7 +1,7 @@
 /** A lane's statistics snapshot (src/forward/stats.ts), pure: every figure comes from the ring, the outlets and the drop counters it is given. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Breaker } from '../../src/forward/breaker.js';
+import { Breaker } from '../../src/forward/outlet.js';
 import { Drops, R_EXPIRED } from '../../src/forward/drops.js';
 import { Outlet } from '../../src/forward/outlet.js';
 import { laneStats } from '../../src/forward/stats.js';
