@@ -40,7 +40,6 @@ import { CallKind, Encoder } from './wire.js';
 import type { SpillEntry } from './spill.js';
 import type { Trace } from '../status/tracker.js';
 
-export { MAX_BATCH, MAX_BATCH_BYTES } from './wire.js';
 export type { LaneStats } from './stats.js';
 export type { SpillEntry } from './spill.js';
 

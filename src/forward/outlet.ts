@@ -15,7 +15,7 @@ import type { UpstreamClient } from './upstream.js';
 
 // ---- circuit breaker ---------------------------------------------------------------
 
-/**
+/*
  * The circuit breaker (docs/protocol.md#forwarding): a pure state machine with
  * an injected clock, so every transition is unit-testable without a socket.
  *

@@ -102,15 +102,14 @@ export function writeDecimal(buf: Buffer, off: number, n: number): number {
 
 // ---- request bodies ------------------------------------------------------------
 
-/**
+/*
  * Request bodies, encoded once by the lane and handed to the HTTP client
  * (docs/protocol.md#forwarding). A body is calls from..from+n-1 of the lane's
  * ring: the call alone, or '[' call (',' call)* ']' for a batch.
  *
  * Copy-once: each item's hex/base64 string is written into the encoder's one
- * buffer (no body string built); the client copies those bytes
- * behind its request head during `post`, so the buffer is free again when
- * `post` returns. The last range encoded is kept, so the other upstreams of a
+ * buffer (no body string built); the client copies those bytes behind its
+ * request head during `post`, so the buffer is free again when `post` returns. The last range encoded is kept, so the other upstreams of a
  * lane, sent the same range in the same pump, reuse it instead of re-encoding.
  */
 
