@@ -1,8 +1,11 @@
 /**
  * What a hand-off to a verification worker costs, by mechanism
  * (docs/architecture.md#threads): a piscina task per job, the job table
- * (src/exec/jobs.ts: a SharedArrayBuffer ring, Atomics.wait / notify), and a
- * piscina task per wake-up that drains the job table. The workers do no work,
+ * (src/exec/jobs.ts: a SharedArrayBuffer ring, Atomics.wait / notify), a
+ * piscina task per wake-up that drains the job table, and the relay's own
+ * workers (src/exec/workers.ts: a piscina task per wake-up after a second
+ * idle, serving the job table; each job is an empty transaction, refused at
+ * once). The other workers do no work,
  * so the figures are the mechanism alone: the round trip with one job in
  * flight, and with 64 in flight the main thread's busy time per job (event
  * loop utilisation), which is what the acceptor pays.
@@ -13,6 +16,9 @@ import { isMainThread, Worker, workerData } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { Piscina } from 'piscina';
 import { JobTable, JobKind, type JobTableHandle } from '../src/exec/jobs.js';
+import { VerifyWorkers } from '../src/exec/workers.js';
+import { Slab } from '../src/tables/slab.js';
+import { DedupFilter } from '../src/tables/dedup.js';
 import { systemClock } from '../src/clock.js';
 
 type Mode = { mode: 'noop' } | { mode: 'table'; jobs: JobTableHandle } | { mode: 'drain'; jobs: JobTableHandle };
@@ -176,6 +182,36 @@ async function piscinaDrain(n: number, inFlight: number): Promise<Result & { tas
   return { ...r, tasks };
 }
 
+/** The relay's verification workers as they run, one thread. */
+async function shipped(n: number, inFlight: number): Promise<Result & { tasks: number }> {
+  const t = JobTable.create(1024);
+  const slab = Slab.create({ capacity: 1 << 20 });
+  const dedup = DedupFilter.create({ windowMs: 60_000, capacity: 1000 });
+  const w = new VerifyWorkers({
+    threads: 1,
+    filename: new URL('../src/exec/verify-worker.js', import.meta.url),
+    data: { slab: slab.handle(), jobs: t.handle(), dedup: dedup.handle(), chainId: '1', maxWaitMs: 60_000 },
+    onDeath: () => {},
+  });
+  await w.start();
+  const before = w.tasks;
+  const d = tableDriver(t, () => {});
+  const r = await measure(n, async () => {
+    let sent = 0;
+    const lane = async () => {
+      while (sent < n) {
+        sent++;
+        await d.submit();
+      }
+    };
+    await Promise.all(Array.from({ length: inFlight }, lane));
+  });
+  const tasks = w.tasks - before;
+  t.stop();
+  await w.stop();
+  return { ...r, tasks };
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[s.length >> 1]!;
@@ -194,6 +230,7 @@ if (isMainThread) {
       ['piscina.run per job', () => piscinaPerJob(n, inFlight)],
       ['job table (Atomics)', () => tablePerJob(n, inFlight)],
       ['piscina task per wake-up, draining the job table', () => piscinaDrain(n, inFlight)],
+      ['relay workers: piscina task per wake-up after 1 s idle, serving the job table', () => shipped(n, inFlight)],
     ];
     for (const [name, f] of scen) {
       const rs: (Result & { tasks?: number })[] = [];

@@ -8,16 +8,13 @@
  * per wake-up after a quiet second (docs/architecture.md#threads).
  *
  * This starts the pool once every thread has loaded, counts the workers in
- * service, and restarts a dead one a few times a minute at most (a crash loop
- * must not spin).
+ * service, and restarts a dead one within the restart budget (restarts.ts).
  */
 import { Piscina } from 'piscina';
 import type { DedupHandle } from '../tables/dedup.js';
 import type { SlabHandle } from '../tables/slab.js';
 import { JobTable, type JobTableHandle } from './jobs.js';
-
-/** Worker restarts tolerated per minute before the acceptor checks alone. */
-const MAX_RESTARTS_PER_MINUTE = 5;
+import { RestartBudget } from './restarts.js';
 
 export interface WorkerData {
   slab: SlabHandle;
@@ -48,7 +45,8 @@ export class VerifyWorkers {
   private readonly jobs: JobTable;
   /** Per worker index: what runs for it (its task, or the main thread's wait for its next wake-up). */
   private readonly serving: (Promise<void> | null)[];
-  private recent: number[] = [];
+  /** Past it, the worker stays down and the acceptor checks what it would have. */
+  private readonly budget = new RestartBudget();
   private closed = false;
 
   constructor(private readonly opts: WorkerOptions) {
@@ -103,10 +101,7 @@ export class VerifyWorkers {
         this.live--;
         if (this.closed) return;
         this.opts.onDeath(index, err);
-        const now = performance.now();
-        this.recent = this.recent.filter((t) => now - t < 60_000);
-        if (this.recent.length >= MAX_RESTARTS_PER_MINUTE) return;
-        this.recent.push(now);
+        if (!this.budget.take()) return;
         this.restarts++;
         // In service only once loaded: until then the acceptor checks rather than leave a share to a starting thread.
         const again = (): void => {
