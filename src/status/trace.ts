@@ -6,11 +6,11 @@
  */
 import { requestSeq } from './request-id.js';
 
-export type TrackedState = 'queued' | 'forwarded' | 'upstream_rejected' | 'failed' | 'dropped' | 'duplicate';
+type TrackedState = 'queued' | 'forwarded' | 'upstream_rejected' | 'failed' | 'dropped' | 'duplicate';
 export type StatusState = TrackedState | 'unknown' | 'expired';
 
 /** One request to one upstream carrying the transaction. */
-export interface Attempt {
+interface Attempt {
   upstream: string;
   /** 1 for the first request to this upstream, then each resend. */
   attempt: number;
