@@ -5,9 +5,10 @@
  * object a reader gets.
  */
 import { requestSeq } from './request-id.js';
+import type { StatusState } from '../shared/status.js';
 
-type TrackedState = 'queued' | 'forwarded' | 'upstream_rejected' | 'failed' | 'dropped' | 'duplicate';
-export type StatusState = TrackedState | 'unknown' | 'expired';
+/** What a trace can say; `unknown` and `expired` are what an id without one reads. */
+type TrackedState = Exclude<StatusState, 'unknown' | 'expired'>;
 
 /** One request to one upstream carrying the transaction. */
 interface Attempt {

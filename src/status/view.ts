@@ -2,30 +2,13 @@
  * The status object of docs/protocol.md#status: how a trace reads, what an
  * id with nothing to show reads, and one answer from several trackers.
  */
-import type { StatusState, Trace } from './trace.js';
+import type { Forward, StatusObject, StatusState } from '../shared/status.js';
+import type { Trace } from './trace.js';
 
-/** The status object of docs/protocol.md#status. */
-export interface StatusView {
-  id: string;
-  request_id: string | null;
+/** The status object (src/shared/status.ts, shared with the client) as this node fills it in. */
+export interface StatusView extends StatusObject {
   chain: 'evm' | 'solana' | null;
-  door: string | null;
-  node: string | null;
-  received_at: string | null;
-  state: StatusState;
-  reason: string | null;
-  events: { stage: string; at: string }[];
-  forwards: {
-    upstream: string;
-    attempt: number;
-    sent_at: string;
-    latency_ms: number | null;
-    http_status: number | null;
-    upstream_result?: 'accepted';
-    upstream_error?: { code: number | null; message: string };
-  }[];
-  /** An EVM batch's item ids, in request order. */
-  items?: readonly string[];
+  forwards: (Forward & { upstream_result?: 'accepted' })[];
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
