@@ -30,7 +30,8 @@ const ctx: CheckContext = {
 /**
  * A task ends after this long without a job. Far longer than the gaps between
  * a loaded acceptor's turns, so traffic pays no task (a task costs the main
- * thread ~14 µs, a job-table hand-off ~1 µs: docs/architecture.md#threads).
+ * thread 14-27 µs, a job-table hand-off under 1 µs once jobs queue:
+ * docs/architecture.md#how-the-threads-run).
  */
 const IDLE_MS = data.idleMs ?? 1000;
 
