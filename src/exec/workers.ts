@@ -26,7 +26,7 @@ export interface WorkerData {
   idleMs?: number;
 }
 
-export interface WorkerOptions {
+interface WorkerOptions {
   threads: number;
   data: WorkerData & Record<string, unknown>;
   filename?: URL;

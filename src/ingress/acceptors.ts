@@ -75,7 +75,7 @@ export type FromAcceptor =
 const STATS_TIMEOUT_MS = 2000;
 const PINO_LEVELS: Record<number, 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
 
-export interface AcceptorOptions {
+interface AcceptorOptions {
   n: number;
   cfg: Config;
   /** The main thread's listening app: it hands connections to the threads. */
