@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Builds the client package (packages/client, published as txrelay-client)
-// from the one source in src/client and packs it into DIR (default: the
-// directory npm was started from). Needs only the root's installed
-// devDependencies (tsc) and no network. Prints the tarball's absolute path.
+// from the one source in src/client and src/shared (which the server imports
+// too) and packs it into DIR (default: the directory npm was started from).
+// Needs only the root's installed devDependencies (tsc) and no network.
+// Prints the tarball's absolute path.
 //
 //   npm run pack:client -- [DIR]
 import { mkdirSync } from 'node:fs';

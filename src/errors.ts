@@ -5,7 +5,7 @@
  * rendered from it and tests assert against it. Messages never hold a
  * credential.
  */
-import { RPC_UNAVAILABLE, RPC_RATE_LIMITED, type Retry } from './client/codes.js';
+import { RPC_UNAVAILABLE, RPC_RATE_LIMITED, type Retry } from './shared/codes.js';
 
 // Defined on the client side so the client package needs nothing from the server.
 export type { Retry };

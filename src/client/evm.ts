@@ -8,7 +8,7 @@
  */
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { HttpTransport, header, safeJson, sleep, errorText, neverSent, type HttpResponse } from './http.js';
-import { RPC_RATE_LIMITED, RPC_UNAVAILABLE } from './codes.js';
+import { RPC_RATE_LIMITED, RPC_UNAVAILABLE } from '../shared/codes.js';
 import { DEFAULT_RETRY_WAIT_MS, isRetrySafe, type BatchOutcome, type RetryBudget, type RetryInstruction, type TxOutcome } from './outcome.js';
 import { fetchStatus, fetchStatuses, waitForward, type ForwardWait, type StatusObject, type WaitForwardOptions, type WithRequestId } from './status.js';
 

@@ -5,5 +5,7 @@ export type { TxOutcome, BatchOutcome, RetryBudget, RetryInstruction, SolanaOutc
 export { isRetrySafe } from './outcome.js';
 export { fetchStatuses, fetchStatus, waitForward, waitForwardAll, StatusError, FINAL_STATES, MAX_STATUS_IDS } from './status.js';
 export type { StatusObject, StatusState, StatusEvent, Forward, ForwardWait, WaitForwardOptions, WithRequestId, StatusTransport, StatusReadOptions } from './status.js';
-export { RelaySocket, RelaySocketError, socketUrl } from './ws.js';
-export type { RelaySocketOptions, RelaySocketEvents, RelaySocketErrorKind, RelaySocketState, ReconnectOptions, WebSocketLike, WebSocketConstructor } from './ws.js';
+export { RelaySocket } from './ws.js';
+export { RelaySocketError, type RelaySocketErrorKind } from './ws-errors.js';
+export { socketUrl, type WebSocketLike, type WebSocketConstructor } from './ws-transport.js';
+export type { RelaySocketOptions, RelaySocketEvents, RelaySocketState, ReconnectOptions } from './ws-options.js';

@@ -1,5 +1,5 @@
 /** Outcome types shared by the txrelay clients (docs/protocol.md#statuses). */
-import type { Retry } from './codes.js';
+import type { Retry } from '../shared/codes.js';
 
 /** The retry advice of the relay's error table. */
 export type RetryInstruction = Retry;

@@ -7,7 +7,7 @@
 import dgram from 'node:dgram';
 import { lookup } from 'node:dns/promises';
 import bs58 from 'bs58';
-import { uuidToBytes } from './uuid.js';
+import { uuidToBytes } from '../shared/uuid.js';
 import { HttpTransport, header, safeJson, errorText, neverSent, type HttpResponse } from './http.js';
 import type { BundleOutcome, RetryBudget, SolanaOutcome } from './outcome.js';
 import { fetchStatus, fetchStatuses, waitForward, type ForwardWait, type StatusObject, type WaitForwardOptions, type WithRequestId } from './status.js';

@@ -2,52 +2,13 @@
  * The configuration schema (docs/configuration.md is generated from it). One JSON Schema is the single source
  * of keys, types, ranges, defaults and descriptions: the loader validates with
  * it, env overrides are derived from it, and docs/configuration.md is
- * generated from it (`npm run docs:config`).
+ * generated from it (`npm run docs:config`). The field shapes it reuses are
+ * schema-fields.ts; the typed result of loading it is types.ts.
  */
+import { BASE58_PATTERN, NODE_NAME_PATTERN, host, plan, port, section, tps, urls } from './schema-fields.js';
 
-const port = { type: 'integer', minimum: 0, maximum: 65535 } as const;
-const host = { type: 'string', minLength: 1 } as const;
-const URL_PATTERN = '^https?://';
-const BASE58_PATTERN = '^[1-9A-HJ-NP-Za-km-z]{32,44}$';
-const NODE_NAME_PATTERN = '^([A-Za-z0-9][A-Za-z0-9._-]*)?$';
-/** Each pattern of the schema in words, for the loader's messages: nobody should have to read a regex. */
-export const PATTERN_WORDS: Readonly<Record<string, string>> = {
-  [URL_PATTERN]: 'an http:// or https:// URL',
-  [BASE58_PATTERN]: 'a base58 address of 32 to 44 characters',
-  [NODE_NAME_PATTERN]: 'letters, digits, ".", "_" and "-", starting with a letter or digit',
-};
-const url = { type: 'string', pattern: URL_PATTERN } as const;
-const urls = { type: 'array', items: url, default: [] as string[] } as const;
-// TPS up to 1M and burst up to 2M keep milli-token fixed point inside an i32.
-const tps = { type: 'integer', minimum: 0, maximum: 1_000_000 } as const;
-const lamports = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
-
-function section(properties: Record<string, object>, description?: string): object {
-  const defaults: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(properties)) {
-    if ('default' in v) defaults[k] = (v as { default: unknown }).default;
-    else if ((v as { type?: string }).type === 'object') defaults[k] = {};
-  }
-  return { type: 'object', additionalProperties: false, properties, default: defaults, ...(description ? { description } : {}) };
-}
-
-const plan = (name: string, evmTps: number) =>
-  section(
-    {
-      evm_tps: {
-        ...tps,
-        default: evmTps,
-        description: `EVM transactions per second of a new ${name} account; its burst defaults to the same number.`,
-      },
-      solana_tps: {
-        ...tps,
-        default: 2, // a new account gets Solana at 2 TPS
-        description: `Solana requests per second of a new ${name} account (a bundle or a UDP datagram counts as one); its burst defaults to the same number.`,
-      },
-      min_tip_lamports: { ...lamports, default: 1000, description: `Minimum total tip of a bundle, in lamports, for a new ${name} account.` },
-    },
-    `What a new account on plan \`${name}\` gets when its registration does not say otherwise.`,
-  );
+// Other modules take the config's type from here, beside the schema it describes.
+export type { Config, PlanConfig } from './types.js';
 
 export const configSchema = {
   type: 'object',
@@ -483,43 +444,3 @@ export const configSchema = {
     ),
   },
 } as const;
-
-export interface PlanConfig {
-  evm_tps: number;
-  solana_tps: number;
-  min_tip_lamports: number;
-}
-
-export interface Config {
-  http: {
-    host: string;
-    port: number;
-    max_body_bytes: number;
-    max_buffered_body_bytes: number;
-    trust_proxy: boolean;
-    proxy_hops: number;
-    tls_cert_file: string;
-    tls_key_file: string;
-    acceptor: 'auto' | 'uws' | 'node';
-    max_connections: number;
-    max_connections_per_ip: number;
-    coalesce_answers: boolean;
-    ack_first: boolean;
-    acceptors: number;
-  };
-  udp: { enabled: boolean; host: string; port: number; sockets: number; ip_rps: number; ip_burst: number };
-  admin: { host: string; port: number; token: string; tls_cert_file: string; tls_key_file: string };
-  storage: { data_dir: string };
-  database: { url: string };
-  registry: { mode: 'embedded' | 'postgres'; poll_interval_ms: number; timeout_ms: number; change_retention_s: number };
-  node: { name: string };
-  status: { enabled: boolean; retention_s: number; max_tracked: number; reads_per_s: number; reads_burst: number };
-  ws: { enabled: boolean; idle_timeout_s: number; max_buffered_bytes: number; max_subscriptions: number; max_account_subscriptions: number };
-  limits: { ip_rps: number; ip_burst: number; queue_capacity: number; queue_target_ms: number; queue_max_ms: number; shed_hold_ms: number };
-  dedup: { window_s: number };
-  evm: { enabled: boolean; chain_id: number; upstreams: { paid: string[]; free: string[] }; max_batch: number };
-  solana: { enabled: boolean; rpc_upstreams: string[]; bundle_upstreams: string[]; tip_accounts: string[]; spill_max_age_s: number };
-  plans: { free: PlanConfig; paid: PlanConfig };
-  workers: { threads: number; inline: 'auto' | 'never' };
-  log: { level: string; format: 'auto' | 'json' | 'pretty' };
-}

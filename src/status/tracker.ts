@@ -18,148 +18,12 @@
  */
 import { requestSeq } from './request-id.js';
 import type { StatusFeed } from './feed.js';
+import { Trace } from './trace.js';
+import { statusView, unknownStatus, type StatusView } from './view.js';
 
-export type TrackedState = 'queued' | 'forwarded' | 'upstream_rejected' | 'failed' | 'dropped' | 'duplicate';
-export type StatusState = TrackedState | 'unknown' | 'expired';
-
-/** One request to one upstream carrying the transaction. */
-interface Attempt {
-  upstream: string;
-  /** 1 for the first request to this upstream, then each resend. */
-  attempt: number;
-  sentAt: number;
-  /** 0 until answered. */
-  answeredAt: number;
-  /** `ok`: the upstream took it; `rejected`: it answered with an error; `failed`: no usable answer (resent if time allows). */
-  outcome: 'ok' | 'rejected' | 'failed' | null;
-  httpStatus: number | null;
-  error: string | null;
-}
-
-/**
- * One admitted transaction's trace. The first upstream attempt lives in the
- * trace's own fields (the usual case: one upstream, one request), later ones
- * in a list: one object per transaction, which matters for the garbage
- * collector with a couple of hundred thousand of them held.
- */
-export class Trace {
-  state: TrackedState = 'queued';
-  reason: string | null = null;
-  /** When it ended (0: not yet). With `receivedAt` these are its events. */
-  endedAt = 0;
-  /** The first attempt (`up0` null: none yet). */
-  private up0: string | null = null;
-  private sent0 = 0;
-  private answered0 = 0;
-  private outcome0: Attempt['outcome'] = null;
-  private http0: number | null = null;
-  private error0: string | null = null;
-  /** Attempts after the first. */
-  private more: Attempt[] | null = null;
-  /** An EVM batch's items, by id (their traces live on their own). */
-  items: readonly string[] | null = null;
-  /** Findable by its transaction id (a duplicate of a trace still held is not). */
-  indexed = false;
-  /** In the tracker (not evicted nor forgotten). */
-  held = false;
-  /** Its request's counter (`requestSeq`): where the request ring holds it; -1 for none. */
-  readonly seq: number;
-  /** Told of the end, for subscribers (null: no feed). */
-  owner: Tracker | null = null;
-
-  constructor(
-    /** Hash (EVM), first signature (Solana, bundles) or batch_id. */
-    readonly id: string,
-    readonly requestId: string,
-    readonly accountId: number,
-    readonly chain: 'evm' | 'solana',
-    readonly door: string,
-    readonly receivedAt: number,
-  ) {
-    this.seq = requestSeq(requestId);
-  }
-
-  /** Whether any request carried it. */
-  get tried(): boolean {
-    return this.up0 !== null;
-  }
-
-  /** Every attempt, in order (for reads). */
-  attempts(): Attempt[] {
-    if (this.up0 === null) return [];
-    const first: Attempt = { upstream: this.up0, attempt: 1, sentAt: this.sent0, answeredAt: this.answered0, outcome: this.outcome0, httpStatus: this.http0, error: this.error0 };
-    return this.more === null ? [first] : [first, ...this.more];
-  }
-
-  /** A request carrying it went to `upstream`. */
-  sent(upstream: string, now: number): void {
-    if (this.state !== 'queued') return;
-    if (this.up0 === null) {
-      this.up0 = upstream;
-      this.sent0 = now;
-      return;
-    }
-    let n = this.up0 === upstream ? 1 : 0;
-    const all = (this.more ??= []);
-    for (const a of all) if (a.upstream === upstream) n++;
-    all.push({ upstream, attempt: n + 1, sentAt: now, answeredAt: 0, outcome: null, httpStatus: null, error: null });
-  }
-
-  /** `upstream` answered its latest request for it. */
-  answered(upstream: string, now: number, outcome: 'ok' | 'rejected' | 'failed', httpStatus: number | null, error: string | null): void {
-    const all = this.more;
-    if (all !== null) {
-      for (let i = all.length - 1; i >= 0; i--) {
-        const a = all[i]!;
-        if (a.upstream !== upstream || a.answeredAt !== 0) continue;
-        a.answeredAt = now;
-        a.outcome = outcome;
-        a.httpStatus = httpStatus;
-        a.error = error;
-        return;
-      }
-    }
-    if (this.up0 === upstream && this.answered0 === 0) {
-      this.answered0 = now;
-      this.outcome0 = outcome;
-      this.http0 = httpStatus;
-      this.error0 = error;
-    }
-  }
-
-  /** The end: every upstream is done with it. */
-  final(state: TrackedState, reason: string | null, now: number): void {
-    if (this.state !== 'queued') return;
-    this.state = state;
-    this.reason = reason;
-    this.endedAt = now;
-    this.owner?.changed(this);
-  }
-}
-
-/** The status object of docs/protocol.md#status. */
-export interface StatusView {
-  id: string;
-  request_id: string | null;
-  chain: 'evm' | 'solana' | null;
-  door: string | null;
-  node: string | null;
-  received_at: string | null;
-  state: StatusState;
-  reason: string | null;
-  events: { stage: string; at: string }[];
-  forwards: {
-    upstream: string;
-    attempt: number;
-    sent_at: string;
-    latency_ms: number | null;
-    http_status: number | null;
-    upstream_result?: 'accepted';
-    upstream_error?: { code: number | null; message: string };
-  }[];
-  /** An EVM batch's item ids, in request order. */
-  items?: readonly string[];
-}
+// What the pipeline, the lanes and the doors take from here, beside the tracker.
+export { Trace } from './trace.js';
+export { mergeStatuses, unknownStatus, type StatusView } from './view.js';
 
 interface TrackerOptions {
   retentionMs: number;
@@ -168,35 +32,6 @@ interface TrackerOptions {
   now?: () => number;
   /** Where state changes go for the WebSocket door's subscribers. */
   feed?: StatusFeed | null;
-}
-
-const iso = (ms: number): string => new Date(ms).toISOString();
-
-/** The upstream's JSON-RPC error as answer.ts words it (`rpc CODE: message`), else a transport failure's own words. */
-function errorOf(text: string): { code: number | null; message: string } {
-  const m = /^rpc (-?\d+|\?)(?:: (.*))?$/s.exec(text);
-  if (m === null) return { code: null, message: text };
-  return { code: m[1] === '?' ? null : Number(m[1]), message: m[2] ?? 'rpc error' };
-}
-
-/** An id with nothing to show: never seen here (or another account's, or tracing is off), or past retention. */
-export function unknownStatus(id: string, node: string, state: 'unknown' | 'expired' = 'unknown'): StatusView {
-  return { id, request_id: null, chain: null, door: null, node, received_at: null, state, reason: null, events: [], forwards: [] };
-}
-
-/**
- * One answer per id from several trackers (acceptor threads, each with its
- * own): the one that saw its first submission, else a duplicate's, else
- * `expired` if one did, else `unknown`.
- */
-export function mergeStatuses(lists: readonly (readonly StatusView[])[]): StatusView[] {
-  // A duplicate's trace stands for the transaction only where no tracker holds its first submission.
-  const rank = (v: StatusView): number => (v.state === 'unknown' ? 0 : v.state === 'expired' ? 1 : v.state === 'duplicate' ? 2 : 3);
-  return lists[0]!.map((first, i) => {
-    let best = first;
-    for (const l of lists) if (rank(l[i]!) > rank(best)) best = l[i]!;
-    return best;
-  });
 }
 
 /** One account's traces held, oldest first (from `head`). */
@@ -297,7 +132,7 @@ export class Tracker {
   /** A trace opened or ended: its view to the subscribers of its account, if any. */
   changed(t: Trace): void {
     const feed = this.o.feed;
-    if (feed && feed.watched(t.accountId)) feed.publish(t.accountId, this.view(t));
+    if (feed && feed.watched(t.accountId)) feed.publish(t.accountId, statusView(t, this.o.node, (x, a) => this.find(x, a)));
   }
 
   /** The trace of `id` (a transaction's, or a request's) as account `accountId` may see it. */
@@ -323,7 +158,7 @@ export class Tracker {
   status(id: string, accountId: number): StatusView {
     this.evict(this.now());
     const t = this.find(id, accountId);
-    if (t !== undefined) return this.view(t);
+    if (t !== undefined) return statusView(t, this.o.node, (x, a) => this.find(x, a));
     return unknownStatus(id, this.o.node, this.idFor(id, accountId) === accountId ? 'expired' : 'unknown');
   }
 
@@ -463,43 +298,5 @@ export class Tracker {
       this.displaced.set(held.requestId, held);
       this.byRequest[slot] = t;
     } else if (ownsRequest || !this.displaced.has(t.requestId)) this.displaced.set(t.requestId, t);
-  }
-
-  private view(t: Trace): StatusView {
-    let state: StatusState = t.state;
-    let reason = t.reason;
-    if (t.items !== null) {
-      // A batch is as far as its items: queued while any is, else forwarded if all were, else its first other end.
-      const items = t.items.map((x) => this.find(x, t.accountId));
-      const ends = items.map((x) => x?.state ?? 'expired');
-      if (ends.includes('queued')) state = 'queued';
-      else if (ends.every((s) => s === 'forwarded' || s === 'duplicate')) state = 'forwarded';
-      else {
-        const k = ends.findIndex((s) => s !== 'forwarded' && s !== 'duplicate');
-        state = ends[k] as StatusState;
-        reason = `item ${k}: ${items[k]?.reason ?? state}`;
-      }
-    }
-    return {
-      id: t.id,
-      request_id: t.requestId,
-      chain: t.chain,
-      door: t.door,
-      node: this.o.node,
-      received_at: iso(t.receivedAt),
-      state,
-      reason,
-      events: t.endedAt === 0 ? [{ stage: 'received', at: iso(t.receivedAt) }] : [{ stage: 'received', at: iso(t.receivedAt) }, { stage: t.state, at: iso(t.endedAt) }],
-      forwards: t.attempts().map((a) => ({
-        upstream: a.upstream,
-        attempt: a.attempt,
-        sent_at: iso(a.sentAt),
-        latency_ms: a.answeredAt === 0 ? null : a.answeredAt - a.sentAt,
-        http_status: a.httpStatus,
-        ...(a.outcome === 'ok' ? { upstream_result: 'accepted' as const } : {}),
-        ...(a.outcome === 'rejected' || a.outcome === 'failed' ? { upstream_error: errorOf(a.error ?? a.outcome) } : {}),
-      })),
-      ...(t.items !== null ? { items: t.items } : {}),
-    };
   }
 }

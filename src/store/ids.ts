@@ -6,10 +6,10 @@
  * increase. Account UUIDs are four 32-bit words, so hot lookups build no string.
  */
 import { randomFillSync } from 'node:crypto';
-import type { UuidWords } from '../client/uuid.js';
+import type { UuidWords } from '../shared/uuid.js';
 
-// UUID text parsing lives with the client (which sends raw UUID bytes over UDP); one parser for both.
-export { uuidTextWords, uuidToBytes, type UuidWords } from '../client/uuid.js';
+// UUID text parsing is shared with the client (which sends raw UUID bytes over UDP); one parser for both.
+export { uuidTextWords, uuidToBytes, type UuidWords } from '../shared/uuid.js';
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 /** 2^40: the 80-bit random part is kept as two 40-bit halves, each exact in a double and 8 base32 characters long. */

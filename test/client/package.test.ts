@@ -132,6 +132,8 @@ test('the installed client holds only its own dependencies, none of the server',
   t.diagnostic(`txrelay-client install: ${mib.toFixed(1)} MiB in node_modules, ${count} packages (${[...installed.keys()].sort().join(', ')})${installedOnline ? '; installed online, the npm cache lacked a dependency' : ''}`);
   const pkg = JSON.parse(readFileSync(join(app, 'node_modules/txrelay-client/package.json'), 'utf8'));
   assert.deepEqual(Object.keys(pkg.dependencies).sort(), ['@noble/hashes', 'bs58', 'undici', 'ws']);
+  // The compiled sources are the client and what it shares with the server, no server module.
+  assert.deepEqual(readdirSync(join(app, 'node_modules/txrelay-client/dist')).sort(), ['client', 'shared']);
 });
 
 test('a script in the install directory sends real EVM and Solana transactions through the packaged client', async (t) => {

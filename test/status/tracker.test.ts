@@ -6,7 +6,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Tracker, mergeStatuses, unknownStatus } from '../../src/status/tracker.js';
+import { Tracker } from '../../src/status/tracker.js';
+import { mergeStatuses, unknownStatus } from '../../src/status/view.js';
 import { nextRequestId } from '../../src/status/request-id.js';
 import { laneHarness } from '../helpers/lanes.js';
 

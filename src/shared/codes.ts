@@ -1,8 +1,8 @@
 /**
  * The pieces of the relay's error table (docs/protocol.md#errors) that the
- * client branches on. src/errors.ts builds its table from these, so the
- * client package needs nothing from the server and both sides share one
- * definition.
+ * client branches on. src/errors.ts builds its table from these and
+ * src/client imports them, so both sides share one definition and the client
+ * package needs nothing from the server (docs/client.md).
  */
 
 /** Retry advice carried by a refusal. */

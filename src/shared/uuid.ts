@@ -1,8 +1,7 @@
 /**
  * Account UUID text parsing, shared by the client (UDP packets carry the raw
  * 16 bytes) and the server's account lookups (src/store/ids.ts re-exports
- * it). It lives on the client side so the client package imports nothing
- * from the server. Four 32-bit words, so hot lookups build no string.
+ * it). Four 32-bit words, so hot lookups build no string.
  */
 
 /** Nibble value per char code; 16 marks "not a hex digit" so a parse can OR the values and test one bit. */
