@@ -6,100 +6,13 @@
  */
 import { header, safeJson, sleep, errorText, type HttpResponse } from './http.js';
 import { DEFAULT_RETRY_WAIT_MS, type RetryBudget } from './outcome.js';
+import type { Commitment, StatusObject, StatusState } from '../shared/status.js';
 
-/**
- * `forwarded` means an upstream accepted it; `landed`, `landed_failed` and
- * `not_landed` are what the chain said, where the node follows its family
- * on chain (`landing`).
- */
-export type StatusState =
-  | 'queued'
-  | 'forwarded'
-  | 'upstream_rejected'
-  | 'failed'
-  | 'dropped'
-  | 'duplicate'
-  | 'unknown'
-  | 'expired'
-  | 'landed'
-  | 'landed_failed'
-  | 'not_landed';
+// The status object itself is shared with the server (src/shared/status.ts).
+export type { StatusState, StatusEvent, Forward, StatusObject, OnChain, Commitment, LandingState } from '../shared/status.js';
 
-/** Every state but `queued` is final for forwarding: `waitForward` stops there. */
+/** Every state but `queued` is final: polling stops there. */
 export const FINAL_STATES: ReadonlySet<StatusState> = new Set(['forwarded', 'upstream_rejected', 'failed', 'dropped', 'duplicate', 'unknown', 'expired', 'landed', 'landed_failed', 'not_landed']);
-
-export type Commitment = 'processed' | 'confirmed' | 'finalized';
-
-/** The chain's side of a status (docs/protocol.md#status). */
-export interface OnChain {
-  /** Solana. */
-  slot?: number;
-  confirmation?: Commitment;
-  /** EVM. */
-  block?: number;
-  block_hash?: string;
-  confirmations?: number;
-  /** The execution error as the chain's RPC gives it; null when it executed. */
-  err?: unknown;
-  reason?: 'blockhash_expired' | 'replaced' | 'timeout';
-  replaced_by?: string;
-  landed_at: string;
-  ack_to_landed_ms: number | null;
-  /** A bundle's members. */
-  transactions?: { id: string; state: StatusState; chain: Omit<OnChain, 'landed_at' | 'ack_to_landed_ms' | 'transactions'> }[];
-}
-
-/** `at` is an ISO 8601 time. */
-export interface StatusEvent {
-  stage: string;
-  at: string;
-}
-
-/**
- * One request to one upstream (named by its origin); `latency_ms` is null
- * until it answers, `http_status` when no answer came. `upstream_error.code`
- * is the upstream's JSON-RPC code, null for a transport failure.
- */
-export interface Forward {
-  upstream: string;
-  attempt: number;
-  sent_at: string;
-  latency_ms: number | null;
-  http_status: number | null;
-  upstream_result?: unknown;
-  upstream_error?: { code: number | null; message: string };
-}
-
-/**
- * `id` is the transaction's own id (hash, first signature or batch id) even
- * when it was looked up by request id. For `unknown` and `expired`, only `id`,
- * `state` and `node` are filled in.
- */
-export interface StatusObject {
-  id: string;
-  request_id: string | null;
-  chain: string | null;
-  door: string | null;
-  node: string | null;
-  received_at: string | null;
-  state: StatusState;
-  reason: string | null;
-  events: StatusEvent[];
-  forwards: Forward[];
-  /** An EVM batch's item ids, in request order. */
-  items?: string[];
-  /** Once forwarded: whether the node follows it on chain (`not_tracked`, `following`, `behind`, `done`). */
-  landing?: 'not_tracked' | 'following' | 'behind' | 'done';
-  onchain?: OnChain;
-}
-
-/** What `waitLanded` resolves with: the last status read, and whether the wait ran out first. */
-export type LandedWait = StatusObject & { timedOut: boolean };
-
-export interface WaitLandedOptions extends WaitForwardOptions {
-  /** Solana: the confirmation level to wait for (default `confirmed`); the node stops following at its own `solana.landing_commitment`. */
-  commitment?: Commitment;
-}
 
 /** What `waitForward` resolves with: the last status read, and whether the wait ran out first. */
 export type ForwardWait = StatusObject & { timedOut: boolean };
@@ -114,6 +27,14 @@ export interface WaitForwardOptions {
    * acknowledged (UDP), which the node may not have received yet.
    */
   waitWhileUnknown?: boolean;
+}
+
+/** What `waitLanded` resolves with: the last status read, and whether the wait ran out first. */
+export type LandedWait = StatusObject & { timedOut: boolean };
+
+export interface WaitLandedOptions extends WaitForwardOptions {
+  /** Solana: the confirmation level to wait for (default `confirmed`); the node follows up to its own `solana.landing_commitment`. */
+  commitment?: Commitment;
 }
 
 /** An outcome plus the relay's request id, when the acknowledgement carried `x-svc-request-id`. */

@@ -61,7 +61,7 @@ export function readRefusal(res: UpgradeResponse): Promise<Refusal> {
   });
 }
 
-export function errorBody(text: string): { message: string; code?: number } {
+function errorBody(text: string): { message: string; code?: number } {
   try {
     const e = JSON.parse(text)?.error;
     if (typeof e?.message === 'string') return { message: e.message, code: typeof e.code === 'number' ? e.code : undefined };

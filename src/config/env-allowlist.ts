@@ -4,7 +4,7 @@
  * a key's variable, as it refuses an unknown key in the file, so a misspelt
  * variable stops start-up instead of being silently ignored.
  */
-export interface OtherEnv {
+interface OtherEnv {
   /** The whole name, or with `prefix` every name that starts with it. */
   readonly name: string;
   readonly prefix?: boolean;

@@ -64,7 +64,7 @@ const ENV_NAMES = new Set(LEAVES.map((l) => envName(l.path)));
 const ENV_SUGGESTIONS = [...ENV_NAMES, ...OTHER_ENV.filter((o) => !o.prefix).map((o) => o.name)];
 
 /** The nearest candidate, if near enough to be a typo of it. */
-export function didYouMean(word: string, candidates: readonly string[]): string | null {
+function didYouMean(word: string, candidates: readonly string[]): string | null {
   if (candidates.length === 0) return null;
   const best = closest(word, candidates);
   return distance(word, best) <= Math.max(2, Math.floor(word.length / 3)) ? best : null;

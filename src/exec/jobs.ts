@@ -13,7 +13,8 @@
  *     SUBMITTED  jobs pushed to the submit ring (main writes)
  *     CLAIMED    jobs taken from it (CAS by any consumer)
  *     DONE_TAIL  entries reserved in the done ring (Atomics.add by workers)
- *     SLEEPERS   workers parked in Atomics.wait on SUBMITTED
+ *     SLEEPERS   workers parked in Atomics.wait on SUBMITTED (and the main
+ *                thread standing in for each worker whose task ended idle)
  *     COMPLETED  bumped after each done entry is published (main waits on it)
  *     STOP       1 asks the workers to return
  *
@@ -36,6 +37,9 @@
  */
 
 import { prefault } from '../tables/prefault.js';
+
+/** ES2024's Atomics.waitAsync, present since Node 16; the project compiles against the ES2023 library. */
+const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v: number): { async: boolean; value: Promise<string> | string } }).waitAsync;
 
 /** Jobs in flight at most: ~80 ms of work for two verifiers at 20 µs each (sheds start far sooner, see controller.ts). */
 const DEFAULT_JOB_SLOTS = 8192;
@@ -271,6 +275,21 @@ export class JobTable {
     const seen = Atomics.load(c, C_SUBMITTED);
     if (Atomics.load(c, C_CLAIMED) >= seen && Atomics.load(c, C_STOP) === 0) Atomics.wait(c, C_SUBMITTED, seen, timeoutMs);
     Atomics.sub(c, C_SLEEPERS, 1);
+  }
+
+  /**
+   * The main thread's stand-in for a worker whose task ended idle
+   * (src/exec/workers.ts): counted as parked, so `submit` asks for a wake-up
+   * and `wake` ends it; resolves once something waits or the table stops.
+   */
+  parkAsync(): Promise<void> {
+    const c = this.ctrl;
+    Atomics.add(c, C_SLEEPERS, 1);
+    const seen = Atomics.load(c, C_SUBMITTED);
+    const up = (): void => void Atomics.sub(c, C_SLEEPERS, 1);
+    if (Atomics.load(c, C_CLAIMED) < seen || Atomics.load(c, C_STOP) !== 0) return Promise.resolve(up());
+    const w = waitAsync(c, C_SUBMITTED, seen);
+    return w.async ? (w.value as Promise<string>).then(up) : Promise.resolve(up());
   }
 
   /** Whether a worker is parked (or about to park) and needs `wake` to see new jobs. */

@@ -1,7 +1,9 @@
 /**
- * A verification worker: one long piscina task that claims jobs from the ring
- * and checks them in place in the slab until stopped. It parks in Atomics.wait
- * while the ring is empty and never goes through a message port.
+ * A verification worker's task (src/exec/workers.ts starts one per wake-up
+ * after idle): claims jobs from the ring and checks them in place in the slab.
+ * Between jobs it parks in Atomics.wait, so under load no job goes through a
+ * message port; after IDLE_MS without a job it returns, giving the thread
+ * back to the pool until the next wake-up.
  */
 import { workerData } from 'piscina';
 import { Slab } from '../tables/slab.js';
@@ -25,14 +27,20 @@ const ctx: CheckContext = {
   clock: systemClock,
   maxWaitMs: data.maxWaitMs,
 };
-/** A parked worker re-checks the stop flag this often even if no wake-up arrives. */
-const PARK_MS = 1000;
+/**
+ * A task ends after this long without a job. Far longer than the gaps between
+ * a loaded acceptor's turns, so traffic pays no task (a task costs the main
+ * thread 14-27 µs, a job-table hand-off under 1 µs once jobs queue:
+ * docs/architecture.md#how-the-threads-run).
+ */
+const IDLE_MS = data.idleMs ?? 1000;
 
 /** `index` -1 is the start-up probe (returns at once, proving the module loaded). Returns jobs checked. */
 export default function serve(task: { index: number }): number {
   if (task.index < 0) return 0;
   let n = 0;
   let unannounced = false;
+  let idleSince = -1;
   for (;;) {
     const s = jobs.claim(task.index, systemClock());
     if (s >= 0) {
@@ -44,6 +52,7 @@ export default function serve(task: { index: number }): number {
         unannounced = false;
       }
       n++;
+      idleSince = -1;
       continue;
     }
     if (unannounced) {
@@ -51,6 +60,9 @@ export default function serve(task: { index: number }): number {
       unannounced = false;
     }
     if (jobs.stopping) return n;
-    jobs.park(PARK_MS);
+    const now = performance.now();
+    if (idleSince < 0) idleSince = now;
+    else if (now - idleSince >= IDLE_MS) return n;
+    jobs.park(IDLE_MS - (now - idleSince));
   }
 }

@@ -3,9 +3,9 @@
  * place for start-up warnings, statistics and graceful shutdown.
  */
 import type { Clock } from '../clock.js';
-import type { BreakerOptions } from './breaker.js';
+import type { BreakerOptions } from './outlet.js';
 import { LANE_NAMES, Lane, QUEUE_CAPACITY, type LaneName, type LaneStats, type SpillEntry } from './lane.js';
-import type { LogSink } from './upstream.js';
+import type { LogSink } from './log.js';
 
 /** Two upstream time-outs plus margin, well inside a service manager's stop timeout. */
 const DRAIN_TIMEOUT_MS = 5_000;

@@ -11,26 +11,15 @@
  *     │ ──neither──> BODY_EOF ──(connection closed: finish())──────> DONE
  *     └ 1xx interim answer: back to HEAD; 204/304: no body
  *
- * Strict where leniency has been a smuggling vector: CRLF line ends only,
- * no obs-fold, token header names, Content-Length digits only (a list only of
- * equal values), Transfer-Encoding exactly `chunked`, both framings present
- * means the connection is not reused. A body in one read is a view of that
+ * Strict where leniency has been a smuggling vector (the head's rules are in
+ * http1-head.ts): chunk lines are bounded and exact, and both framings
+ * present means the connection is not reused. A body in one read is a view of that
  * read's buffer; only a body split across reads is copied.
  */
 
-/** Why an answer was refused. Stable codes: they are logged and counted, never parsed. */
-export const HttpError = {
-  STATUS_LINE: 'HTTP_BAD_STATUS_LINE',
-  HEADER: 'HTTP_BAD_HEADER',
-  HEAD_TOO_LARGE: 'HTTP_HEAD_TOO_LARGE',
-  CONTENT_LENGTH: 'HTTP_BAD_CONTENT_LENGTH',
-  TRANSFER_ENCODING: 'HTTP_BAD_TRANSFER_ENCODING',
-  CHUNK: 'HTTP_BAD_CHUNK',
-  BODY_TOO_LARGE: 'HTTP_BODY_TOO_LARGE',
-  UPGRADE: 'HTTP_UNEXPECTED_UPGRADE',
-  CLOSED: 'HTTP_CLOSED_MID_ANSWER',
-} as const;
-export type HttpError = (typeof HttpError)[keyof typeof HttpError];
+import { HttpError, newHead, parseHead } from './http1-head.js';
+
+export { HttpError } from './http1-head.js';
 
 export const Parse = { MORE: 0, DONE: 1, ERROR: 2 } as const;
 export type Parse = (typeof Parse)[keyof typeof Parse];
@@ -66,12 +55,6 @@ const S_TRAILER_END_LF = 13;
 const S_DONE = 14;
 const S_ERROR = 15;
 
-// RFC 9110 tchar, as a lookup table.
-const TCHAR = new Uint8Array(256);
-for (const c of "!#$%&'*+-.^_`|~") TCHAR[c.charCodeAt(0)] = 1;
-for (let c = 48; c <= 57; c++) TCHAR[c] = 1;
-for (let c = 65; c <= 90; c++) TCHAR[c] = 1;
-for (let c = 97; c <= 122; c++) TCHAR[c] = 1;
 const HEX = new Int8Array(256).fill(-1);
 for (let c = 0; c < 10; c++) HEX[48 + c] = c;
 for (let c = 0; c < 6; c++) HEX[65 + c] = HEX[97 + c] = 10 + c;
@@ -94,6 +77,7 @@ export class ResponseParser {
   consumed = 0;
 
   private st = S_HEAD;
+  private readonly h = newHead();
   private readonly maxHead: number;
   private readonly maxBody: number;
   /** Head bytes carried over from earlier reads (rare). */
@@ -347,83 +331,15 @@ export class ResponseParser {
 
   /** Parses a complete head [s, e), ending in CRLF CRLF. Sets the framing state; false on ERROR. */
   private parseHead(b: Buffer, s: number, e: number): boolean {
-    // Status line: HTTP/1.x SP 3DIGIT [SP reason] CRLF
-    if (
-      e - s < 14 ||
-      b[s] !== 0x48 || b[s + 1] !== 0x54 || b[s + 2] !== 0x54 || b[s + 3] !== 0x50 || b[s + 4] !== 0x2f ||
-      b[s + 5] !== 0x31 || b[s + 6] !== 0x2e || (b[s + 7] !== 0x31 && b[s + 7] !== 0x30) || b[s + 8] !== SP
-    ) {
-      return this.bad(HttpError.STATUS_LINE);
-    }
-    const http10 = b[s + 7] === 0x30;
-    let status = 0;
-    for (let k = s + 9; k < s + 12; k++) {
-      const d = b[k]! - 48;
-      if (d < 0 || d > 9) return this.bad(HttpError.STATUS_LINE);
-      status = status * 10 + d;
-    }
-    if (status < 100) return this.bad(HttpError.STATUS_LINE);
-    let p = s + 12;
-    if (b[p] === SP) {
-      p++;
-      while (b[p] !== CR) {
-        const c = b[p]!;
-        if ((c < 0x20 && c !== HT) || c === 0x7f) return this.bad(HttpError.STATUS_LINE);
-        p++;
-      }
-    }
-    if (b[p] !== CR || b[p + 1] !== LF) return this.bad(HttpError.STATUS_LINE);
-    p += 2;
-
-    let contentLength = -1;
-    let chunked = false;
-    let sawTE = false;
-    let connClose = false;
-    let connKeepAlive = false;
-    let hint = -1;
-    // The head ends in CRLF CRLF, so the loop ends on the empty line.
-    while (!(b[p] === CR && b[p + 1] === LF)) {
-      const nameStart = p;
-      while (TCHAR[b[p]!] === 1) p++;
-      if (p === nameStart || b[p] !== 0x3a /* : */) return this.bad(HttpError.HEADER);
-      const nameEnd = p;
-      p++;
-      while (b[p] === SP || b[p] === HT) p++;
-      const valueStart = p;
-      let valueEnd = p;
-      for (;;) {
-        const c = b[p]!;
-        if (c === CR) break;
-        if ((c < 0x20 && c !== HT) || c === 0x7f) return this.bad(HttpError.HEADER);
-        p++;
-        if (c !== SP && c !== HT) valueEnd = p;
-      }
-      if (b[p + 1] !== LF) return this.bad(HttpError.HEADER);
-      p += 2;
-      // Only the framing headers matter.
-      const len = nameEnd - nameStart;
-      if (len === 14 && nameIs(b, nameStart, 'content-length')) {
-        const v = parseContentLength(b, valueStart, valueEnd);
-        if (v < 0 || (contentLength >= 0 && v !== contentLength)) return this.bad(HttpError.CONTENT_LENGTH);
-        contentLength = v;
-      } else if (len === 17 && nameIs(b, nameStart, 'transfer-encoding')) {
-        // Exactly one coding, `chunked`: anything else would need decoding we do not do.
-        if (sawTE || !valueIs(b, valueStart, valueEnd, 'chunked')) return this.bad(HttpError.TRANSFER_ENCODING);
-        sawTE = true;
-        chunked = true;
-      } else if (len === 10 && nameIs(b, nameStart, 'connection')) {
-        forEachToken(b, valueStart, valueEnd, (ts, te) => {
-          if (valueIs(b, ts, te, 'close')) connClose = true;
-          else if (valueIs(b, ts, te, 'keep-alive')) connKeepAlive = true;
-        });
-      } else if (len === 10 && nameIs(b, nameStart, 'keep-alive')) {
-        hint = keepAliveTimeout(b, valueStart, valueEnd);
-      }
-    }
-
+    const h = this.h;
+    const err = parseHead(b, s, e, h);
+    if (err !== '') return this.bad(err);
+    const status = h.status;
+    const contentLength = h.contentLength;
+    const chunked = h.chunked;
     this.status = status;
-    this.keepAlive = http10 ? connKeepAlive && !connClose : !connClose;
-    this.keepAliveHintMs = hint;
+    this.keepAlive = h.http10 ? h.connKeepAlive && !h.connClose : !h.connClose;
+    this.keepAliveHintMs = h.keepAliveHintMs;
     if (status < 200) {
       // 101 would hand the connection to another protocol; other 1xx are interim, the real answer follows.
       if (status === 101) return this.bad(HttpError.UPGRADE);
@@ -517,68 +433,3 @@ export class ResponseParser {
 }
 
 const EMPTY = Buffer.alloc(0);
-
-/** Case-insensitive compare of b[s..s+name.length) with a lower-case ASCII name. */
-function nameIs(b: Buffer, s: number, name: string): boolean {
-  for (let k = 0; k < name.length; k++) if ((b[s + k]! | 0x20) !== name.charCodeAt(k)) return false;
-  return true;
-}
-
-function valueIs(b: Buffer, s: number, e: number, v: string): boolean {
-  return e - s === v.length && nameIs(b, s, v);
-}
-
-/** 1*DIGIT, or a comma list of equal ones (RFC 9110 8.6); -1 when malformed. */
-function parseContentLength(b: Buffer, s: number, e: number): number {
-  let value = -1;
-  let p = s;
-  while (p < e) {
-    let v = 0;
-    let digits = 0;
-    while (p < e && b[p]! >= 48 && b[p]! <= 57) {
-      // 15 digits stay exact in a double; nobody sends a body that large to us.
-      if (++digits > 15) return -1;
-      v = v * 10 + (b[p]! - 48);
-      p++;
-    }
-    if (digits === 0 || (value >= 0 && v !== value)) return -1;
-    value = v;
-    while (p < e && (b[p] === SP || b[p] === HT)) p++;
-    if (p < e) {
-      if (b[p] !== 0x2c) return -1;
-      p++;
-      while (p < e && (b[p] === SP || b[p] === HT)) p++;
-      if (p === e) return -1;
-    }
-  }
-  return value;
-}
-
-/** Calls `fn` for each comma-separated token of b[s..e), trimmed. */
-function forEachToken(b: Buffer, s: number, e: number, fn: (ts: number, te: number) => void): void {
-  let p = s;
-  while (p < e) {
-    while (p < e && (b[p] === SP || b[p] === HT || b[p] === 0x2c)) p++;
-    const ts = p;
-    while (p < e && b[p] !== 0x2c) p++;
-    let te = p;
-    while (te > ts && (b[te - 1] === SP || b[te - 1] === HT)) te--;
-    if (te > ts) fn(ts, te);
-  }
-}
-
-/** `timeout=N` from a Keep-Alive header value, in ms; -1 when absent or malformed. */
-function keepAliveTimeout(b: Buffer, s: number, e: number): number {
-  let ms = -1;
-  forEachToken(b, s, e, (ts, te) => {
-    if (te - ts <= 8 || !nameIs(b, ts, 'timeout=')) return;
-    let v = 0;
-    for (let p = ts + 8; p < te; p++) {
-      const d = b[p]! - 48;
-      if (d < 0 || d > 9 || v > 1e6) return;
-      v = v * 10 + d;
-    }
-    ms = v * 1000;
-  });
-  return ms;
-}

@@ -1,19 +1,12 @@
 /**
  * A forwarding lane (docs/protocol.md#forwarding): a bounded FIFO of admitted, already-encoded
- * transactions, fanned out to every upstream of the lane.
+ * transactions, fanned out to every upstream of the lane. The lane coordinates its parts:
  *
- * One shared power-of-two ring, one send cursor per upstream (two shown):
- *
- *          head                      cursor[B]             cursor[A]      tail
- *           v                           v                     v             v
- *   ring:  | sent to A and B, some      | sent to A, not to B | sent to     | free ...
- *          | still awaiting an answer   |                     | neither     |
- *          |<------------- held = tail - head, at most capacity ----------->|
- *
- * An item is stored once, every upstream sees admission order, and a slot is
- * freed once every upstream is done with it: one bit of `done[slot]` each, set
- * when it answered (accepted or refused) or gave the item up (overrun,
- * expired, shutdown).
+ *   ring.ts    the items, stored once in admission order, who is done with each, their traces
+ *   outlet.ts  one upstream's cursor, resends, back-off, circuit breaker and batching
+ *   wire.ts    each request's body, encoded once and handed to the client (`post(body, done)`)
+ *   drops.ts   unaccepted items: counters and throttled logs
+ *   stats.ts   the statistics snapshot
  *
  * Acknowledged work is never silently dropped. An item no upstream has
  * accepted stays, for every upstream that has not answered it, until
@@ -30,18 +23,25 @@
  * oldest item, those still owing it are overrun and the slot reused: a slow
  * upstream must not throttle the fast ones. Otherwise `offer` refuses (503
  * retry_safe): every upstream is behind. `depth`, the items no upstream has
- * answered, is what admission compares with `capacity`.
- *
- * In flight per upstream is bounded by its connections (pipelining 1), so the
- * HTTP client never queues: waiting items stay in the ring, and the next
- * request takes up to MAX_BATCH. An answer for an item given up or reused is
- * recognised by the done bit or `seq < head`, and ignored.
+ * answered, is what admission compares with `capacity`. An answer for an
+ * item given up or reused is recognised by the done bit or `seq < head`, and
+ * ignored.
  */
 import { systemClock, type Clock } from '../clock.js';
-import { Breaker, Permit, type BreakerOptions, type BreakerState } from './breaker.js';
-import { ForwardConfigError, PostStatus, UPSTREAM_CONNECTIONS, UpstreamClient, parseUpstreamUrl, type LogLevel, type LogSink, type PostResult, type UpstreamOptions, type UpstreamStats } from './upstream.js';
-import { CallKind, callLength, writeCall, type BodyWriter } from './wire.js';
+import { Drops, R_EXPIRED, R_EXPIRED_AFTER_RESTART, R_REJECTED, R_SHUTDOWN, R_SPILLED } from './drops.js';
+import type { LogLevel, LogSink } from './log.js';
+import { Breaker, Outlet, Permit, breakerNews, type BreakerOptions, type BreakerState } from './outlet.js';
+import { PostStatus, type PostResult } from './result.js';
+import { MAX_UPSTREAMS, Ring, Verdict } from './ring.js';
+import { laneStats, type LaneStats } from './stats.js';
+import { UPSTREAM_CONNECTIONS, UpstreamClient, type UpstreamOptions } from './upstream.js';
+import { ForwardConfigError, parseUpstreamUrl } from './url.js';
+import { CallKind, Encoder } from './wire.js';
+import type { SpillEntry } from './spill.js';
 import type { Trace } from '../status/tracker.js';
+
+export type { LaneStats } from './stats.js';
+export type { SpillEntry } from './spill.js';
 
 export type LaneName = 'evm-paid' | 'evm-free' | 'solana-single' | 'solana-bundle';
 export const LANE_NAMES: readonly LaneName[] = ['evm-paid', 'evm-free', 'solana-single', 'solana-bundle'];
@@ -53,41 +53,9 @@ export const LANE_NAMES: readonly LaneName[] = ['evm-paid', 'evm-free', 'solana-
  */
 type LaneItem<N extends LaneName> = N extends 'solana-bundle' ? readonly string[] : string;
 
-/**
- * Why an acknowledged item ended without any upstream accepting it.
- * `expired_after_restart`: written down at shutdown, and too old to send when
- * the node started again (docs/operations.md#graceful-shutdown).
- */
-type DropReason = 'rejected' | 'expired' | 'shutdown' | 'expired_after_restart';
-const DROP_REASONS: readonly DropReason[] = ['rejected', 'expired', 'shutdown', 'expired_after_restart'];
-
-/**
- * An acknowledged item no upstream accepted by the end of the drain, taken out
- * of its lane to be written to the data directory and resent on the next
- * start (src/forward/spill.ts). Plain data: it crosses threads and files.
- */
-export interface SpillEntry {
-  lane: LaneName;
-  family: 'evm' | 'solana';
-  /** As queued: `0x…` hex, base64, or a bundle's base64 transactions. */
-  item: string | string[];
-  /** When it was admitted (wall-clock ms). */
-  ackedAt: number;
-  /** The account that sent it (its id, never its key); -1 unknown. */
-  account: number;
-}
-
 export const QUEUE_CAPACITY = 10_000;
-/** evm.max_batch's default, so a client batch travels as one request. */
-export const MAX_BATCH = 64;
-/** A larger single item still goes alone. agave's RPC refuses bodies over 50 kB, the smallest known limit. */
-export const MAX_BATCH_BYTES = 48 * 1024;
-/** The per-item done set is one 32-bit mask. */
-const MAX_UPSTREAMS = 32;
 /** Bounds the ring allocation (2^24 pointers is 128 MiB). */
 const MAX_CAPACITY = 1 << 24;
-/** One log line per upstream and kind of trouble per 10 s, not one per transaction. */
-const LOG_INTERVAL_MS = 10_000;
 /**
  * How long an unaccepted item is kept and retried. A Solana blockhash expires
  * after 150 slots (~60 s, rarely 90 s), and a minute is five EVM blocks, after
@@ -95,26 +63,8 @@ const LOG_INTERVAL_MS = 10_000;
  * a second, see an upstream back from a hang well inside this.
  */
 export const MAX_AGE_MS = 60_000;
-/** First resend after a transport failure, doubled per consecutive failure until the breaker takes over. */
-const RETRY_BACKOFF_MS = 20;
-/** The breaker's base cool-down: past it the breaker, not the back-off, decides. */
-const RETRY_BACKOFF_MAX_MS = 1_000;
 /** The clock is injected, so the wake-up timer re-reads it at least this often. */
 const MAX_WAKE_MS = 1_000;
-
-
-// Per-item verdict: no answer yet, some upstream accepted, or every answer so far refused.
-const NONE = 0;
-const ACCEPTED = 1;
-const REJECTED = 2;
-
-// Indexes into DROP_REASONS.
-const R_REJECTED = 0;
-const R_EXPIRED = 1;
-const R_SHUTDOWN = 2;
-const R_EXPIRED_AFTER_RESTART = 3;
-/** Not a drop: taken out by `spill` to be written down; counted apart. */
-const R_SPILLED = 4;
 
 export interface LaneOptions {
   /** Upstream JSON-RPC URLs; empty runs the lane dry. */
@@ -142,157 +92,31 @@ export interface LaneOptions {
   schedule?: (fn: () => void) => void;
 }
 
-interface LaneUpstreamStats extends UpstreamStats {
-  breaker: BreakerState;
-  /** Items never sent or to be resent. */
-  backlog: number;
-  inFlight: number;
-  /** Items put back after a transport failure (a failed batch of 10 counts 10). */
-  retried: number;
-  /** Given up: this upstream fell `capacity` behind after another had answered them. */
-  overrun: number;
-  /** Given up: maximum age reached without this upstream's answer. */
-  expired: number;
-  batching: boolean;
-}
-
-export interface LaneStats {
-  lane: LaneName;
-  /** Items no upstream has answered yet; admission is refused at `capacity`. */
-  depth: number;
-  capacity: number;
-  /** Items some upstream is not done with. */
-  held: number;
-  outstanding: number;
-  admitted: number;
-  forwarded: number;
-  /** Dropped by a dry lane. */
-  discarded: number;
-  /** The sum of `droppedBy`. */
-  dropped: number;
-  droppedBy: Record<DropReason, number>;
-  available: boolean;
-  accepting: boolean;
-  upstreams: LaneUpstreamStats[];
-}
-
-/** At most one log line per interval; the next one says how many were held back. */
-class Throttle {
-  private at = -Infinity;
-  private held = 0;
-
-  /** -1 to stay quiet, else the lines suppressed since the last one. */
-  pass(now: number): number {
-    if (now - this.at < LOG_INTERVAL_MS) {
-      this.held++;
-      return -1;
-    }
-    this.at = now;
-    const h = this.held;
-    this.held = 0;
-    return h;
-  }
-}
-
-/** Items of a failed request waiting to be resent: seqs from..from+n-1. */
-interface Range {
-  from: number;
-  n: number;
-}
-
-/** One upstream's position in this lane. */
-class Outlet {
-  cursor = 0;
-  /** Failed ranges to resend, sorted by `from`, never overlapping, never holding an item this upstream is done with. */
-  readonly retry: Range[] = [];
-  retryAt = 0;
-  /** Transport failures in a row, for the back-off. */
-  failures = 0;
-  inFlight = 0;
-  inFlightItems = 0;
-  retried = 0;
-  overrun = 0;
-  expired = 0;
-  readonly transportLog = new Throttle();
-  readonly rpcLog = new Throttle();
-  readonly overrunLog = new Throttle();
-
-  constructor(
-    /** This upstream's bit in the per-item done mask. */
-    readonly bit: number,
-    readonly client: UpstreamClient,
-    readonly breaker: Breaker,
-    public batching: boolean,
-  ) {}
-
-  retryItems(): number {
-    let n = 0;
-    for (const r of this.retry) n += r.n;
-    return n;
-  }
-}
-
-/** How an item ended, for its status: accepted by some upstream, refused by all that answered, or given up. */
-function endOf(verdict: number, reason: number, t: Trace): ['forwarded' | 'upstream_rejected' | 'failed' | 'dropped', string | null] {
-  if (verdict === ACCEPTED) return ['forwarded', null];
-  if (verdict === REJECTED) return ['upstream_rejected', 'every upstream that answered refused it'];
-  if (reason === R_SHUTDOWN) return ['dropped', 'the node shut down before an upstream accepted it'];
-  if (reason === R_SPILLED) return ['dropped', 'the node shut down before an upstream accepted it: written to the data directory, to be resent when the node starts again'];
-  // Expired: tried and failed everywhere it went, or never got out (breakers open, a backlog).
-  return t.tried ? ['failed', 'no upstream accepted it before it expired'] : ['dropped', 'expired in the queue before any upstream took it'];
-}
-
 export class Lane<N extends LaneName = LaneName> {
   readonly name: N;
   readonly capacity: number;
 
   private readonly kind: CallKind;
   private readonly outlets: Outlet[];
-  private readonly allMask: number;
-  private readonly maxInFlight: number;
-  private readonly maxBatch: number;
+  /** Each outlet's done bit, in outlet order. */
+  private readonly bits: number[];
+  private readonly ring: Ring<LaneItem<N>>;
+  private readonly encoder: Encoder;
+  private readonly drops: Drops;
   private readonly maxAge: number;
   private readonly log: LogSink | null;
   private readonly now: Clock;
   private readonly schedule: (fn: () => void) => void;
 
-  // Ring and per-item state, indexed by seq & mask. Sequence numbers are
-  // never reset; `&` takes them modulo 2^32, which the power-of-two size divides.
-  private readonly mask: number;
-  private readonly items: (LaneItem<N> | undefined)[];
-  /** The status trace of each item (docs/protocol.md#status), where one is kept. */
-  private readonly traces: (Trace | undefined)[];
-  private readonly done: Uint32Array;
-  private readonly verdict: Uint8Array;
-  /** Admission time, for MAX_AGE_MS; monotone in seq, so expiry is always a prefix of the ring. */
-  private readonly born: Float64Array;
-  /** The sending account's id (-1 unknown), for the spill. */
-  private readonly account: Int32Array;
-  /** Oldest item some upstream is not done with; every seq below is free. */
-  private head = 0;
-  private tail = 0;
-  /** Verdict NONE, not ended. */
-  private open = 0;
-  private settled = 0;
-
   private admittedCount = 0;
-  private forwardedCount = 0;
   private discardedCount = 0;
-  private readonly droppedBy = [0, 0, 0, 0];
-  private readonly dropLog = [new Throttle(), new Throttle(), new Throttle(), new Throttle()];
-  private readonly dropHeld = [0, 0, 0, 0];
-  private spilledCount = 0;
-
   private accepting = true;
   private closed = false;
   private scheduled = false;
   private wasAvailable = true;
   private idleWaiters: (() => void)[] = [];
   private readonly pumpFn = (): void => this.pump();
-  private readonly body: BodyWriter = {
-    bodyLength: (from, n) => this.bodyLength(from, n),
-    writeBody: (buf, off, from, n) => this.writeBody(buf, off, from, n),
-  };
+  private readonly batchSizeFn = (from: number): number => this.encoder.batchSize(from, this.ring.tail);
   private timer: NodeJS.Timeout | null = null;
   private wakeAt = Infinity;
   private readonly wakeFn = (): void => {
@@ -315,8 +139,6 @@ export class Lane<N extends LaneName = LaneName> {
     this.name = name;
     this.capacity = capacity;
     this.kind = name === 'solana-bundle' ? CallKind.BUNDLE : name === 'solana-single' ? CallKind.SOLANA : CallKind.EVM;
-    this.maxBatch = this.kind === CallKind.BUNDLE ? 1 : MAX_BATCH;
-    this.maxInFlight = connections;
     this.maxAge = maxAge;
     this.log = opts.log ?? null;
     this.now = opts.now ?? systemClock;
@@ -326,20 +148,13 @@ export class Lane<N extends LaneName = LaneName> {
     const urls = opts.upstreams.map((u, i) => parseUpstreamUrl(u, `lane ${name} upstream ${i}`));
     this.outlets = urls.map(
       (url, k) =>
-        new Outlet((1 << k) >>> 0, new UpstreamClient(url, { connections, timeoutMs: opts.timeoutMs, ca: opts.ca }), new Breaker(this.now, opts.breaker), batching),
+        new Outlet((1 << k) >>> 0, new UpstreamClient(url, { connections, timeoutMs: opts.timeoutMs, ca: opts.ca }), new Breaker(this.now, opts.breaker), batching, connections),
     );
-    this.allMask = this.outlets.length === 32 ? 0xffffffff : (1 << this.outlets.length) - 1;
-
-    let size = 1;
-    const need = this.outlets.length === 0 ? 1 : capacity;
-    while (size < need) size *= 2;
-    this.mask = size - 1;
-    this.items = new Array<LaneItem<N> | undefined>(size).fill(undefined);
-    this.traces = new Array<Trace | undefined>(size).fill(undefined);
-    this.done = new Uint32Array(size);
-    this.verdict = new Uint8Array(size);
-    this.born = new Float64Array(size);
-    this.account = new Int32Array(size);
+    this.bits = this.outlets.map((o) => o.bit);
+    this.drops = new Drops(maxAge, (level, msg, fields) => this.say(level, msg, null, fields));
+    this.ring = new Ring(this.outlets.length === 0 ? 1 : capacity, this.outlets.length, this.now, (reason) => this.drops.dropped(reason, this.now()));
+    const ring = this.ring;
+    this.encoder = new Encoder(this.kind, (seq) => ring.item(seq));
   }
 
   /** No upstream: drops what it admits. */
@@ -348,11 +163,11 @@ export class Lane<N extends LaneName = LaneName> {
   }
 
   get depth(): number {
-    return this.open;
+    return this.ring.open;
   }
 
   get outstanding(): number {
-    return this.tail - this.settled;
+    return this.ring.tail - this.ring.settled;
   }
 
   /**
@@ -377,19 +192,12 @@ export class Lane<N extends LaneName = LaneName> {
       return true;
     }
     const now = this.now();
-    if (this.tail - this.head >= this.capacity) {
+    const ring = this.ring;
+    if (ring.held >= this.capacity) {
       this.expire(now);
-      if (this.tail - this.head >= this.capacity && !this.overrunOldest()) return false;
+      if (ring.held >= this.capacity && !this.overrunOldest()) return false;
     }
-    const i = this.tail & this.mask;
-    this.items[i] = item;
-    this.traces[i] = trace;
-    this.done[i] = 0;
-    this.verdict[i] = NONE;
-    this.born[i] = now;
-    this.account[i] = account;
-    this.tail++;
-    this.open++;
+    ring.push(item, trace, account, now);
     this.admittedCount++;
     this.kick();
     return true;
@@ -397,7 +205,7 @@ export class Lane<N extends LaneName = LaneName> {
 
   /** Resolves when every admitted item is final everywhere (or the lane closed). */
   whenIdle(): Promise<void> {
-    if (this.closed || this.settled === this.tail) return Promise.resolve();
+    if (this.closed || this.ring.settled === this.ring.tail) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -408,22 +216,22 @@ export class Lane<N extends LaneName = LaneName> {
 
   /** The position after the last admitted item, for `settledUpTo`. */
   position(): number {
-    return this.tail;
+    return this.ring.tail;
   }
 
   /** Whether every item admitted before `position` is final everywhere (accepted, refused or given up). */
   settledUpTo(position: number): boolean {
-    return this.closed || this.head - position >= 0;
+    return this.closed || this.ring.head - position >= 0;
   }
 
   /** Acknowledged transactions written down at shutdown that were too old to send on this start. */
   expiredAfterRestart(n: number): void {
-    if (n > 0) this.droppedBy[R_EXPIRED_AFTER_RESTART]! += n;
+    if (n > 0) this.drops.by[R_EXPIRED_AFTER_RESTART]! += n;
   }
 
   /** Items taken out by `spill`. */
   get spilled(): number {
-    return this.spilledCount;
+    return this.drops.spilled;
   }
 
   /**
@@ -436,83 +244,45 @@ export class Lane<N extends LaneName = LaneName> {
     const out: SpillEntry[] = [];
     if (this.closed) return out;
     this.accepting = false;
-    const outs = this.outlets;
+    const ring = this.ring;
     const family = this.kind === CallKind.EVM ? 'evm' : 'solana';
-    const end = this.tail;
-    for (let s = this.head; s < end; s++) {
-      const i = s & this.mask;
-      if (this.done[i] === this.allMask || this.verdict[i] === ACCEPTED) continue;
-      const item = this.items[i]!;
-      out.push({ lane: this.name, family, item: typeof item === 'string' ? item : [...item], ackedAt: this.born[i]!, account: this.account[i]! });
-      for (let k = 0; k < outs.length; k++) {
-        const o = outs[k]!;
-        if ((this.done[i]! & o.bit) === 0) this.mark(o, s, NONE, R_SPILLED);
-      }
+    const end = ring.tail;
+    for (let s = ring.head; s < end; s++) {
+      if (ring.isSettled(s) || ring.verdict(s) === Verdict.ACCEPTED) continue;
+      const item = ring.item(s);
+      out.push({ lane: this.name, family, item: typeof item === 'string' ? item : [...item], ackedAt: ring.bornAt(s), account: ring.accountOf(s) });
+      ring.markAll(s, this.bits, R_SPILLED);
     }
     // Nothing more goes out: `close` follows, and what is left owes only accepted items.
-    for (const o of outs) {
-      o.cursor = end;
-      o.retry.length = 0;
-    }
+    for (const o of this.outlets) o.clear(end);
     return out;
   }
 
   /** Stops sending and closes sockets (aborting in-flight requests unless idle); unaccepted items drop as `shutdown`. */
   async close(): Promise<void> {
     if (this.closed) return;
+    const ring = this.ring;
     // After `spill` every item is settled, yet requests may be in flight: those are aborted too.
-    const idle = this.settled === this.tail && this.outlets.every((o) => o.inFlight === 0);
+    const idle = ring.settled === ring.tail && this.outlets.every((o) => o.inFlight === 0);
     this.accepting = false;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
-    const outs = this.outlets;
-    const end = this.tail;
-    const before = this.droppedBy[R_SHUTDOWN]!;
-    for (let s = this.head; s < end; s++) {
-      for (let k = 0; k < outs.length; k++) {
-        const o = outs[k]!;
-        if ((this.done[s & this.mask]! & o.bit) === 0) this.mark(o, s, NONE, R_SHUTDOWN);
-      }
-    }
-    for (const o of outs) {
-      o.cursor = end;
-      o.retry.length = 0;
-    }
-    const abandoned = this.droppedBy[R_SHUTDOWN]! - before;
+    const end = ring.tail;
+    const before = this.drops.by[R_SHUTDOWN]!;
+    for (let s = ring.head; s < end; s++) ring.markAll(s, this.bits, R_SHUTDOWN);
+    for (const o of this.outlets) o.clear(end);
+    const abandoned = this.drops.by[R_SHUTDOWN]! - before;
     if (abandoned > 0) this.say('warn', 'acknowledged transactions dropped: the lane shut down before any upstream accepted them', null, { reason: 'shutdown', items: abandoned });
     this.closed = true;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of waiters) w();
-    await Promise.all(outs.map((o) => (idle ? o.client.close() : o.client.destroy())));
+    await Promise.all(this.outlets.map((o) => (idle ? o.client.close() : o.client.destroy())));
   }
 
   stats(): LaneStats {
-    const by = this.droppedBy;
-    return {
-      lane: this.name,
-      depth: this.open,
-      capacity: this.capacity,
-      held: this.tail - this.head,
-      outstanding: this.tail - this.settled,
-      admitted: this.admittedCount,
-      forwarded: this.forwardedCount,
-      discarded: this.discardedCount,
-      dropped: by[R_REJECTED]! + by[R_EXPIRED]! + by[R_SHUTDOWN]! + by[R_EXPIRED_AFTER_RESTART]!,
-      droppedBy: { rejected: by[R_REJECTED]!, expired: by[R_EXPIRED]!, shutdown: by[R_SHUTDOWN]!, expired_after_restart: by[R_EXPIRED_AFTER_RESTART]! },
-      available: this.available(),
-      accepting: this.accepting,
-      upstreams: this.outlets.map((o) => ({
-        ...o.client.stats(),
-        breaker: o.breaker.state,
-        backlog: this.tail - o.cursor + o.retryItems(),
-        inFlight: o.inFlightItems,
-        retried: o.retried,
-        overrun: o.overrun,
-        expired: o.expired,
-        batching: o.batching,
-      })),
-    };
+    const counts = { lane: this.name, capacity: this.capacity, admitted: this.admittedCount, discarded: this.discardedCount, available: this.available(), accepting: this.accepting };
+    return laneStats(counts, this.ring, this.drops, this.outlets);
   }
 
   // ---- sending -------------------------------------------------------------------
@@ -537,8 +307,9 @@ export class Lane<N extends LaneName = LaneName> {
       }
       if (wake !== Infinity) {
         // Something waits on time (back-off, cool-down): also wake for the oldest item's expiry.
-        if (this.head < this.tail) {
-          const e = this.born[this.head & this.mask]! + this.maxAge;
+        const ring = this.ring;
+        if (ring.head < ring.tail) {
+          const e = ring.bornAt(ring.head) + this.maxAge;
           if (e < wake) wake = e;
         }
         this.wake(wake, now);
@@ -551,97 +322,40 @@ export class Lane<N extends LaneName = LaneName> {
 
   /** Sends what this upstream may take now; returns when to look again, or Infinity. */
   private feed(o: Outlet, now: number): number {
-    const r = o.retry;
-    while (o.inFlight < this.maxInFlight) {
-      const retryDue = r.length > 0 && now >= o.retryAt;
-      if (!retryDue && o.cursor >= this.tail) return r.length > 0 ? o.retryAt : Infinity;
-      const permit = o.breaker.request();
-      if (permit === Permit.DENY) {
-        // Open: wait for the cool-down. Half-open: the probe is out and its answer kicks the lane.
-        const at = o.breaker.probeAt();
-        return at === -Infinity ? Infinity : at;
-      }
+    const ring = this.ring;
+    while (o.take(now, ring.tail, this.batchSizeFn)) {
+      const from = o.from;
+      const n = o.n;
+      const permit = o.permit;
       if (permit === Permit.PROBE) this.say('info', 'probing upstream after cool-down', o, {});
-      const single = permit === Permit.PROBE || !o.batching;
-      let from: number;
-      let n: number;
-      if (r.length > 0 && (retryDue || permit === Permit.PROBE)) {
-        // Oldest first: a resend goes before new items, and the probe is the oldest waiting item.
-        const front = r[0]!;
-        from = front.from;
-        n = single ? 1 : front.n;
-        if (n === front.n) r.shift();
-        else {
-          front.from += n;
-          front.n -= n;
-        }
-      } else {
-        from = o.cursor;
-        n = single ? 1 : this.batchSize(from);
-        o.cursor = from + n;
-      }
-      o.inFlight++;
-      o.inFlightItems += n;
-      for (let i = 0; i < n; i++) this.traces[(from + i) & this.mask]?.sent(o.client.label, now);
-      o.client.post(this.body, from, n, n > 1, (res) => this.complete(o, from, n, permit, res));
+      for (let i = 0; i < n; i++) ring.trace(from + i)?.sent(o.client.label, now);
+      o.client.post(this.encoder.encode(from, n), (res) => this.complete(o, from, n, permit, res));
     }
-    return Infinity;
+    return o.wakeAt;
   }
 
   private complete(o: Outlet, from: number, n: number, permit: Permit, r: PostResult): void {
     try {
-      o.inFlight--;
-      o.inFlightItems -= n;
+      o.landed(n);
       if (this.closed) return;
       const now = this.now();
-      if (r.outcome !== PostStatus.ABORTED) {
-        const before = o.breaker.state;
-        // A 4xx is an upstream up and answering: it must not trip the breaker (breaker.ts).
-        if (r.outcome === PostStatus.OK || r.outcome === PostStatus.REFUSED) o.breaker.success(permit);
-        else o.breaker.failure(permit);
-        const after = o.breaker.state;
-        if (after !== before) this.transition(o, before, after);
-      }
-      if (r.outcome === PostStatus.OK) {
-        o.failures = 0;
-        if (r.batchRefused) {
-          // Refused as a batch, not item by item: resend them one per request at once.
-          if (o.batching) {
-            o.batching = false;
-            this.say('warn', 'upstream refuses JSON-RPC batches: sending one transaction per request from now on', o, { reason: r.reason });
-          }
-          this.answeredAll(o, from, n, now, r.httpStatus, 'refused as a batch: resent one per request');
-          this.requeue(o, from, n, now);
-        } else {
-          const acc = r.accepted!;
-          for (let i = 0; i < n; i++) {
-            const seq = from + i;
-            if (this.stale(o, seq)) continue;
-            this.traces[seq & this.mask]?.answered(o.client.label, now, acc[i] === 1 ? 'ok' : 'rejected', r.httpStatus, acc[i] === 1 ? null : r.reason);
-            this.mark(o, seq, acc[i] === 1 ? ACCEPTED : REJECTED, R_REJECTED);
-          }
-          if (r.okCount < n) {
-            const held = o.rpcLog.pass(now);
-            if (held >= 0) this.say('info', 'upstream refused transactions', o, { items: n - r.okCount, reason: r.reason, suppressed: held });
-          }
-        }
-      } else if (r.outcome === PostStatus.REFUSED) {
-        o.failures = 0;
+      const before = o.judge(permit, r.outcome);
+      if (o.breaker.state !== before) this.transition(o, before, o.breaker.state);
+      if (r.outcome === PostStatus.OK) this.answered(o, from, n, r, now);
+      else if (r.outcome === PostStatus.REFUSED) {
         if (n > 1) {
           // The batch may be what was refused (its size, its shape): each item gets a request of its own.
-          this.answeredAll(o, from, n, now, r.httpStatus, `${r.reason}: resent one per request`);
-          for (let i = 0; i < n; i++) this.requeue(o, from + i, 1, now);
-        } else if (!this.stale(o, from)) {
-          this.traces[from & this.mask]?.answered(o.client.label, now, 'rejected', r.httpStatus, r.reason);
-          this.mark(o, from, REJECTED, R_REJECTED);
+          this.failedAll(o, from, n, now, r.httpStatus, `${r.reason}: resent one per request`);
+          for (let i = 0; i < n; i++) o.requeue(this.ring, from + i, 1, now);
+        } else if (!this.ring.stale(from, o.bit)) {
+          this.ring.trace(from)?.answered(o.client.label, now, 'rejected', r.httpStatus, r.reason);
+          this.ring.mark(o.bit, from, Verdict.REJECTED, R_REJECTED);
         }
         const held = o.rpcLog.pass(now);
         if (held >= 0) this.say('info', n > 1 ? 'upstream refused a batch request: resending its transactions one per request' : 'upstream refused transactions', o, { items: n, reason: r.reason, suppressed: held });
       } else {
-        this.answeredAll(o, from, n, now, r.httpStatus, r.reason);
-        o.failures++;
-        const backoff = Math.min(RETRY_BACKOFF_MS * 2 ** (o.failures - 1), RETRY_BACKOFF_MAX_MS);
-        this.requeue(o, from, n, now + backoff);
+        this.failedAll(o, from, n, now, r.httpStatus, r.reason);
+        o.requeue(this.ring, from, n, now + o.backoff());
         const held = o.transportLog.pass(now);
         if (held >= 0) this.say('warn', 'upstream request failed: its transactions will be resent', o, { items: n, reason: r.reason, suppressed: held });
       }
@@ -653,58 +367,43 @@ export class Lane<N extends LaneName = LaneName> {
     }
   }
 
-  /** A request that will be resent: each traced item's attempt failed. */
-  private answeredAll(o: Outlet, from: number, n: number, now: number, httpStatus: number, why: string): void {
+  /** A JSON-RPC answer: per-item verdicts, or a refusal of batches as such. */
+  private answered(o: Outlet, from: number, n: number, r: PostResult, now: number): void {
+    const ring = this.ring;
+    if (r.batchRefused) {
+      // Refused as a batch, not item by item: resend them one per request at once.
+      if (o.batching) {
+        o.batching = false;
+        this.say('warn', 'upstream refuses JSON-RPC batches: sending one transaction per request from now on', o, { reason: r.reason });
+      }
+      this.failedAll(o, from, n, now, r.httpStatus, 'refused as a batch: resent one per request');
+      o.requeue(ring, from, n, now);
+      return;
+    }
+    const acc = r.accepted!;
     for (let i = 0; i < n; i++) {
-      if (!this.stale(o, from + i)) this.traces[(from + i) & this.mask]?.answered(o.client.label, now, 'failed', httpStatus || null, why);
+      const seq = from + i;
+      if (ring.stale(seq, o.bit)) continue;
+      const ok = acc[i] === 1;
+      ring.trace(seq)?.answered(o.client.label, now, ok ? 'ok' : 'rejected', r.httpStatus, ok ? null : r.reason);
+      ring.mark(o.bit, seq, ok ? Verdict.ACCEPTED : Verdict.REJECTED, R_REJECTED);
+    }
+    if (r.okCount < n) {
+      const held = o.rpcLog.pass(now);
+      if (held >= 0) this.say('info', 'upstream refused transactions', o, { items: n - r.okCount, reason: r.reason, suppressed: held });
     }
   }
 
-  /** Up to MAX_BATCH items and MAX_BATCH_BYTES, unless the first alone is larger. */
-  private batchSize(from: number): number {
-    const max = Math.min(this.tail - from, this.maxBatch);
-    let bytes = callLength(this.kind, from, this.items[from & this.mask]!) + 2;
-    let n = 1;
-    while (n < max) {
-      const b = callLength(this.kind, from + n, this.items[(from + n) & this.mask]!) + 1;
-      if (bytes + b > MAX_BATCH_BYTES) break;
-      bytes += b;
-      n++;
+  /** A request that will be resent: each traced item's attempt failed. */
+  private failedAll(o: Outlet, from: number, n: number, now: number, httpStatus: number, why: string): void {
+    for (let i = 0; i < n; i++) {
+      if (!this.ring.stale(from + i, o.bit)) this.ring.trace(from + i)?.answered(o.client.label, now, 'failed', httpStatus || null, why);
     }
-    return n;
-  }
-
-  /** Given up by this upstream, or its slot freed and maybe reused. */
-  private stale(o: Outlet, seq: number): boolean {
-    return seq < this.head || (this.done[seq & this.mask]! & o.bit) !== 0;
-  }
-
-  private requeue(o: Outlet, from: number, n: number, at: number): void {
-    // Items given up meanwhile are always a prefix: overrun, expiry and shutdown work from the head.
-    const end = from + n;
-    while (from < end && this.stale(o, from)) from++;
-    if (from === end) return;
-    n = end - from;
-    o.retried += n;
-    const r = o.retry;
-    let k = r.length;
-    while (k > 0 && r[k - 1]!.from > from) k--;
-    r.splice(k, 0, { from, n });
-    o.retryAt = at;
   }
 
   private transition(o: Outlet, before: BreakerState, after: BreakerState): void {
-    if (after === 'open') {
-      if (before === 'closed') {
-        this.say('warn', 'upstream circuit opened after consecutive failures: holding its transactions until a probe succeeds', o, {
-          cooldownMs: o.breaker.cooldownMs,
-        });
-      } else {
-        this.say('warn', 'upstream probe failed: circuit stays open', o, { cooldownMs: o.breaker.cooldownMs });
-      }
-    } else if (after === 'closed') {
-      this.say('info', 'upstream recovered: circuit closed', o, {});
-    }
+    const news = breakerNews(before, after);
+    if (news !== null) this.say(news[0], news[1], o, after === 'open' ? { cooldownMs: o.breaker.cooldownMs } : {});
     const avail = this.available();
     if (avail !== this.wasAvailable) {
       this.wasAvailable = avail;
@@ -720,102 +419,38 @@ export class Lane<N extends LaneName = LaneName> {
   /** Head items past the maximum age: every upstream still owing them gives them up. */
   private expire(now: number): void {
     const limit = now - this.maxAge;
+    const ring = this.ring;
     const outs = this.outlets;
-    while (this.head < this.tail && this.born[this.head & this.mask]! <= limit) {
-      const seq = this.head;
+    while (ring.head < ring.tail && ring.bornAt(ring.head) <= limit) {
+      const seq = ring.head;
       for (let k = 0; k < outs.length; k++) {
         const o = outs[k]!;
-        if ((this.done[seq & this.mask]! & o.bit) !== 0) continue;
-        this.giveUp(o, seq);
+        if (ring.isDone(seq, o.bit)) continue;
+        o.giveUp(seq);
         o.expired++;
-        this.mark(o, seq, NONE, R_EXPIRED);
+        ring.mark(o.bit, seq, Verdict.NONE, R_EXPIRED);
       }
-      if (this.head === seq) break; // cannot happen: every bit is set now; never spin
+      if (ring.head === seq) break; // cannot happen: every bit is set now; never spin
     }
   }
 
   /** Ring full: if some upstream answered the oldest item, the others give it up. */
   private overrunOldest(): boolean {
-    const seq = this.head;
-    if (this.verdict[seq & this.mask] === NONE) return false;
+    const ring = this.ring;
+    const seq = ring.head;
+    if (ring.verdict(seq) === Verdict.NONE) return false;
     const outs = this.outlets;
     const now = this.now();
     for (let k = 0; k < outs.length; k++) {
       const o = outs[k]!;
-      if ((this.done[seq & this.mask]! & o.bit) !== 0) continue;
-      this.giveUp(o, seq);
+      if (ring.isDone(seq, o.bit)) continue;
+      o.giveUp(seq);
       o.overrun++;
-      this.mark(o, seq, NONE, R_REJECTED);
+      ring.mark(o.bit, seq, Verdict.NONE, R_REJECTED);
       const held = o.overrunLog.pass(now);
       if (held >= 0) this.say('warn', 'upstream too slow: the lane is full and the oldest transactions, already answered by another upstream, are skipped for it', o, { suppressed: held });
     }
     return true;
-  }
-
-  /** Takes the head item out of this upstream's queue; an in-flight copy's answer will be stale. */
-  private giveUp(o: Outlet, seq: number): void {
-    if (o.cursor === seq) {
-      o.cursor = seq + 1;
-      return;
-    }
-    const r = o.retry;
-    if (r.length > 0 && r[0]!.from === seq) {
-      if (r[0]!.n === 1) r.shift();
-      else {
-        r[0]!.from++;
-        r[0]!.n--;
-      }
-    }
-  }
-
-  /**
-   * Upstream `o` is done with `seq`: answered (ACCEPTED, REJECTED) or gave up
-   * (NONE). After the last upstream, the item ends: forwarded if anyone
-   * accepted, else dropped as `rejected` if refused, otherwise for `reason`.
-   */
-  private mark(o: Outlet, seq: number, v: number, reason: number): void {
-    const i = seq & this.mask;
-    const was = this.verdict[i]!;
-    if (v === ACCEPTED && was !== ACCEPTED) {
-      if (was === NONE) this.open--;
-      this.verdict[i] = ACCEPTED;
-      this.forwardedCount++;
-    } else if (v === REJECTED && was === NONE) {
-      this.open--;
-      this.verdict[i] = REJECTED;
-    }
-    const d = (this.done[i]! | o.bit) >>> 0;
-    this.done[i] = d;
-    if (d !== this.allMask) return;
-    this.settled++;
-    const final = this.verdict[i]!;
-    if (final !== ACCEPTED) {
-      if (final === NONE) this.open--;
-      this.dropped(final === REJECTED && reason !== R_SPILLED ? R_REJECTED : reason);
-    }
-    const t = this.traces[i];
-    if (t !== undefined) {
-      this.traces[i] = undefined;
-      t.final(...endOf(final, reason, t), this.now());
-    }
-    this.items[i] = undefined;
-    while (this.head < this.tail && this.done[this.head & this.mask] === this.allMask) this.head++;
-  }
-
-  private dropped(reason: number): void {
-    if (reason === R_SPILLED) {
-      this.spilledCount++;
-      return;
-    }
-    this.droppedBy[reason]!++;
-    if (reason === R_SHUTDOWN) return; // close() logs them in one line
-    this.dropHeld[reason]!++;
-    const held = this.dropLog[reason]!.pass(this.now());
-    if (held < 0) return;
-    const items = this.dropHeld[reason]!;
-    this.dropHeld[reason] = 0;
-    const why = reason === R_REJECTED ? 'every upstream that answered refused them' : `no upstream accepted them within ${this.maxAge} ms`;
-    this.say(reason === R_REJECTED ? 'info' : 'warn', `acknowledged transactions dropped: ${why}`, null, { reason: DROP_REASONS[reason], items });
   }
 
   private wake(at: number, now: number): void {
@@ -825,28 +460,8 @@ export class Lane<N extends LaneName = LaneName> {
     this.timer = setTimeout(this.wakeFn, Math.min(Math.max(at - now, 1), MAX_WAKE_MS));
   }
 
-  // The clients ask for the body of calls from..from+n-1 and have it written into their buffers.
-
-  private bodyLength(from: number, n: number): number {
-    // A batch is '[' call (',' call)* ']': n + 1 bytes of punctuation.
-    let len = n > 1 ? n + 1 : 0;
-    for (let s = from; s < from + n; s++) len += callLength(this.kind, s, this.items[s & this.mask]!);
-    return len;
-  }
-
-  private writeBody(buf: Buffer, off: number, from: number, n: number): number {
-    if (n === 1) return writeCall(buf, off, this.kind, from, this.items[from & this.mask]!);
-    buf[off++] = 0x5b;
-    for (let s = from; s < from + n; s++) {
-      if (s > from) buf[off++] = 0x2c;
-      off = writeCall(buf, off, this.kind, s, this.items[s & this.mask]!);
-    }
-    buf[off++] = 0x5d;
-    return off;
-  }
-
   private checkIdle(): void {
-    if (this.idleWaiters.length === 0 || this.settled !== this.tail) return;
+    if (this.idleWaiters.length === 0 || this.ring.settled !== this.ring.tail) return;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of waiters) w();

@@ -13,7 +13,23 @@
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { LANE_NAMES, type Lane, type LaneName, type SpillEntry } from './lane.js';
+import { LANE_NAMES, type Lane, type LaneName } from './lane.js';
+
+/**
+ * An acknowledged item no upstream accepted by the end of the drain, taken out
+ * of its lane to be written to the data directory and resent on the next
+ * start (src/forward/spill.ts). Plain data: it crosses threads and files.
+ */
+export interface SpillEntry {
+  lane: LaneName;
+  family: 'evm' | 'solana';
+  /** As queued: `0x…` hex, base64, or a bundle's base64 transactions. */
+  item: string | string[];
+  /** When it was admitted (wall-clock ms). */
+  ackedAt: number;
+  /** The account that sent it (its id, never its key); -1 unknown. */
+  account: number;
+}
 
 export const SPILL_DIR = 'spill';
 const FORMAT = 1;

@@ -14,13 +14,10 @@ import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { readAnswer, type AnswerScan } from './answer.js';
 import { Parse, ResponseParser } from './http1.js';
-import { E, TxrelayError } from '../errors.js';
-import { decimalDigits, writeDecimal, type BodyWriter } from './wire.js';
+import { PostStatus, failed, type PostDone, type PostResult } from './result.js';
+import { upstreamLabel } from './url.js';
+import { decimalDigits, writeDecimal, type RequestBody } from './wire.js';
 import { HistogramSeries, type SeriesData } from '../obs/metrics.js';
-
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
-/** Where forwarding reports trouble. Fields never hold transaction bytes, UUIDs or upstream URL paths (API keys live there). */
-export type LogSink = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
 
 /** Also the lane's in-flight bound per upstream; four keep a 10-50 ms RTT upstream busy while batching absorbs bursts. */
 export const UPSTREAM_CONNECTIONS = 4;
@@ -41,50 +38,6 @@ const MAX_KEPT_WRITE_BUFFER = 64 * 1024;
 /** Time-outs fire within a quarter of the time-out, clamped to 10-250 ms. */
 const SWEEP_MIN_MS = 10;
 const SWEEP_MAX_MS = 250;
-
-/** Thrown at construction for a configuration that cannot work; the message names the lane and index, never the URL. */
-export class ForwardConfigError extends TxrelayError {
-  constructor(message: string) {
-    super(E.FORWARD_CONFIG, message);
-    this.name = 'ForwardConfigError';
-  }
-}
-
-// ---- results -----------------------------------------------------------------
-
-export const PostStatus = {
-  /** A JSON-RPC answer arrived; per-item verdicts are in `accepted`. */
-  OK: 0,
-  /** 5xx, 408 or 429: the upstream is failing or asks to come back later. */
-  HTTP_ERROR: 1,
-  /** 2xx with a body that is not a JSON-RPC answer, or an answer that breaks HTTP framing or size limits. */
-  BAD_RESPONSE: 2,
-  /** No full answer within the time-out (connect included). */
-  TIMEOUT: 3,
-  /** Refused, reset, closed by the other side, TLS failure. */
-  CONN_ERROR: 4,
-  /** Cut off by our own shutdown; not the upstream's fault. */
-  ABORTED: 5,
-  /** Any other 4xx: the upstream is up and will not take this request as it is (bad key, too large, bad request). */
-  REFUSED: 6,
-} as const;
-export type PostStatus = (typeof PostStatus)[keyof typeof PostStatus];
-
-/** A request's result. The object is reused per connection: read it inside the callback, do not keep it. */
-export interface PostResult {
-  outcome: PostStatus;
-  /** Per item, 1 when answered with a result; null when the request failed as a whole. */
-  accepted: Uint8Array | null;
-  okCount: number;
-  /** For logs only; long hex/base64 runs are cut to a prefix. */
-  reason: string;
-  /** A batch array answered by a single error object: this upstream does not take JSON-RPC batches. */
-  batchRefused: boolean;
-  /** The answer's HTTP status; 0 when there was none (a transport failure). */
-  httpStatus: number;
-}
-
-type PostDone = (r: PostResult) => void;
 
 /** Counters in items (a batch of 10 counts 10), except `requests`. sent = ok + rpcErrors + httpErrors + timeouts + connErrors + aborted + in flight. */
 export interface UpstreamStats {
@@ -114,26 +67,6 @@ export interface UpstreamOptions {
   timeoutMs?: number;
   /** PEM certificates to trust instead of the system store, e.g. a private CA. */
   ca?: string | Buffer | readonly (string | Buffer)[];
-}
-
-/** Scheme, host and port; anything after is shown as `/…` because paths and queries carry API keys. */
-function upstreamLabel(url: URL): string {
-  const more = (url.pathname !== '/' && url.pathname !== '') || url.search !== '';
-  return url.protocol + '//' + url.host + (more ? '/…' : '');
-}
-
-/** Parses an upstream URL; `where` names it in errors ("lane evm-paid upstream 0") instead of echoing it. */
-export function parseUpstreamUrl(raw: string, where: string): URL {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ForwardConfigError(`${where}: not a valid URL`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ForwardConfigError(`${where}: scheme must be http or https, not ${url.protocol.replace(':', '')}`);
-  }
-  return url;
 }
 
 /** One keep-alive connection and the request on it (at most one). */
@@ -209,10 +142,12 @@ export class UpstreamClient {
   }
 
   /**
-   * Sends `count` calls with ids firstId.. (an array when `batch`), which
-   * `body` writes during this call. At most `connections` in flight.
+   * Sends `body` (its bytes are copied behind the request head during this
+   * call, so the caller may reuse its buffer at once). At most `connections`
+   * in flight.
    */
-  post(body: BodyWriter, firstId: number, count: number, batch: boolean, done: PostDone): void {
+  post(body: RequestBody, done: PostDone): void {
+    const count = body.count;
     this.requests++;
     this.sent += count;
     const c = this.closing ? null : this.pick();
@@ -226,13 +161,13 @@ export class UpstreamClient {
     }
     c.busy = true;
     c.done = done;
-    c.firstId = firstId;
+    c.firstId = body.firstId;
     c.count = count;
-    c.batch = batch;
+    c.batch = body.batch;
     c.t0 = performance.now();
     c.deadline = c.t0 + this.timeout;
     c.parser.reset();
-    const bodyLen = body.bodyLength(firstId, count);
+    const bodyLen = body.length;
     const head = this.head;
     const total = head.length + decimalDigits(bodyLen) + 4 + bodyLen;
     let buf = c.writeBuf;
@@ -247,7 +182,9 @@ export class UpstreamClient {
     buf[off + 1] = 10;
     buf[off + 2] = 13;
     buf[off + 3] = 10;
-    off = body.writeBody(buf, off + 4, firstId, count);
+    off += 4;
+    // Head and body in one write: one copy of the body per upstream, since each upstream's head differs.
+    off += body.buf.copy(buf, off, 0, bodyLen);
     let sock = c.socket;
     if (sock === null) sock = this.open(c);
     else sock.ref();
@@ -498,15 +435,4 @@ export class UpstreamClient {
     }
     if (any) this.arm();
   }
-}
-
-/** A request that failed as a whole: no per-item verdicts. */
-function failed(r: PostResult, outcome: PostStatus, reason: string, httpStatus = 0): PostResult {
-  r.outcome = outcome;
-  r.httpStatus = httpStatus;
-  r.accepted = null;
-  r.okCount = 0;
-  r.reason = reason;
-  r.batchRefused = false;
-  return r;
 }

@@ -14,8 +14,8 @@
  *             thread's store, awaited by the thread;
  *   stats     gathered at each scrape and added up (src/obs/service-stats.ts);
  *   logs      through the main thread's logger.
- * A dead thread stops getting connections and is restarted, a few times a
- * minute at most.
+ * A dead thread stops getting connections and is restarted within the
+ * restart policy of every relay thread (src/exec/restarts.ts).
  */
 import { Worker } from 'node:worker_threads';
 import { pack } from 'msgpackr';
@@ -32,6 +32,7 @@ import type { TemplatedApp } from './uws.js';
 import type { AcceptorData } from './acceptor-thread.js';
 import type { StatusFeed } from '../status/feed.js';
 import type { SpillEntry } from '../forward/lane.js';
+import { RestartBudget } from '../exec/restarts.js';
 
 export type ToAcceptor =
   | { t: 'account'; seq: number; r: SeatedRecord }
@@ -72,11 +73,9 @@ export type FromAcceptor =
 
 /** A scrape renders without a thread's figures after this. */
 const STATS_TIMEOUT_MS = 2000;
-/** A crash loop must not spin. */
-const MAX_RESTARTS_PER_MINUTE = 5;
 const PINO_LEVELS: Record<number, 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
 
-export interface AcceptorOptions {
+interface AcceptorOptions {
   n: number;
   cfg: Config;
   /** The main thread's listening app: it hands connections to the threads. */
@@ -126,7 +125,7 @@ export class AcceptorThreads {
   private nextStats = 0;
   private closing = false;
   private listening: { host: string; port: number } | null = null;
-  private restarts: number[] = [];
+  private readonly restarts = new RestartBudget();
   private settledWaiters: { seq: number; resolve(): void }[] = [];
   /** Account id -> the threads whose WebSockets watch it. */
   private readonly watchers = new Map<number, Set<number>>();
@@ -293,13 +292,10 @@ export class AcceptorThreads {
         if (!ready) return reject(new Error(`acceptor thread ${index} exited (code ${code}) before it was ready`));
         if (t.descriptor >= 0) o.listener.removeChildAppDescriptor?.(t.descriptor);
         if (this.closing) return;
-        const now = Date.now();
-        this.restarts = this.restarts.filter((x) => now - x < 60_000);
-        if (this.restarts.length >= MAX_RESTARTS_PER_MINUTE) {
+        if (!this.restarts.take()) {
           o.log.error({ acceptor: index }, 'acceptor thread stopped and is not restarted: too many restarts in a minute');
           return;
         }
-        this.restarts.push(now);
         o.log.warn({ acceptor: index, code }, 'acceptor thread stopped; starting it again');
         this.spawn(index).catch((e: unknown) => o.log.error({ acceptor: index, error: scrub(String(e)) }, 'acceptor thread could not be started again'));
       });

@@ -4,29 +4,10 @@
  * status tracker turns them into transitions.
  */
 
-export type LandingState = 'landed' | 'landed_failed' | 'not_landed';
+import type { ChainFacts, Commitment, LandingState } from '../shared/status.js';
 
-/** Why a transaction will not land, or why the relay stopped waiting for it. */
-export type NotLandedReason = 'blockhash_expired' | 'replaced' | 'timeout';
-
-export type SolanaCommitment = 'processed' | 'confirmed' | 'finalized';
-
-export interface ChainFacts {
-  /** Solana: the slot it landed in. */
-  slot?: number;
-  /** EVM: the block number and hash it was mined in. */
-  block?: number;
-  block_hash?: string;
-  /** Solana: the cluster's confirmation level when the relay saw it. */
-  confirmation?: SolanaCommitment;
-  /** EVM: blocks on top of and including its own when the relay saw it. */
-  confirmations?: number;
-  /** The execution error as the chain's RPC gives it (Solana `err`; EVM: `"reverted"`); null when it executed. */
-  err?: unknown;
-  reason?: NotLandedReason;
-  /** EVM `replaced`: the transaction that took its nonce. */
-  replaced_by?: string;
-}
+export type { ChainFacts, LandingState, NotLandedReason } from '../shared/status.js';
+export type SolanaCommitment = Commitment;
 
 export interface LandingEvent {
   /** The transaction id: a base58 signature or a 0x hash, as tracked. */

@@ -5,10 +5,10 @@
  * object a reader gets.
  */
 import { requestSeq } from './request-id.js';
-import type { ChainFacts, LandingState } from '../landing/event.js';
+import type { ChainFacts, LandingState, StatusState } from '../shared/status.js';
 
-export type TrackedState = 'queued' | 'forwarded' | 'upstream_rejected' | 'failed' | 'dropped' | 'duplicate';
-export type StatusState = TrackedState | LandingState | 'unknown' | 'expired';
+/** What a trace can say before the chain does; `unknown` and `expired` are what an id without one reads. */
+type TrackedState = Exclude<StatusState, 'unknown' | 'expired' | LandingState>;
 
 /** What the chain said about a forwarded transaction (docs/protocol.md#status). */
 export interface Landed {
@@ -29,7 +29,7 @@ export type LandingRef =
   | { lane: string; from: string; nonce: bigint };
 
 /** One request to one upstream carrying the transaction. */
-export interface Attempt {
+interface Attempt {
   upstream: string;
   /** 1 for the first request to this upstream, then each resend. */
   attempt: number;

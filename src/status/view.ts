@@ -2,8 +2,8 @@
  * The status object of docs/protocol.md#status: how a trace reads, what an
  * id with nothing to show reads, and one answer from several trackers.
  */
-import type { StatusState, Trace } from './trace.js';
-import type { ChainFacts } from '../landing/event.js';
+import type { Forward, StatusObject, StatusState } from '../shared/status.js';
+import type { Trace } from './trace.js';
 
 /** Whether the trace's family is followed on chain, and whether that has fallen behind. */
 export interface LandingInfo {
@@ -11,37 +11,10 @@ export interface LandingInfo {
   behind: boolean;
 }
 
-/** The chain's side of a status: where and how it landed, or why it will not. */
-export type ChainView = ChainFacts & { landed_at: string; ack_to_landed_ms: number | null; transactions?: { id: string; state: string; chain: ChainFacts }[] };
-
-/** The status object of docs/protocol.md#status. */
-export interface StatusView {
-  id: string;
-  request_id: string | null;
+/** The status object (src/shared/status.ts, shared with the client) as this node fills it in. */
+export interface StatusView extends StatusObject {
   chain: 'evm' | 'solana' | null;
-  door: string | null;
-  node: string | null;
-  received_at: string | null;
-  state: StatusState;
-  reason: string | null;
-  events: { stage: string; at: string }[];
-  forwards: {
-    upstream: string;
-    attempt: number;
-    sent_at: string;
-    latency_ms: number | null;
-    http_status: number | null;
-    upstream_result?: 'accepted';
-    upstream_error?: { code: number | null; message: string };
-  }[];
-  /** An EVM batch's item ids, in request order. */
-  items?: readonly string[];
-  /**
-   * Once forwarded: `not_tracked` (no chain RPC for its family), `following`,
-   * `behind` (following, but the chain RPC is slow or down), `done`.
-   */
-  landing?: 'not_tracked' | 'following' | 'behind' | 'done';
-  onchain?: ChainView;
+  forwards: (Forward & { upstream_result?: 'accepted' })[];
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();

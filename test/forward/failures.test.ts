@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { LogLevel } from '../../src/forward/upstream.js';
+import type { LogLevel } from '../../src/forward/log.js';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.js';
 import { laneHarness } from '../helpers/lanes.js';
 

@@ -2,7 +2,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Forwarder } from '../../src/forward/forwarder.js';
 import { LANE_NAMES } from '../../src/forward/lane.js';
-import type { LogLevel } from '../../src/forward/upstream.js';
+import type { LogLevel } from '../../src/forward/log.js';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.js';
 
 const hexTx = (i: number): string => '0x02f8' + i.toString(16).padStart(8, '0') + 'ef'.repeat(40);

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Forwarder } from '../../src/forward/forwarder.js';
-import type { LogLevel } from '../../src/forward/upstream.js';
+import type { LogLevel } from '../../src/forward/log.js';
 import type { TestUpstream } from '../helpers/upstream.js';
 import { laneHarness } from '../helpers/lanes.js';
 

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Lane, MAX_BATCH, MAX_BATCH_BYTES } from '../../src/forward/lane.js';
+import { Lane } from '../../src/forward/lane.js';
+import { MAX_BATCH, MAX_BATCH_BYTES } from '../../src/forward/wire.js';
 import type { TestUpstream } from '../helpers/upstream.js';
 import { laneHarness } from '../helpers/lanes.js';
 

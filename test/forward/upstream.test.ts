@@ -13,8 +13,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { PostStatus, UpstreamClient, type PostResult } from '../../src/forward/upstream.js';
-import { fixedBody } from '../../src/forward/wire.js';
+import { UpstreamClient } from '../../src/forward/upstream.js';
+import { PostStatus, type PostResult } from '../../src/forward/result.js';
 import { HttpError } from '../../src/forward/http1.js';
 import { startUpstream } from '../helpers/upstream.js';
 
@@ -30,7 +30,7 @@ interface Got {
 /** One post, answered: a copy of the (reused) result object. */
 function post(c: UpstreamClient, body: string, firstId = 1, count = 1, batch = false): Promise<Got> {
   return new Promise((resolve) =>
-    c.post(fixedBody(body), firstId, count, batch, (r: PostResult) =>
+    c.post({ buf: Buffer.from(body, 'latin1'), length: body.length, firstId, count, batch }, (r: PostResult) =>
       resolve({ outcome: r.outcome, accepted: r.accepted ? Array.from(r.accepted.subarray(0, count)) : null, okCount: r.okCount, reason: r.reason }),
     ),
   );
