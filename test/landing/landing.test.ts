@@ -55,10 +55,11 @@ describe('Landing (both families on their timers)', () => {
       landing.followEvm(hash, testAccount.address, 0n, 'evm', t0);
       await Promise.all([solDone, evmDone]);
       const sol1 = events.filter(([e]) => e.id === sol.signature);
-      assert.deepEqual(sol1.map(([e, lane]) => [e.state, e.chain.confirmation, lane]), [
-        ['landed', 'processed', 'solana-single'],
-        ['landed', 'confirmed', 'solana-single'],
-      ].slice(2 - sol1.length));
+      // Slots pass every 40 ms: a late poll may first see it confirmed, or even finalized.
+      assert.ok(sol1.length >= 1 && sol1.length <= 2, `one or two reports: ${sol1.length}`);
+      assert.ok(sol1.every(([e, lane]) => e.state === 'landed' && lane === 'solana-single'));
+      assert.ok(['confirmed', 'finalized'].includes(sol1.at(-1)![0].chain.confirmation!));
+      assert.equal(sol1.at(-1)![0].final, true);
       const evm1 = events.filter(([e]) => e.id === hash.toLowerCase());
       assert.deepEqual(evm1.map(([e, lane]) => [e.state, lane]), [['landed', 'evm']]);
       assert.ok(evm1[0]![2]! >= 0);
