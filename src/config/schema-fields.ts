@@ -8,25 +8,15 @@
 export const port = { type: 'integer', minimum: 0, maximum: 65535 } as const;
 export const host = { type: 'string', minLength: 1 } as const;
 const URL_PATTERN = '^https?://';
-const OPTIONAL_URL_PATTERN = '^(https?://.*)?$';
 export const BASE58_PATTERN = '^[1-9A-HJ-NP-Za-km-z]{32,44}$';
 export const NODE_NAME_PATTERN = '^([A-Za-z0-9][A-Za-z0-9._-]*)?$';
 /** Each pattern of the schema in words, for the loader's messages: nobody should have to read a regex. */
 export const PATTERN_WORDS: Readonly<Record<string, string>> = {
   [URL_PATTERN]: 'an http:// or https:// URL',
-  [OPTIONAL_URL_PATTERN]: 'an http:// or https:// URL, or empty',
   [BASE58_PATTERN]: 'a base58 address of 32 to 44 characters',
   [NODE_NAME_PATTERN]: 'letters, digits, ".", "_" and "-", starting with a letter or digit',
 };
 const url = { type: 'string', pattern: URL_PATTERN } as const;
-/** A read RPC of the chain for landing (docs/protocol.md#status); empty: the family is not tracked past `forwarded`. */
-export const chainRpc = (family: string) =>
-  ({
-    type: 'string',
-    pattern: OPTIONAL_URL_PATTERN,
-    default: '',
-    description: `A read JSON-RPC URL of the ${family} chain (the operator's own node or a provider's), where the relay follows forwarded transactions until they land. Empty: ${family} transactions are not tracked past \`forwarded\` and their statuses say \`landing: "not_tracked"\`. Never logged nor used as a metric label (a provider's key may be in it).`,
-  }) as const;
 export const urls = { type: 'array', items: url, default: [] as string[] } as const;
 // TPS up to 1M and burst up to 2M keep milli-token fixed point inside an i32.
 export const tps = { type: 'integer', minimum: 0, maximum: 1_000_000 } as const;

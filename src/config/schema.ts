@@ -5,7 +5,7 @@
  * generated from it (`npm run docs:config`). The field shapes it reuses are
  * schema-fields.ts; the typed result of loading it is types.ts.
  */
-import { BASE58_PATTERN, NODE_NAME_PATTERN, chainRpc, host, plan, port, section, tps, urls } from './schema-fields.js';
+import { BASE58_PATTERN, NODE_NAME_PATTERN, host, plan, port, section, tps, urls } from './schema-fields.js';
 
 // Other modules take the config's type from here, beside the schema it describes.
 export type { Config, PlanConfig } from './types.js';
@@ -375,21 +375,6 @@ export const configSchema = {
           default: 64,
           description: 'Most transactions in one `svc_sendRawTransactionBatch`, and most calls in one JSON-RPC array.',
         },
-        chain_rpc: chainRpc('EVM'),
-        landing_poll_ms: {
-          type: 'integer',
-          minimum: 50,
-          maximum: 60_000,
-          default: 1000,
-          description: 'How often the chain RPC is asked for its head block; each new block is read once and matched against every tracked transaction.',
-        },
-        landing_timeout_s: {
-          type: 'integer',
-          minimum: 1,
-          maximum: 86_400,
-          default: 180,
-          description: 'A forwarded EVM transaction not seen in a block within this long ends `not_landed`, reason `timeout` (it may still land later).',
-        },
       },
       'EVM transactions: JSON-RPC, plain text and batches.',
     ),
@@ -417,19 +402,6 @@ export const configSchema = {
           default: 60,
           description:
             'Solana transactions (single and bundles) that a stop could not forward are written to the data directory and sent by the next start while younger than this many seconds since they were acknowledged; older ones are counted (`txrelay_lane_dropped_total` reason `expired_after_restart`) and logged, not sent: their blockhash has expired. EVM transactions written down are always sent.',
-        },
-        chain_rpc: chainRpc('Solana'),
-        landing_poll_ms: {
-          type: 'integer',
-          minimum: 50,
-          maximum: 60_000,
-          default: 400,
-          description: 'How often tracked signatures are read from the chain RPC (`getSignatureStatuses`, 256 per call): about a slot.',
-        },
-        landing_commitment: {
-          enum: ['processed', 'confirmed', 'finalized'],
-          default: 'confirmed',
-          description: 'The confirmation level at which the relay stops following a landed Solana transaction; its status reports each level it saw up to this one.',
         },
       },
       'Solana transactions: JSON-RPC, raw bytes, bundles and UDP.',
