@@ -94,7 +94,7 @@ export function statusView(t: Trace, node: string, find: (id: string, accountId:
       ...(a.outcome === 'rejected' || a.outcome === 'failed' ? { upstream_error: errorOf(a.error ?? a.outcome) } : {}),
     })),
     ...(t.items !== null ? { items: t.items } : {}),
-    ...(t.state === 'forwarded' && t.items === null ? { landing: landingOf(t, landing) } : {}),
+    ...(landing !== null && t.state === 'forwarded' && t.items === null ? { landing: landingOf(t, landing) } : {}),
     ...(landed === null
       ? {}
       : {
@@ -108,8 +108,8 @@ export function statusView(t: Trace, node: string, find: (id: string, accountId:
   };
 }
 
-function landingOf(t: Trace, l: LandingInfo | null): NonNullable<StatusView['landing']> {
-  if (l === null || !l.tracks || (t.landingRef === null && t.landed === null)) return 'not_tracked';
+function landingOf(t: Trace, l: LandingInfo): NonNullable<StatusView['landing']> {
+  if (!l.tracks || (t.landingRef === null && t.landed === null)) return 'not_tracked';
   if (t.landed !== null && !t.landed.following) return 'done';
   return l.behind ? 'behind' : 'following';
 }

@@ -18,16 +18,15 @@ describe('landing in statuses (litesvm)', () => {
   });
   after(() => chain.close());
 
-  const setup = (withLanding: boolean) => {
+  /** With a Solana chain RPC, or with none (no family followed). */
+  const setup = (withChain: boolean) => {
     let tracker: Tracker | null = null;
-    const landing = withLanding
-      ? new Landing({
-          clock: systemClock,
-          solana: { rpc: chain.url, pollMs: 400, commitment: 'confirmed', timeoutMs: 60_000 },
-          onLanding: (e, x) =>
-            tracker!.landed(e.id, { state: e.state, chain: e.chain, at: e.at, ackToLandedMs: x.ackToLandedMs, following: !e.final, ...(x.transactions ? { transactions: x.transactions } : {}) }),
-        })
-      : null;
+    const landing = new Landing({
+      clock: systemClock,
+      ...(withChain ? { solana: { rpc: chain.url, pollMs: 400, commitment: 'confirmed' as const, timeoutMs: 60_000 } } : {}),
+      onLanding: (e, x) =>
+        tracker!.landed(e.id, { state: e.state, chain: e.chain, at: e.at, ackToLandedMs: x.ackToLandedMs, following: !e.final, ...(x.transactions ? { transactions: x.transactions } : {}) }),
+    });
     tracker = new Tracker({ retentionMs: 60_000, maxEntries: 1000, node: 'n1', landing });
     return { tracker, landing };
   };
@@ -59,7 +58,7 @@ describe('landing in statuses (litesvm)', () => {
     assert.equal(tracker.status(tx.signature, 8).state, 'unknown', 'another account still reads nothing');
   });
 
-  it('without a chain RPC a forwarded status says not_tracked', () => {
+  it('without a chain RPC for its family a forwarded status says not_tracked; a tracker without landing says nothing of it', () => {
     const { tracker } = setup(false);
     const t = tracker.open('sig', 'req-2', 7, 'solana', 'v2');
     t.landingRef = { lane: 'solana-single', blockhash: 'x' };
@@ -68,5 +67,8 @@ describe('landing in statuses (litesvm)', () => {
     assert.equal(v.state, 'forwarded');
     assert.equal(v.landing, 'not_tracked');
     assert.equal(v.onchain, undefined);
+    const plain = new Tracker({ retentionMs: 60_000, maxEntries: 10, node: 'n1' });
+    plain.open('sig2', 'req-3', 7, 'solana', 'v2').final('forwarded', null, Date.now());
+    assert.equal('landing' in plain.status('sig2', 7), false);
   });
 });
