@@ -10,7 +10,7 @@ import { keccak_256 } from '@noble/hashes/sha3.js';
 import { HttpTransport, header, safeJson, sleep, errorText, neverSent, type HttpResponse } from './http.js';
 import { RPC_RATE_LIMITED, RPC_UNAVAILABLE } from '../shared/codes.js';
 import { DEFAULT_RETRY_WAIT_MS, isRetrySafe, type BatchOutcome, type RetryBudget, type RetryInstruction, type TxOutcome } from './outcome.js';
-import { fetchStatus, fetchStatuses, waitForward, type ForwardWait, type StatusObject, type WaitForwardOptions, type WithRequestId } from './status.js';
+import { fetchStatus, fetchStatuses, waitForward, waitLanded, type ForwardWait, type LandedWait, type StatusObject, type WaitForwardOptions, type WaitLandedOptions, type WithRequestId } from './status.js';
 
 export interface EvmClientOptions {
   url: string;
@@ -150,6 +150,11 @@ export class EvmClient {
   /** Reads `id`'s status until it is final; on timeout resolves with the last one and `timedOut: true`. */
   waitForward(id: string, opts: WaitForwardOptions = {}): Promise<ForwardWait> {
     return waitForward((i) => fetchStatus(this.http, this.url, this.credentials(), i, { budget: this.budget }), id, opts);
+  }
+
+  /** Reads the status until the chain's word on it (docs/protocol.md#status); see `waitLanded` in status.ts. */
+  waitLanded(id: string, opts: WaitLandedOptions = {}): Promise<LandedWait> {
+    return waitLanded((i) => fetchStatus(this.http, this.url, this.credentials(), i, { budget: this.budget }), id, opts);
   }
 
   private credentials(): Record<string, string> {

@@ -10,7 +10,7 @@ import bs58 from 'bs58';
 import { uuidToBytes } from '../shared/uuid.js';
 import { HttpTransport, header, safeJson, errorText, neverSent, type HttpResponse } from './http.js';
 import type { BundleOutcome, RetryBudget, SolanaOutcome } from './outcome.js';
-import { fetchStatus, fetchStatuses, waitForward, type ForwardWait, type StatusObject, type WaitForwardOptions, type WithRequestId } from './status.js';
+import { fetchStatus, fetchStatuses, waitForward, waitLanded, type ForwardWait, type LandedWait, type StatusObject, type WaitForwardOptions, type WaitLandedOptions, type WithRequestId } from './status.js';
 
 export interface SolanaClientOptions {
   url: string;
@@ -96,6 +96,11 @@ export class SolanaClient {
   /** Reads `id`'s status until it is final; on timeout resolves with the last one and `timedOut: true`. */
   waitForward(id: string, opts: WaitForwardOptions = {}): Promise<ForwardWait> {
     return waitForward((i) => fetchStatus(this.http, this.url, this.credentials(), i, { budget: this.budget }), id, opts);
+  }
+
+  /** Reads the status until the chain's word on it (docs/protocol.md#status); see `waitLanded` in status.ts. */
+  waitLanded(id: string, opts: WaitLandedOptions = {}): Promise<LandedWait> {
+    return waitLanded((i) => fetchStatus(this.http, this.url, this.credentials(), i, { budget: this.budget }), id, opts);
   }
 
   private credentials(): Record<string, string> {

@@ -6,13 +6,13 @@
  */
 import { header, safeJson, sleep, errorText, type HttpResponse } from './http.js';
 import { DEFAULT_RETRY_WAIT_MS, type RetryBudget } from './outcome.js';
-import type { StatusObject, StatusState } from '../shared/status.js';
+import type { Commitment, StatusObject, StatusState } from '../shared/status.js';
 
 // The status object itself is shared with the server (src/shared/status.ts).
-export type { StatusState, StatusEvent, Forward, StatusObject } from '../shared/status.js';
+export type { StatusState, StatusEvent, Forward, StatusObject, OnChain, Commitment, LandingState } from '../shared/status.js';
 
 /** Every state but `queued` is final: polling stops there. */
-export const FINAL_STATES: ReadonlySet<StatusState> = new Set(['forwarded', 'upstream_rejected', 'failed', 'dropped', 'duplicate', 'unknown', 'expired']);
+export const FINAL_STATES: ReadonlySet<StatusState> = new Set(['forwarded', 'upstream_rejected', 'failed', 'dropped', 'duplicate', 'unknown', 'expired', 'landed', 'landed_failed', 'not_landed']);
 
 /** What `waitForward` resolves with: the last status read, and whether the wait ran out first. */
 export type ForwardWait = StatusObject & { timedOut: boolean };
@@ -27,6 +27,14 @@ export interface WaitForwardOptions {
    * acknowledged (UDP), which the node may not have received yet.
    */
   waitWhileUnknown?: boolean;
+}
+
+/** What `waitLanded` resolves with: the last status read, and whether the wait ran out first. */
+export type LandedWait = StatusObject & { timedOut: boolean };
+
+export interface WaitLandedOptions extends WaitForwardOptions {
+  /** Solana: the confirmation level to wait for (default `confirmed`); the node follows up to its own `solana.landing_commitment`. */
+  commitment?: Commitment;
 }
 
 /** An outcome plus the relay's request id, when the acknowledgement carried `x-svc-request-id`. */
@@ -102,12 +110,36 @@ export async function fetchStatus(http: StatusTransport, baseUrl: string, creden
  * resolves with the last status read and `timedOut: true`. Transport errors
  * (after `getStatus`'s own retries) are thrown.
  */
-export async function waitForward(getStatus: (id: string) => Promise<StatusObject>, id: string, opts: WaitForwardOptions = {}): Promise<ForwardWait> {
-  const deadline = Date.now() + (opts.timeout ?? 10_000);
+export function waitForward(getStatus: (id: string) => Promise<StatusObject>, id: string, opts: WaitForwardOptions = {}): Promise<ForwardWait> {
+  return pollUntil(getStatus, id, opts, 10_000, (s) => FINAL_STATES.has(s.state) && !(s.state === 'unknown' && opts.waitWhileUnknown));
+}
+
+const LEVEL: Record<Commitment, number> = { processed: 1, confirmed: 2, finalized: 3 };
+
+/**
+ * Reads `id`'s status until the chain's word on it is final: landed at the
+ * commitment asked for (or as far as the node follows it), landed_failed,
+ * not_landed; or an end short of the chain (refused, dropped, unknown), or
+ * `forwarded` on a node that does not follow its family (`landing:
+ * "not_tracked"`). Default time-out 60 s.
+ */
+export function waitLanded(getStatus: (id: string) => Promise<StatusObject>, id: string, opts: WaitLandedOptions = {}): Promise<LandedWait> {
+  const want = LEVEL[opts.commitment ?? 'confirmed'];
+  return pollUntil(getStatus, id, opts, 60_000, (s) => {
+    if (s.state === 'queued' || (s.state === 'unknown' && opts.waitWhileUnknown)) return false;
+    if (s.state === 'forwarded') return s.landing === undefined || s.landing === 'not_tracked';
+    if (s.state !== 'landed' && s.state !== 'landed_failed') return true;
+    if (s.landing === 'done' || s.onchain?.confirmation === undefined) return true;
+    return LEVEL[s.onchain.confirmation] >= want;
+  });
+}
+
+async function pollUntil(getStatus: (id: string) => Promise<StatusObject>, id: string, opts: WaitForwardOptions, defaultTimeout: number, done: (s: StatusObject) => boolean): Promise<StatusObject & { timedOut: boolean }> {
+  const deadline = Date.now() + (opts.timeout ?? defaultTimeout);
   let pause = opts.pollMs ?? 250;
   for (;;) {
     const s = await getStatus(id);
-    if (FINAL_STATES.has(s.state) && !(s.state === 'unknown' && opts.waitWhileUnknown)) return { ...s, timedOut: false };
+    if (done(s)) return { ...s, timedOut: false };
     const left = deadline - Date.now();
     if (left <= 0) return { ...s, timedOut: true };
     // Sleeping to the deadline at most leaves one last read at the deadline itself.

@@ -5,8 +5,45 @@
  * more (`chain`, `upstream_result`).
  */
 
-/** `forwarded` means an upstream accepted it, never that it landed on chain. */
-export type StatusState = 'queued' | 'forwarded' | 'upstream_rejected' | 'failed' | 'dropped' | 'duplicate' | 'unknown' | 'expired';
+/** What the chain said about a forwarded transaction. */
+export type LandingState = 'landed' | 'landed_failed' | 'not_landed';
+
+/** Why a transaction will not land, or why the node stopped waiting for it. */
+export type NotLandedReason = 'blockhash_expired' | 'replaced' | 'timeout';
+
+/** Solana confirmation levels. */
+export type Commitment = 'processed' | 'confirmed' | 'finalized';
+
+/**
+ * `forwarded` means an upstream accepted it; `landed`, `landed_failed` and
+ * `not_landed` are what the chain said, where the node follows its family
+ * on chain (`landing`).
+ */
+export type StatusState = 'queued' | 'forwarded' | 'upstream_rejected' | 'failed' | 'dropped' | 'duplicate' | 'unknown' | 'expired' | LandingState;
+
+/** What the chain's RPC said about a transaction. */
+export interface ChainFacts {
+  /** Solana: the slot it landed in, and the cluster's confirmation level when the node saw it. */
+  slot?: number;
+  confirmation?: Commitment;
+  /** EVM: the block it was mined in, and blocks on top of and including it when the node saw it. */
+  block?: number;
+  block_hash?: string;
+  confirmations?: number;
+  /** The execution error as the chain's RPC gives it (Solana `err`; EVM `"reverted"`); null when it executed. */
+  err?: unknown;
+  reason?: NotLandedReason;
+  /** EVM `replaced`: the transaction that took its nonce. */
+  replaced_by?: string;
+}
+
+/** The chain's side of a status: where and how it landed, or why it will not. */
+export interface OnChain extends ChainFacts {
+  landed_at: string;
+  ack_to_landed_ms: number | null;
+  /** A bundle's members, in order. */
+  transactions?: { id: string; state: LandingState; chain: ChainFacts }[];
+}
 
 /** `at` is an ISO 8601 time. */
 export interface StatusEvent {
@@ -47,4 +84,10 @@ export interface StatusObject {
   forwards: Forward[];
   /** An EVM batch's item ids, in request order. */
   items?: readonly string[];
+  /**
+   * Once forwarded: `not_tracked` (the node has no chain RPC for its family),
+   * `following`, `behind` (following, but the chain RPC is slow or down), `done`.
+   */
+  landing?: 'not_tracked' | 'following' | 'behind' | 'done';
+  onchain?: OnChain;
 }

@@ -5,10 +5,28 @@
  * object a reader gets.
  */
 import { requestSeq } from './request-id.js';
-import type { StatusState } from '../shared/status.js';
+import type { ChainFacts, LandingState, StatusState } from '../shared/status.js';
 
-/** What a trace can say; `unknown` and `expired` are what an id without one reads. */
-type TrackedState = Exclude<StatusState, 'unknown' | 'expired'>;
+/** What a trace can say before the chain does; `unknown` and `expired` are what an id without one reads. */
+type TrackedState = Exclude<StatusState, 'unknown' | 'expired' | LandingState>;
+
+/** What the chain said about a forwarded transaction (docs/protocol.md#status). */
+export interface Landed {
+  state: LandingState;
+  chain: ChainFacts;
+  /** When the relay saw it. */
+  at: number;
+  ackToLandedMs: number | null;
+  /** Still followed (a higher confirmation level may come). */
+  following: boolean;
+  /** A bundle's members, in order. */
+  transactions?: readonly { id: string; state: LandingState; chain: ChainFacts }[];
+}
+
+/** What landing needs to follow a transaction once it is forwarded: its recent blockhash (Solana) or sender and nonce (EVM). */
+export type LandingRef =
+  | { lane: string; blockhash: string; members?: readonly { signature: string; blockhash: string }[] }
+  | { lane: string; from: string; nonce: bigint };
 
 /** One request to one upstream carrying the transaction. */
 interface Attempt {
@@ -52,8 +70,12 @@ export class Trace {
   held = false;
   /** Its request's counter (`requestSeq`): where the request ring holds it; -1 for none. */
   readonly seq: number;
+  /** Set where the relay follows its family on chain, from its decode. */
+  landingRef: LandingRef | null = null;
+  /** What the chain said (null: nothing yet, or not followed). */
+  landed: Landed | null = null;
   /** Told of the end, for subscribers (null: no feed). */
-  owner: { changed(t: Trace): void } | null = null;
+  owner: { changed(t: Trace): void; forwarded?(t: Trace): void } | null = null;
 
   constructor(
     /** Hash (EVM), first signature (Solana, bundles) or batch_id. */
@@ -121,6 +143,14 @@ export class Trace {
     this.state = state;
     this.reason = reason;
     this.endedAt = now;
+    this.owner?.changed(this);
+    if (state === 'forwarded') this.owner?.forwarded?.(this);
+  }
+
+  /** The chain's word on it, once it was forwarded. */
+  land(l: Landed): void {
+    if (this.state !== 'forwarded') return;
+    this.landed = l;
     this.owner?.changed(this);
   }
 }

@@ -18,12 +18,20 @@
  */
 import { requestSeq } from './request-id.js';
 import type { StatusFeed } from './feed.js';
-import { Trace } from './trace.js';
+import { Trace, type Landed } from './trace.js';
 import { statusView, unknownStatus, type StatusView } from './view.js';
 
 // What the pipeline, the lanes and the doors take from here, beside the tracker.
 export { Trace } from './trace.js';
 export { mergeStatuses, unknownStatus, type StatusView } from './view.js';
+
+/** Landing as the tracker sees it (src/landing/): whether a family is followed on chain, how far behind, and where a forwarded trace goes to be followed. */
+export interface LandingHost {
+  tracks(chain: 'evm' | 'solana'): boolean;
+  /** Tracking has fallen behind (the chain RPC slow or down). */
+  behind(chain: 'evm' | 'solana'): boolean;
+  follow(t: Trace): void;
+}
 
 interface TrackerOptions {
   retentionMs: number;
@@ -32,6 +40,8 @@ interface TrackerOptions {
   now?: () => number;
   /** Where state changes go for the WebSocket door's subscribers. */
   feed?: StatusFeed | null;
+  /** Null or absent: no family is followed past `forwarded`. */
+  landing?: LandingHost | null;
 }
 
 /** One account's traces held, oldest first (from `head`). */
@@ -97,10 +107,8 @@ export class Tracker {
   open(id: string, requestId: string, accountId: number, chain: 'evm' | 'solana', door: string): Trace {
     const t = new Trace(id, requestId, accountId, chain, door, this.now());
     this.add(t, true, false);
-    if (this.o.feed) {
-      t.owner = this;
-      this.changed(t);
-    }
+    if (this.o.feed || this.o.landing) t.owner = this;
+    if (this.o.feed) this.changed(t);
     return t;
   }
 
@@ -129,10 +137,30 @@ export class Tracker {
     return t;
   }
 
-  /** A trace opened or ended: its view to the subscribers of its account, if any. */
+  /** A trace opened, ended or landed: its view to the subscribers of its account, if any. */
   changed(t: Trace): void {
     const feed = this.o.feed;
-    if (feed && feed.watched(t.accountId)) feed.publish(t.accountId, statusView(t, this.o.node, (x, a) => this.find(x, a)));
+    if (feed && feed.watched(t.accountId)) feed.publish(t.accountId, this.view(t));
+  }
+
+  /** A trace forwarded: followed on chain where its family is and its decode told how. */
+  forwarded(t: Trace): void {
+    const l = this.o.landing;
+    if (l && t.landingRef !== null && l.tracks(t.chain)) l.follow(t);
+  }
+
+  /** The chain's word on transaction `id`, for every account's trace of it still held. */
+  landed(id: string, l: Landed): void {
+    const e = this.byId.get(id);
+    if (e === undefined) return;
+    if (e instanceof Map) {
+      for (const v of e.values()) if (typeof v === 'object') v.land(l);
+    } else if (typeof e === 'object') e.land(l);
+  }
+
+  private view(t: Trace): StatusView {
+    const l = this.o.landing;
+    return statusView(t, this.o.node, (x, a) => this.find(x, a), l ? { tracks: l.tracks(t.chain), behind: l.behind(t.chain) } : null);
   }
 
   /** The trace of `id` (a transaction's, or a request's) as account `accountId` may see it. */
@@ -158,7 +186,7 @@ export class Tracker {
   status(id: string, accountId: number): StatusView {
     this.evict(this.now());
     const t = this.find(id, accountId);
-    if (t !== undefined) return statusView(t, this.o.node, (x, a) => this.find(x, a));
+    if (t !== undefined) return this.view(t);
     return unknownStatus(id, this.o.node, this.idFor(id, accountId) === accountId ? 'expired' : 'unknown');
   }
 

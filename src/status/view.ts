@@ -5,6 +5,12 @@
 import type { Forward, StatusObject, StatusState } from '../shared/status.js';
 import type { Trace } from './trace.js';
 
+/** Whether the trace's family is followed on chain, and whether that has fallen behind. */
+export interface LandingInfo {
+  tracks: boolean;
+  behind: boolean;
+}
+
 /** The status object (src/shared/status.ts, shared with the client) as this node fills it in. */
 export interface StatusView extends StatusObject {
   chain: 'evm' | 'solana' | null;
@@ -44,9 +50,14 @@ export function mergeStatuses(lists: readonly (readonly StatusView[])[]): Status
  * The status object of one trace. A batch reads its items' traces through
  * `find`, so it is as far as they are.
  */
-export function statusView(t: Trace, node: string, find: (id: string, accountId: number) => Trace | undefined): StatusView {
+export function statusView(t: Trace, node: string, find: (id: string, accountId: number) => Trace | undefined, landing: LandingInfo | null = null): StatusView {
   let state: StatusState = t.state;
   let reason = t.reason;
+  const landed = t.landed;
+  if (landed !== null) {
+    state = landed.state;
+    reason = landed.chain.reason ?? null;
+  }
   if (t.items !== null) {
     // A batch is as far as its items: queued while any is, else forwarded if all were, else its first other end.
     const items = t.items.map((x) => find(x, t.accountId));
@@ -68,7 +79,11 @@ export function statusView(t: Trace, node: string, find: (id: string, accountId:
     received_at: iso(t.receivedAt),
     state,
     reason,
-    events: t.endedAt === 0 ? [{ stage: 'received', at: iso(t.receivedAt) }] : [{ stage: 'received', at: iso(t.receivedAt) }, { stage: t.state, at: iso(t.endedAt) }],
+    events: [
+      { stage: 'received', at: iso(t.receivedAt) },
+      ...(t.endedAt === 0 ? [] : [{ stage: t.state, at: iso(t.endedAt) }]),
+      ...(landed === null ? [] : [{ stage: landed.state, at: iso(landed.at) }]),
+    ],
     forwards: t.attempts().map((a) => ({
       upstream: a.upstream,
       attempt: a.attempt,
@@ -79,5 +94,22 @@ export function statusView(t: Trace, node: string, find: (id: string, accountId:
       ...(a.outcome === 'rejected' || a.outcome === 'failed' ? { upstream_error: errorOf(a.error ?? a.outcome) } : {}),
     })),
     ...(t.items !== null ? { items: t.items } : {}),
+    ...(landing !== null && t.state === 'forwarded' && t.items === null ? { landing: landingOf(t, landing) } : {}),
+    ...(landed === null
+      ? {}
+      : {
+          onchain: {
+            ...landed.chain,
+            landed_at: iso(landed.at),
+            ack_to_landed_ms: landed.ackToLandedMs,
+            ...(landed.transactions ? { transactions: landed.transactions.map((x) => ({ id: x.id, state: x.state, chain: x.chain })) } : {}),
+          },
+        }),
   };
+}
+
+function landingOf(t: Trace, l: LandingInfo): NonNullable<StatusView['landing']> {
+  if (!l.tracks || (t.landingRef === null && t.landed === null)) return 'not_tracked';
+  if (t.landed !== null && !t.landed.following) return 'done';
+  return l.behind ? 'behind' : 'following';
 }

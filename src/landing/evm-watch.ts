@@ -1,0 +1,182 @@
+/**
+ * Follows forwarded EVM transactions on the chain (docs/protocol.md#status):
+ * one block read per new block, matched against every tracked hash, and a
+ * receipt read only for the matches, so the calls grow with blocks, not with
+ * tracked transactions. The block is read with its transactions' bodies so
+ * the same read also finds a tracked sender's nonce taken by another
+ * transaction (`replaced`) without a nonce poll per sender.
+ */
+import type { Clock } from '../clock.js';
+import type { ChainRpc } from './chain-rpc.js';
+import type { LandingListener } from './event.js';
+
+interface Tracked {
+  readonly from: string;
+  readonly nonce: bigint;
+  readonly since: number;
+}
+
+interface BlockTx {
+  hash: string;
+  from: string;
+  nonce: string;
+}
+
+interface Block {
+  number: string;
+  hash: string;
+  transactions: BlockTx[];
+}
+
+interface Receipt {
+  status?: string;
+  blockNumber: string;
+  blockHash: string;
+}
+
+export interface EvmWatchOptions {
+  onLanding: LandingListener;
+  clock: Clock;
+  /** A transaction not seen in a block within this long ends `not_landed`, reason `timeout` (it may still land). */
+  timeoutMs: number;
+  /** Blocks read per poll at most, so a watcher far behind catches up in steps. */
+  maxBlocksPerPoll?: number;
+}
+
+/** On the first poll with something tracked, the blocks before the head that are read too: a transaction may be mined before the watcher looks. */
+const LOOKBACK = 2;
+
+export class EvmLandingWatch {
+  private readonly pending = new Map<string, Tracked>();
+  /** `from:nonce` -> the tracked hashes using that nonce. */
+  private readonly nonces = new Map<string, Set<string>>();
+  /** Matched in a block whose receipt the node did not have yet: asked again next poll. */
+  private readonly awaiting = new Map<string, { block: number; blockHash: string }>();
+  private lastBlock = -1;
+  private lastGood: number;
+  private polling = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly maxBlocks: number;
+
+  constructor(
+    private readonly rpc: ChainRpc,
+    private readonly o: EvmWatchOptions,
+  ) {
+    this.maxBlocks = o.maxBlocksPerPoll ?? 32;
+    this.lastGood = o.clock();
+  }
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  /** Follows a forwarded transaction by its 0x hash, with its sender and nonce (from the relay's decode). */
+  track(hash: string, from: string, nonce: bigint): void {
+    const h = hash.toLowerCase();
+    if (this.pending.has(h)) return;
+    const t: Tracked = { from: from.toLowerCase(), nonce, since: this.o.clock() };
+    this.pending.set(h, t);
+    const k = `${t.from}:${t.nonce}`;
+    let set = this.nonces.get(k);
+    if (!set) this.nonces.set(k, (set = new Set()));
+    set.add(h);
+  }
+
+  lagMs(now = this.o.clock()): number {
+    return this.pending.size === 0 ? 0 : Math.max(0, now - this.lastGood);
+  }
+
+  start(intervalMs: number): void {
+    this.timer = setInterval(() => void this.poll().catch(() => {}), intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  async poll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    try {
+      const head = Number(BigInt(await this.rpc.call<string>('eth_blockNumber', [])));
+      if (this.pending.size === 0) {
+        // Nothing to match: no block reads, and the next tracked transaction starts from here.
+        this.lastBlock = head;
+      } else {
+        if (this.lastBlock < 0) this.lastBlock = Math.max(-1, head - 1 - LOOKBACK);
+        await this.readReceipts(head);
+        const to = Math.min(head, this.lastBlock + this.maxBlocks);
+        for (let n = this.lastBlock + 1; n <= to; n++) {
+          await this.readBlock(n, head);
+          this.lastBlock = n;
+        }
+        this.endOverdue();
+      }
+      this.lastGood = this.o.clock();
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  private async readBlock(n: number, head: number): Promise<void> {
+    const block = await this.rpc.call<Block | null>('eth_getBlockByNumber', [`0x${n.toString(16)}`, true]);
+    if (!block) return;
+    const at = this.o.clock();
+    for (const tx of block.transactions) {
+      const hash = tx.hash.toLowerCase();
+      if (this.pending.has(hash)) {
+        this.awaiting.set(hash, { block: n, blockHash: block.hash });
+        continue;
+      }
+      const k = `${tx.from.toLowerCase()}:${BigInt(tx.nonce)}`;
+      const taken = this.nonces.get(k);
+      if (!taken) continue;
+      for (const h of taken) {
+        this.forget(h);
+        this.o.onLanding({ id: h, state: 'not_landed', chain: { reason: 'replaced', replaced_by: hash, block: n, block_hash: block.hash }, final: true, at });
+      }
+    }
+    await this.readReceipts(head);
+  }
+
+  private async readReceipts(head: number): Promise<void> {
+    for (const [hash, where] of this.awaiting) {
+      const r = await this.rpc.call<Receipt | null>('eth_getTransactionReceipt', [hash]);
+      if (!r) continue;
+      this.awaiting.delete(hash);
+      if (!this.pending.has(hash)) continue;
+      this.forget(hash);
+      const block = Number(BigInt(r.blockNumber));
+      // Pre-Byzantium receipts carry no status; those blocks are long final and not this relay's concern.
+      const ok = r.status === undefined || BigInt(r.status) === 1n;
+      this.o.onLanding({
+        id: hash,
+        state: ok ? 'landed' : 'landed_failed',
+        chain: { block, block_hash: r.blockHash ?? where.blockHash, confirmations: Math.max(1, head - block + 1), err: ok ? null : 'reverted' },
+        final: true,
+        at: this.o.clock(),
+      });
+    }
+  }
+
+  private endOverdue(): void {
+    const now = this.o.clock();
+    for (const [hash, t] of this.pending) {
+      if (now - t.since < this.o.timeoutMs || this.awaiting.has(hash)) continue;
+      this.forget(hash);
+      this.o.onLanding({ id: hash, state: 'not_landed', chain: { reason: 'timeout' }, final: true, at: now });
+    }
+  }
+
+  private forget(hash: string): void {
+    const t = this.pending.get(hash);
+    if (!t) return;
+    this.pending.delete(hash);
+    const k = `${t.from}:${t.nonce}`;
+    const set = this.nonces.get(k);
+    set?.delete(hash);
+    if (set?.size === 0) this.nonces.delete(k);
+  }
+}
