@@ -9,7 +9,7 @@ import { DEFAULT_RETRY_WAIT_MS, type RetryBudget } from './outcome.js';
 import type { Commitment, StatusObject, StatusState } from '../shared/status.js';
 
 // The status object itself is shared with the server (src/shared/status.ts).
-export type { StatusState, StatusEvent, Forward, StatusObject, OnChain, Commitment, LandingState } from '../shared/status.js';
+export type { StatusState, StatusEvent, Forward, StatusObject, OnChain, Commitment } from '../shared/status.js';
 
 /** Every state but `queued` is final: polling stops there. */
 export const FINAL_STATES: ReadonlySet<StatusState> = new Set(['forwarded', 'upstream_rejected', 'failed', 'dropped', 'duplicate', 'unknown', 'expired', 'landed', 'landed_failed', 'not_landed']);

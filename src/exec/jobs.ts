@@ -74,7 +74,7 @@ export const T_START = 1;
 export const T_END = 2;
 
 /** Per-slot bytes: an EVM transaction hash, its signing hash, and 128 of error text, which is all a rejection needs. */
-export const SLOT_BYTES = 192;
+const SLOT_BYTES = 192;
 const KEY_AT = 0;
 export const KEY_BYTES = 32;
 const MSG_AT = 32;

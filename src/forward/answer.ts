@@ -9,7 +9,7 @@
  */
 
 /** A recursive reader needs a limit; a send answer nests 3 deep. */
-export const MAX_DEPTH = 128;
+const MAX_DEPTH = 128;
 
 export interface AnswerScan {
   /** '' when the text is a JSON-RPC answer; else why not (for logs). */

@@ -33,7 +33,7 @@ for (let c = 65; c <= 90; c++) TCHAR[c] = 1;
 for (let c = 97; c <= 122; c++) TCHAR[c] = 1;
 
 /** What a head says about its answer; reused by the caller, every field written by each parse. */
-export interface Head {
+interface Head {
   status: number;
   http10: boolean;
   /** -1 when absent. */

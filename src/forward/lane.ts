@@ -62,11 +62,11 @@ const MAX_CAPACITY = 1 << 24;
  * which a searcher's transaction has lost its point. The breaker's probes, one
  * a second, see an upstream back from a hang well inside this.
  */
-export const MAX_AGE_MS = 60_000;
+const MAX_AGE_MS = 60_000;
 /** The clock is injected, so the wake-up timer re-reads it at least this often. */
 const MAX_WAKE_MS = 1_000;
 
-export interface LaneOptions {
+interface LaneOptions {
   /** Upstream JSON-RPC URLs; empty runs the lane dry. */
   upstreams: readonly string[];
   capacity?: number;

@@ -133,7 +133,7 @@ function unlinkQuiet(file: string): void {
   }
 }
 
-export interface ReplayOptions {
+interface ReplayOptions {
   dataDir: string;
   lane: (name: LaneName) => Lane;
   /** solana.spill_max_age_s in ms. */

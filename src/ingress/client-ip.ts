@@ -46,7 +46,7 @@ function forwardedFor(req: HttpRequest): string {
 }
 
 /** The `hops`-th entry from the right (the leftmost when there are fewer), if it is an IP address. */
-export function forwardedHop(xff: string, hops: number): string | null {
+function forwardedHop(xff: string, hops: number): string | null {
   let end = xff.length;
   let start = xff.lastIndexOf(',', end - 1) + 1;
   for (let i = 1; i < hops && start > 0; i++) {

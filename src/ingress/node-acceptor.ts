@@ -31,7 +31,7 @@ const IDLE_TIMEOUT_MS = 60_000;
 /** Slowloris (uWS drops a connection after 10 s without progress). */
 const HEADERS_TIMEOUT_MS = 10_000;
 /** The largest body http.max_body_bytes allows (64 MiB) at ~1 MB/s. */
-export const REQUEST_TIMEOUT_MS = 60_000;
+const REQUEST_TIMEOUT_MS = 60_000;
 /** node:http's default (30 s) would let the time-outs above run 30 s late. */
 const TIMEOUT_CHECK_MS = 1000;
 /** uWS's default (UWS_HTTP_MAX_HEADERS_SIZE), so a 431 does not depend on the acceptor. */

@@ -75,7 +75,7 @@ function detach(ab: ArrayBuffer): void {
  * (margin 4, 8 or 16 s), so the close comes after idleTimeout either way.
  * Below uWS's 8 s minimum (node only) the margin is half.
  */
-export function idleParts(idleTimeout: number, pings: boolean): { quietMs: number; marginMs: number } {
+function idleParts(idleTimeout: number, pings: boolean): { quietMs: number; marginMs: number } {
   if (!(idleTimeout > 0)) return { quietMs: 0, marginMs: 0 };
   let margin = 4;
   while (idleTimeout - margin * 2 >= margin * 2 && margin < 16) margin *= 2;
@@ -84,7 +84,7 @@ export function idleParts(idleTimeout: number, pings: boolean): { quietMs: numbe
 }
 
 /** A ws route: the context its upgrade handler passes back to `res.upgrade`. */
-export class WsRoute {
+class WsRoute {
   readonly wss: WebSocketServer;
   readonly quietMs: number;
   readonly marginMs: number;

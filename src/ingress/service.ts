@@ -44,7 +44,7 @@ const SLAB_BYTES = 32 * 1024 * 1024;
 /** Accept latency per door, handler start to answer. */
 export const ACCEPT_BUCKETS = [0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
 
-export interface ServiceDeps {
+interface ServiceDeps {
   cfg: Config;
   uws: Uws;
   clock: Clock;

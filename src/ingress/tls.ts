@@ -27,7 +27,7 @@ export interface TlsPair {
 export const TLS_MIN_VERSION = 'TLSv1.2';
 export const TLS_ALPN = ['http/1.1'];
 
-export class TlsError extends TxrelayError {
+class TlsError extends TxrelayError {
   constructor(
     readonly listener: TlsListener,
     message: string,

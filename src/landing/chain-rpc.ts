@@ -6,7 +6,7 @@
  * behind instead of piling up calls.
  */
 
-export class ChainRpcError extends Error {
+class ChainRpcError extends Error {
   constructor(
     readonly method: string,
     /** The node's JSON-RPC error code, or 0 for transport failures and time-outs. */
@@ -18,7 +18,7 @@ export class ChainRpcError extends Error {
   }
 }
 
-export interface ChainRpcStats {
+interface ChainRpcStats {
   /** Calls made, by method. */
   readonly calls: Map<string, number>;
   /** Calls that failed (transport, time-out or a JSON-RPC error), by method. */

@@ -34,7 +34,7 @@ interface Receipt {
   blockHash: string;
 }
 
-export interface EvmWatchOptions {
+interface EvmWatchOptions {
   onLanding: LandingListener;
   clock: Clock;
   /** A transaction not seen in a block within this long ends `not_landed`, reason `timeout` (it may still land). */

@@ -14,7 +14,7 @@ import type { LandingEvent, NotLandedReason, SolanaCommitment } from './event.js
 import { EvmLandingWatch } from './evm-watch.js';
 import { SolanaLandingWatch } from './solana-watch.js';
 
-export interface LandingOptions {
+interface LandingOptions {
   solana?: { rpc: string; pollMs: number; commitment: SolanaCommitment; timeoutMs: number };
   evm?: { rpc: string; pollMs: number; timeoutMs: number };
   clock: Clock;
@@ -35,7 +35,7 @@ interface Followed {
 export const ACK_TO_LANDED_BUCKETS = [0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 51.2, 102.4];
 
 /** Counters read at each scrape (docs/operations.md#metrics). */
-export interface LandingStats {
+interface LandingStats {
   /** `lane/result` -> count; result is landed, landed_failed or not_landed_<reason>. */
   readonly results: Map<string, number>;
   /** lane -> histogram counts per bucket (last one +Inf), sum in seconds. */

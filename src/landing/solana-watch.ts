@@ -35,7 +35,7 @@ interface SignatureStatus {
   confirmationStatus?: SolanaCommitment | null;
 }
 
-export interface SolanaWatchOptions {
+interface SolanaWatchOptions {
   /** The level at which a signature stops being followed. */
   commitment: SolanaCommitment;
   onLanding: LandingListener;

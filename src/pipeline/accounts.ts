@@ -29,7 +29,7 @@ import type { Clock } from '../clock.js';
 
 export type Family = 'evm' | 'solana';
 /** The buckets of a seat: one per family, the family A batch-record budget, and refused work. */
-export type Bucket = Family | 'records' | 'refusals';
+type Bucket = Family | 'records' | 'refusals';
 
 export const SLOTS_PER_SEAT = 4;
 const OFFSET: Readonly<Record<Bucket, number>> = { evm: 0, solana: 1, records: 2, refusals: 3 };

@@ -9,7 +9,7 @@ import type { RelayError, Retry } from '../errors.js';
 import type { StatusView } from '../status/tracker.js';
 
 /** `answered`: a status read, which queues nothing. */
-export type Status = 'queued' | 'duplicate' | 'not-sent' | 'answered';
+type Status = 'queued' | 'duplicate' | 'not-sent' | 'answered';
 
 export class Outcome {
   constructor(

@@ -24,7 +24,7 @@ export interface Landed {
 }
 
 /** What landing needs to follow a transaction once it is forwarded: its recent blockhash (Solana) or sender and nonce (EVM). */
-export type LandingRef =
+type LandingRef =
   | { lane: string; blockhash: string; members?: readonly { signature: string; blockhash: string }[] }
   | { lane: string; from: string; nonce: bigint };
 

@@ -6,7 +6,7 @@ import type { Forward, StatusObject, StatusState } from '../shared/status.js';
 import type { Trace } from './trace.js';
 
 /** Whether the trace's family is followed on chain, and whether that has fallen behind. */
-export interface LandingInfo {
+interface LandingInfo {
   tracks: boolean;
   behind: boolean;
 }

@@ -45,7 +45,7 @@ export interface StoreLog {
 }
 
 /** The rejection every write gets once the store has failed (TXR_STORE_FAILED). */
-export class StoreFailedError extends TxrelayError {
+class StoreFailedError extends TxrelayError {
   constructor(cause: unknown) {
     super(E.STORE_FAILED, '', { cause });
     this.name = 'StoreFailedError';

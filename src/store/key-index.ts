@@ -64,7 +64,7 @@ export class WordIndex<T> {
 }
 
 /** What the index needs of a record: its id, and its key or the key's digest. */
-export interface Keyed {
+interface Keyed {
   readonly id: number;
   readonly uuid?: string;
   /** SHA-256 of the key's 16 bytes, hex (postgres registry). */
@@ -72,7 +72,7 @@ export interface Keyed {
 }
 
 /** SHA-256 of a key's 16 bytes: what the postgres registry stores instead of the key. */
-export function keyDigest(words: UuidWords): Buffer {
+function keyDigest(words: UuidWords): Buffer {
   const b = Buffer.allocUnsafe(16);
   for (let j = 0; j < 4; j++) b.writeInt32BE(words[j]!, 4 * j);
   return hash('sha256', b, 'buffer') as unknown as Buffer;

@@ -47,7 +47,7 @@ const QUERY_TIMEOUT_MS = 10_000;
 /** registry.timeout_ms's default, for callers that do not pass it. */
 const FEED_TIMEOUT_MS = 5_000;
 
-export interface PgRegistryOptions {
+interface PgRegistryOptions {
   url: string;
   store: Store;
   node: string;

@@ -96,7 +96,7 @@ const MIGRATIONS: readonly { version: number; sql: string }[] = [
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
 
 /** Advisory lock keys (one 64-bit space per database): migrations, and the one writer of the change log at a time. */
-export const MIGRATE_LOCK = 0x7478_726c_0001n;
+const MIGRATE_LOCK = 0x7478_726c_0001n;
 export const WRITE_LOCK = 0x7478_726c_0002n;
 if (WRITE_LOCK.toString() !== WRITE_LOCK_SQL) throw new Error('WRITE_LOCK_SQL must spell WRITE_LOCK');
 

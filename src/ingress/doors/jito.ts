@@ -32,7 +32,7 @@ const MAX_QUERY = 256;
 /** Parameters looked at, at most; a longer list is refused. */
 const MAX_PARAMS = 4;
 
-export interface JitoHead {
+interface JitoHead {
   /** The account UUID, from whichever of Jito's places held it; null when none did. */
   credential: string | null;
   /** `?bundleOnly=true`: a `sendTransaction` sent as a bundle of one. */

@@ -111,7 +111,7 @@ const EVM_HEADER = ' (EVM methods take `Authorization: Bearer <uuid>`; the api-k
 /** A read (eth_chainId, getLatestBlockhash, ...) is the usual unknown method: say where it belongs. */
 const ONLY_SENDS = ' (the relay only sends transactions; send reads to your chain RPC)';
 /** Ids per status read (docs/protocol.md#status). */
-export const MAX_STATUS_IDS = 100;
+const MAX_STATUS_IDS = 100;
 
 /** Admits one WebSocket message as a JSON-RPC body; its answers go back through the socket. */
 export type RpcMessage = (socket: RpcSocket, message: Uint8Array) => void;

@@ -43,23 +43,23 @@ import { bearer } from './evm.js';
 import { Pace, type RpcMessage, type RpcSocket } from './jsonrpc.js';
 
 /** A socket's work per event-loop turn before its next messages wait for the next turn. */
-export const TURN_BYTES = 64 * 1024;
-export const TURN_MESSAGES = 16;
+const TURN_BYTES = 64 * 1024;
+const TURN_MESSAGES = 16;
 /** Messages waiting on one socket before more are answered TXR_CAPACITY unread. */
-export const MAX_WAITING = 1024;
+const MAX_WAITING = 1024;
 /** Messages in a row refused for the account's rate before the socket is closed (CLOSE_FLOOD). */
-export const MAX_LIMITED = 128;
+const MAX_LIMITED = 128;
 /** After a socket is closed for flooding, its account's next upgrade on this thread waits this long (429). */
-export const FLOOD_COOLDOWN_MS = 10_000;
+const FLOOD_COOLDOWN_MS = 10_000;
 
 /** Close codes (docs/protocol.md#websocket). */
-export const CLOSE_SHUTDOWN = 1001;
-export const CLOSE_REVOKED = 4001;
-export const CLOSE_SLOW_READER = 4008;
+const CLOSE_SHUTDOWN = 1001;
+const CLOSE_REVOKED = 4001;
+const CLOSE_SLOW_READER = 4008;
 /** Policy violation: a socket kept sending after MAX_WAITING of its messages in a row were refused unread or for its account's rate. */
-export const CLOSE_FLOOD = 1008;
+const CLOSE_FLOOD = 1008;
 
-export interface WsOptions {
+interface WsOptions {
   idleTimeoutS: number;
   maxBufferedBytes: number;
   maxSubscriptions: number;
