@@ -28,8 +28,8 @@ function spec(code: string, http: number, rpc: number, message: string, extra: P
 }
 
 const DO_NOT_RETRY = { retry: 'do_not_retry_automatically' } as const;
-/** A Solana call that came with only the EVM header is told which one to use. */
-const SOLANA_HEADER = ' (Solana methods take the api-key header; Authorization: Bearer is for EVM methods)';
+/** AUTH_MISSING's detail for a Solana call that came with only the EVM header: which one to use. */
+export const SOLANA_HEADER = ' (Solana methods take the api-key header; Authorization: Bearer is for EVM methods)';
 
 export const E = {
   // Request shape.
@@ -42,11 +42,12 @@ export const E = {
   TX_INVALID: spec('TXR_TX_INVALID', 400, -32602, 'Invalid transaction: {}', DO_NOT_RETRY),
   TOO_LARGE: spec('TXR_TOO_LARGE', 413, -32013, 'Request too large: {}'),
   UNSUPPORTED_MEDIA: spec('TXR_UNSUPPORTED_MEDIA', 415, -32015, 'Unsupported Content-Type: {}'),
+  // A door that is off, or a path no door or admin route serves (the admin API words it as its own).
   NOT_FOUND: spec('TXR_NOT_FOUND', 404, -32601, 'Not found'),
 
   // Authentication: the Solana bodies are the fixed texts its clients know.
-  AUTH_MISSING: spec('TXR_AUTH_MISSING', 401, -32010, 'Unauthorized: account UUID missing{}', { text: 'Not Found api-key' }),
-  AUTH_SOLANA_HEADER: spec('TXR_AUTH_MISSING', 401, -32010, `Unauthorized: account UUID missing${SOLANA_HEADER}`, { text: `Not Found api-key${SOLANA_HEADER}` }),
+  // Detail: how this door takes the credential, where the request came with the other family's (SOLANA_HEADER, or the doors' EVM forms).
+  AUTH_MISSING: spec('TXR_AUTH_MISSING', 401, -32010, 'Unauthorized: account UUID missing{}', { text: 'Not Found api-key{}' }),
   AUTH_INVALID: spec('TXR_AUTH_INVALID', 401, -32010, 'Unauthorized: account UUID not recognised', { text: 'Invalid Api-Key' }),
 
   // Rate limits; `{}` is the limit in requests per second.
@@ -75,7 +76,6 @@ export const E = {
 
   // Admin API (JSON bodies `{"error":{"code","message"}}`).
   ADMIN_AUTH: spec('TXR_ADMIN_AUTH', 401, -32010, "admin bearer token missing or not this relay's"),
-  ADMIN_ROUTE: spec('TXR_NOT_FOUND', 404, -32601, 'no such admin route'),
   ACCOUNT_INVALID: spec('TXR_ACCOUNT_INVALID', 400, -32602, '{}'),
   ACCOUNT_NOT_FOUND: spec('TXR_ACCOUNT_NOT_FOUND', 404, -32602, 'account not found'),
   // 507 Insufficient Storage: the node cannot hold another live account; nothing was stored.

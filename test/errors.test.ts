@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { E, ERROR_TABLE, RelayError, TxrelayError, specOf } from '../src/errors.js';
+import { E, ERROR_TABLE, RelayError, SOLANA_HEADER, TxrelayError, specOf } from '../src/errors.js';
 
 const doc = readFileSync(new URL('../../docs/protocol.md', import.meta.url), 'utf8');
 const section = doc.slice(doc.indexOf('\n## Errors'), doc.indexOf('\n## Limits'));
@@ -22,7 +22,7 @@ const rows = new Map(
 /** Errors that stop start-up: they are never an HTTP answer. */
 const STARTUP = new Set([E.CONFIG, E.ACCEPTOR, E.FORWARD_CONFIG, E.REGISTRY_START, E.LISTEN, E.DATA_DIR, E.TLS]);
 /** Admin API errors: a JSON body of their own, no JSON-RPC code. */
-const ADMIN = new Set([E.ADMIN_AUTH, E.ADMIN_ROUTE, E.ACCOUNT_INVALID, E.ACCOUNT_NOT_FOUND, E.ACCOUNT_LIMIT, E.BATCH_NOT_FOUND, E.ACCOUNT_REVOKED, E.REGISTRY_UNAVAILABLE, E.STORE_FAILED]);
+const ADMIN = new Set([E.ADMIN_AUTH, E.ACCOUNT_INVALID, E.ACCOUNT_NOT_FOUND, E.ACCOUNT_LIMIT, E.BATCH_NOT_FOUND, E.ACCOUNT_REVOKED, E.REGISTRY_UNAVAILABLE, E.STORE_FAILED]);
 
 test('every code of the error table is documented in docs/protocol.md#errors with its HTTP status and JSON-RPC code', () => {
   for (const spec of ERROR_TABLE) {
@@ -50,4 +50,17 @@ test('what is thrown carries its table entry, so the admin API and the CLI repor
   assert.equal(e.message, 'this node holds at most 2 live accounts');
   assert.equal(specOf(e).http, 507);
   assert.equal(specOf(new Error('anything else')), E.INTERNAL);
+});
+
+test('every code belongs to exactly one entry of the table: a client branching on a code always means one refusal', () => {
+  const seen = new Map<string, number>();
+  for (const s of ERROR_TABLE) seen.set(s.code, (seen.get(s.code) ?? 0) + 1);
+  assert.deepEqual([...seen].filter(([, n]) => n > 1), []);
+});
+
+test('the credential refusal names the other family\'s header in both its message and its Solana text', () => {
+  const r = new RelayError(E.AUTH_MISSING, SOLANA_HEADER);
+  assert.match(r.message, /^Unauthorized: account UUID missing \(Solana methods take the api-key header/);
+  assert.match(r.text, /^Not Found api-key \(Solana methods take the api-key header/);
+  assert.equal(new RelayError(E.AUTH_MISSING).text, 'Not Found api-key');
 });

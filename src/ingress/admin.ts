@@ -148,6 +148,6 @@ export function createAdminApp(d: AdminDeps): TemplatedApp {
     const h = d.health();
     reply.send(res, h.ok ? 200 : 503, JSON_TYPE, JSON.stringify(h));
   });
-  app.any('/*', (r) => fail(reply.guard(r), E.ADMIN_ROUTE));
+  app.any('/*', (r) => fail(reply.guard(r), E.NOT_FOUND, 'no such admin route'));
   return app;
 }

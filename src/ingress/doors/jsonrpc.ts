@@ -24,7 +24,7 @@
  * the JSON-RPC error object where HTTP would answer a Solana caller in plain
  * text (docs/protocol.md#websocket).
  */
-import { E, RelayError } from '../../errors.js';
+import { E, RelayError, SOLANA_HEADER } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
 import type { Family } from '../../pipeline/accounts.js';
 import { Encoding, Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
@@ -141,7 +141,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       sub.credential = rq.route.jito ? rq.apiKey : (rq.apiKey ?? bearer(rq.authorization));
       if (sub.credential === '') return new RelayError(E.AUTH_MISSING, BEARER_FORM);
       // Only the EVM header on a Jito path: the refusal names the one to use, as on the other Solana doors.
-      if (rq.route.jito && sub.credential === null && rq.authorization !== null) return new RelayError(E.AUTH_SOLANA_HEADER);
+      if (rq.route.jito && sub.credential === null && rq.authorization !== null) return new RelayError(E.AUTH_MISSING, SOLANA_HEADER);
       return null;
     },
     calls: (sub, body) => parseCalls(sub, body),
@@ -237,7 +237,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
   const solanaCall = (rq: RpcRequest, kind: Kind, io: DoorIo): Submission => {
     const sub = new Submission(kind, 'solana', io);
     sub.credential = rq.socket?.credential ?? rq.apiKey;
-    if (sub.credential === null && rq.authorization !== null) sub.refused = new RelayError(E.AUTH_SOLANA_HEADER);
+    if (sub.credential === null && rq.authorization !== null) sub.refused = new RelayError(E.AUTH_MISSING, SOLANA_HEADER);
     return sub;
   };
 

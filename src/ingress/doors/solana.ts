@@ -3,7 +3,7 @@
  * #solana-bundles, #ping): `POST /v2`, `POST /v2/batch`, `GET /ping`.
  * Answers are a JSON result, or the error's plain text.
  */
-import { E, RelayError } from '../../errors.js';
+import { E, RelayError, SOLANA_HEADER } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
 import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
 import { MAX_V1_TX_SIZE } from '../../chains/solana/decode.js';
@@ -26,7 +26,7 @@ export function registerSolanaDoors(ctx: DoorContext): void {
       const req = sub.req as HttpRequest;
       sub.credential = req.getHeader('api-key') || null;
       // Only the EVM header: name the one to use (the body still begins with `Not Found api-key`).
-      if (sub.credential === null && req.getHeader('authorization') !== '') return new RelayError(E.AUTH_SOLANA_HEADER);
+      if (sub.credential === null && req.getHeader('authorization') !== '') return new RelayError(E.AUTH_MISSING, SOLANA_HEADER);
       return null;
     },
   };
