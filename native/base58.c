@@ -314,8 +314,13 @@ static napi_value js_decode(napi_env env, napi_callback_info info) {
 /* native/keccak.c, native/shared.c */
 napi_value txr_keccak256_at(napi_env env, napi_callback_info info);
 napi_value txr_shared_alias(napi_env env, napi_callback_info info);
+/* native/ed25519_napi.c */
+napi_value txr_js_ed25519_verify(napi_env env, napi_callback_info info);
+napi_value txr_js_ed25519_verify_at(napi_env env, napi_callback_info info);
+void txr_ed25519_init(void);
 
 NAPI_MODULE_INIT() {
+  txr_ed25519_init();
   napi_value max_bytes;
   if (napi_create_uint32(env, B58_MAX_BYTES, &max_bytes) != napi_ok) return NULL;
   napi_property_descriptor props[] = {
@@ -324,6 +329,8 @@ NAPI_MODULE_INIT() {
       {"decode", NULL, js_decode, NULL, NULL, NULL, napi_enumerable, NULL},
       {"keccak256At", NULL, txr_keccak256_at, NULL, NULL, NULL, napi_enumerable, NULL},
       {"sharedAlias", NULL, txr_shared_alias, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"ed25519Verify", NULL, txr_js_ed25519_verify, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"ed25519VerifyAt", NULL, txr_js_ed25519_verify_at, NULL, NULL, NULL, napi_enumerable, NULL},
       {"maxBytes", NULL, NULL, NULL, NULL, max_bytes, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
