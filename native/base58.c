@@ -317,6 +317,7 @@ napi_value txr_shared_alias(napi_env env, napi_callback_info info);
 /* native/ed25519_napi.c */
 napi_value txr_js_ed25519_verify(napi_env env, napi_callback_info info);
 napi_value txr_js_ed25519_verify_at(napi_env env, napi_callback_info info);
+napi_value txr_js_ed25519_decode_point(napi_env env, napi_callback_info info);
 void txr_ed25519_init(void);
 
 NAPI_MODULE_INIT() {
@@ -331,6 +332,7 @@ NAPI_MODULE_INIT() {
       {"sharedAlias", NULL, txr_shared_alias, NULL, NULL, NULL, napi_enumerable, NULL},
       {"ed25519Verify", NULL, txr_js_ed25519_verify, NULL, NULL, NULL, napi_enumerable, NULL},
       {"ed25519VerifyAt", NULL, txr_js_ed25519_verify_at, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"ed25519DecodePoint", NULL, txr_js_ed25519_decode_point, NULL, NULL, NULL, napi_enumerable, NULL},
       {"maxBytes", NULL, NULL, NULL, NULL, max_bytes, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;

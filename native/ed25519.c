@@ -472,19 +472,6 @@ static int ge_frombytes(ge_p3 *h, const uint8_t s[32]) {
   return 1;
 }
 
-/* One of the 8 points of order dividing 8 (libsodium's ge25519_has_small_order):
- * x = 0, y = 0, or x = +-y sqrt(-1). Works on projective X, Y, Z. */
-static int ge_has_small_order(const fe X, const fe Y, const fe Z) {
-  fe ys, c;
-  if (fe_iszero(X) || fe_iszero(Y) || fe_iszero(Z)) return 1;
-  fe_mul(ys, Y, FE_SQRTM1);
-  fe_sub(c, ys, X);
-  if (fe_iszero(c)) return 1;
-  fe_add(c, ys, X);
-  fe_carry(c);
-  return fe_iszero(c);
-}
-
 /* The top 255 bits of the encoding are >= p (libsodium's ge25519_is_canonical, negated). */
 static int ge_is_canonical(const uint8_t s[32]) {
   if ((s[31] & 0x7f) != 0x7f) return 1;
@@ -691,14 +678,42 @@ static void double_scalarmult(ge_p2 *out, const uint64_t a[4], const ge_p3 *A, c
   *out = r;
 }
 
+/* libsodium's blocklist: encodings (sign bit ignored) whose y is that of a
+ * point of order 1, 2, 4 or 8, canonical or not (y = 0, 1, the two order-8
+ * values, p - 1, p, p + 1). */
+static int enc_has_small_order(const uint8_t s[32]) {
+  static const uint8_t block[7][32] = {
+      {0},
+      {1},
+      {0x26, 0xe8, 0x95, 0x8f, 0xc2, 0xb2, 0x27, 0xb0, 0x45, 0xc3, 0xf4, 0x89, 0xf2, 0xef, 0x98, 0xf0,
+       0xd5, 0xdf, 0xac, 0x05, 0xd3, 0xc6, 0x33, 0x39, 0xb1, 0x38, 0x02, 0x88, 0x6d, 0x53, 0xfc, 0x05},
+      {0xc7, 0x17, 0x6a, 0x70, 0x3d, 0x4d, 0xd8, 0x4f, 0xba, 0x3c, 0x0b, 0x76, 0x0d, 0x10, 0x67, 0x0f,
+       0x2a, 0x20, 0x53, 0xfa, 0x2c, 0x39, 0xcc, 0xc6, 0x4e, 0xc7, 0xfd, 0x77, 0x92, 0xac, 0x03, 0x7a},
+      {0xec, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+       0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+      {0xed, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+       0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+      {0xee, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+       0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+  };
+  for (int i = 0; i < 7; i++) {
+    if (memcmp(s, block[i], 31) == 0 && (s[31] & 0x7f) == block[i][31]) return 1;
+  }
+  return 0;
+}
+
+/*
+ * The rule (docs/protocol.md): S < L; R and A not on the small-order
+ * blocklist; A canonical and a point; then the encoding of [S]B - [h]A must
+ * equal R byte for byte (cofactorless, and R canonical by construction).
+ */
 int txr_ed25519_verify(const uint8_t sig[64], const uint8_t *m, size_t mlen, const uint8_t pk[32]) {
-  ge_p3 A, R;
+  ge_p3 A;
   uint8_t h[64];
   uint64_t hs[4], s[4];
-  if ((sig[63] & 0xf0) != 0 && !sc_is_canonical(sig + 32)) return 0;
-  if (!ge_is_canonical(pk)) return 0;
-  if (!ge_frombytes(&A, pk) || ge_has_small_order(A.X, A.Y, A.Z)) return 0;
-  if (!ge_frombytes(&R, sig) || ge_has_small_order(R.X, R.Y, R.Z)) return 0;
+  if (!sc_is_canonical(sig + 32) || enc_has_small_order(sig)) return 0;
+  if (!ge_is_canonical(pk) || enc_has_small_order(pk)) return 0;
+  if (!ge_frombytes(&A, pk)) return 0;
   sha512_rkm(h, sig, pk, m, mlen);
   sc_reduce512(hs, h);
   sc_from32(s, sig + 32);
@@ -707,21 +722,22 @@ int txr_ed25519_verify(const uint8_t sig[64], const uint8_t *m, size_t mlen, con
   fe_neg(A.T, A.T);
   ge_p2 P;
   double_scalarmult(&P, hs, &A, s);
-  /* check = R - P; accept when it is one of the 8 small-order points. */
-  ge_p3 P3;
-  ge_cached Pc;
-  ge_p1p1 t;
-  fe_copy(P3.X, P.X);
-  fe_copy(P3.Y, P.Y);
-  fe_copy(P3.Z, P.Z);
-  /* T = XY/Z needs Z = 1 or scaling: use (XZ, YZ, Z^2, XY). */
-  fe_mul(P3.T, P.X, P.Y);
-  fe_mul(P3.X, P.X, P.Z);
-  fe_mul(P3.Y, P.Y, P.Z);
-  fe_sq(P3.Z, P.Z);
-  p3_to_cached(&Pc, &P3);
-  ge_sub(&t, &R, &Pc);
-  ge_p2 chk;
-  p1p1_to_p2(&chk, &t);
-  return ge_has_small_order(chk.X, chk.Y, chk.Z);
+  /* The affine encoding of P: y = Y/Z, x = X/Z. */
+  fe zi, x, y;
+  uint8_t enc[32];
+  fe_invert(zi, P.Z);
+  fe_mul(x, P.X, zi);
+  fe_mul(y, P.Y, zi);
+  fe_tobytes(enc, y);
+  enc[31] |= (uint8_t)(fe_isnegative(x) << 7);
+  return memcmp(enc, sig, 32) == 0;
+}
+
+/* The canonical encoding of the point `s` decodes to; 0 when it does not decode (point-decoder fuzz target). */
+int txr_ed25519_decode_point(uint8_t out[32], const uint8_t s[32]) {
+  ge_p3 P;
+  if (!ge_frombytes(&P, s)) return 0;
+  fe_tobytes(out, P.Y);
+  out[31] |= (uint8_t)(fe_isnegative(P.X) << 7);
+  return 1;
 }

@@ -79,3 +79,27 @@ napi_value txr_js_ed25519_verify_at(napi_env env, napi_callback_info info) {
   memcpy(k, buf + ka, 32);
   return boolean(env, txr_ed25519_verify(s, buf + ma, ml, k));
 }
+
+/* ed25519DecodePoint(enc: 32 bytes): the canonical encoding of the decoded point, or null (tests). */
+napi_value txr_js_ed25519_decode_point(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  const uint8_t *in;
+  size_t len;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 || !get_u8(env, argv[0], &in, &len) || len != 32) {
+    return fail(env, "ed25519DecodePoint: expected 32 bytes");
+  }
+  uint8_t s[32], o[32];
+  memcpy(s, in, 32);
+  napi_value out;
+  if (!txr_ed25519_decode_point(o, s)) {
+    if (napi_get_null(env, &out) != napi_ok) return NULL;
+    return out;
+  }
+  void *data;
+  napi_value ab;
+  if (napi_create_arraybuffer(env, 32, &data, &ab) != napi_ok) return NULL;
+  memcpy(data, o, 32);
+  if (napi_create_typedarray(env, napi_uint8_array, 32, ab, 0, &out) != napi_ok) return NULL;
+  return out;
+}
