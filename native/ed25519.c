@@ -174,6 +174,16 @@ static inline void fe_sub(fe h, const fe f, const fe g) {
   fe_carry(h);
 }
 
+/* f - g + 4p without the carry pass: only where the result goes straight into
+ * fe_mul/fe_sq (f < 2^52.7 and g carried or an fe_add output, so the result is < 2^54). */
+static inline void fe_sub_nc(fe h, const fe f, const fe g) {
+  h[0] = f[0] + UINT64_C(0x1fffffffffffb4) - g[0];
+  h[1] = f[1] + UINT64_C(0x1ffffffffffffc) - g[1];
+  h[2] = f[2] + UINT64_C(0x1ffffffffffffc) - g[2];
+  h[3] = f[3] + UINT64_C(0x1ffffffffffffc) - g[3];
+  h[4] = f[4] + UINT64_C(0x1ffffffffffffc) - g[4];
+}
+
 static inline void fe_neg(fe h, const fe f) {
   fe z;
   fe_0(z);
@@ -357,9 +367,10 @@ static void p2_dbl(ge_p1p1 *r, const ge_p2 *p) {
   fe_add(t, p->X, p->Y);
   fe_sq(a, t);
   fe_add(r->Y, yy, xx);
-  fe_sub(r->Z, yy, xx);
-  fe_sub(r->X, a, r->Y);
-  fe_sub(r->T, b, r->Z);
+  fe_sub_nc(r->Z, yy, xx);
+  fe_sub_nc(r->X, a, r->Y);
+  fe_add(t, b, xx);           /* 2Z^2 - (YY - XX), without a sub of a sub */
+  fe_sub_nc(r->T, t, yy);
 }
 
 static void p3_to_cached(ge_cached *r, const ge_p3 *p) {
@@ -373,29 +384,29 @@ static void ge_add(ge_p1p1 *r, const ge_p3 *p, const ge_cached *q) {
   fe a, b, c, d, t;
   fe_add(t, p->Y, p->X);
   fe_mul(a, t, q->YplusX);
-  fe_sub(t, p->Y, p->X);
+  fe_sub_nc(t, p->Y, p->X);
   fe_mul(b, t, q->YminusX);
   fe_mul(c, q->T2d, p->T);
   fe_mul(d, p->Z, q->Z);
   fe_add(d, d, d);
-  fe_sub(r->X, a, b);
+  fe_sub_nc(r->X, a, b);
   fe_add(r->Y, a, b);
   fe_add(r->Z, d, c);
-  fe_sub(r->T, d, c);
+  fe_sub_nc(r->T, d, c);
 }
 
 static void ge_sub(ge_p1p1 *r, const ge_p3 *p, const ge_cached *q) {
   fe a, b, c, d, t;
   fe_add(t, p->Y, p->X);
   fe_mul(a, t, q->YminusX);
-  fe_sub(t, p->Y, p->X);
+  fe_sub_nc(t, p->Y, p->X);
   fe_mul(b, t, q->YplusX);
   fe_mul(c, q->T2d, p->T);
   fe_mul(d, p->Z, q->Z);
   fe_add(d, d, d);
-  fe_sub(r->X, a, b);
+  fe_sub_nc(r->X, a, b);
   fe_add(r->Y, a, b);
-  fe_sub(r->Z, d, c);
+  fe_sub_nc(r->Z, d, c);
   fe_add(r->T, d, c);
 }
 
@@ -403,27 +414,27 @@ static void ge_madd(ge_p1p1 *r, const ge_p3 *p, const ge_niels *q) {
   fe a, b, c, d, t;
   fe_add(t, p->Y, p->X);
   fe_mul(a, t, q->yplusx);
-  fe_sub(t, p->Y, p->X);
+  fe_sub_nc(t, p->Y, p->X);
   fe_mul(b, t, q->yminusx);
   fe_mul(c, q->xy2d, p->T);
   fe_add(d, p->Z, p->Z);
-  fe_sub(r->X, a, b);
+  fe_sub_nc(r->X, a, b);
   fe_add(r->Y, a, b);
   fe_add(r->Z, d, c);
-  fe_sub(r->T, d, c);
+  fe_sub_nc(r->T, d, c);
 }
 
 static void ge_msub(ge_p1p1 *r, const ge_p3 *p, const ge_niels *q) {
   fe a, b, c, d, t;
   fe_add(t, p->Y, p->X);
   fe_mul(a, t, q->yminusx);
-  fe_sub(t, p->Y, p->X);
+  fe_sub_nc(t, p->Y, p->X);
   fe_mul(b, t, q->yplusx);
   fe_mul(c, q->xy2d, p->T);
   fe_add(d, p->Z, p->Z);
-  fe_sub(r->X, a, b);
+  fe_sub_nc(r->X, a, b);
   fe_add(r->Y, a, b);
-  fe_sub(r->Z, d, c);
+  fe_sub_nc(r->Z, d, c);
   fe_add(r->T, d, c);
 }
 
