@@ -1,6 +1,7 @@
 /**
  * Micro benchmarks for the Solana hot path: decode, Ed25519 verification
- * (sodium-native, and node:crypto where it cannot load; tweetnacl, the
+ * (the native addon where it is built, sodium-native and node:crypto, side by
+ * side in one run; tweetnacl, the
  * pure-JS reference the tests check against, for the comparison) and the tip rule. Each entry's
  * `fn` processes `items` transactions; the runner reports time per item.
  *
@@ -11,7 +12,7 @@
 import { decodeSolanaTransaction, maxSizeFor, type SolanaTxView } from '../src/chains/solana/decode.js';
 import { TipAccounts, sumBundleTips, sumTips } from '../src/chains/solana/tip.js';
 import nacl from 'tweetnacl';
-import { verifyWith } from '../src/chains/solana/verify.js';
+import { ed25519Backends, verifyWith } from '../src/chains/solana/verify.js';
 import * as h from '../test/helpers/solana.js';
 import { base64DecodedLength, decodeBase64Into } from '../src/chains/solana/base64.js';
 
@@ -66,7 +67,7 @@ function setup(): void {
   });
   for (let i = 0; i < N; i += 4) bundles.push(decoded.slice(i, i + 4));
   for (const d of decoded) {
-    if (!verifyWith('sodium-native', d.bytes, d.view) || !verifyWith('node:crypto', d.bytes, d.view)) throw new Error('bench fixture does not verify');
+    for (const b of ed25519Backends) if (!verifyWith(b, d.bytes, d.view)) throw new Error(`bench fixture does not verify with ${b}`);
   }
 }
 
@@ -114,6 +115,32 @@ export const benches: MicroBench[] = [
       }
     },
   },
+  ...(ed25519Backends.includes('native')
+    ? [
+        {
+          name: 'solana verify native (addon)',
+          items: N,
+          setup,
+          fn: () => {
+            for (let i = 0; i < N; i++) {
+              const d = decoded[i]!;
+              if (verifyWith('native', d.bytes, d.view)) sink++;
+            }
+          },
+        },
+        {
+          name: 'solana verify native (addon), bytes in SharedArrayBuffer',
+          items: N,
+          setup,
+          fn: () => {
+            for (let i = 0; i < N; i++) {
+              const d = sharedDecoded[i]!;
+              if (verifyWith('native', d.bytes, d.view)) sink++;
+            }
+          },
+        },
+      ]
+    : []),
   {
     name: 'solana verify sodium-native',
     items: N,
