@@ -318,10 +318,10 @@ napi_value txr_shared_alias(napi_env env, napi_callback_info info);
 napi_value txr_js_ed25519_verify(napi_env env, napi_callback_info info);
 napi_value txr_js_ed25519_verify_at(napi_env env, napi_callback_info info);
 napi_value txr_js_ed25519_decode_point(napi_env env, napi_callback_info info);
-void txr_ed25519_init(void);
+void txr_ed25519_env_init(napi_env env);
 
 NAPI_MODULE_INIT() {
-  txr_ed25519_init();
+  txr_ed25519_env_init(env);
   napi_value max_bytes;
   if (napi_create_uint32(env, B58_MAX_BYTES, &max_bytes) != napi_ok) return NULL;
   napi_property_descriptor props[] = {

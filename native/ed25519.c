@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "ed25519.h"
 
@@ -343,7 +344,9 @@ typedef struct { fe yplusx, yminusx, xy2d; } ge_niels; /* affine */
 
 /* Constants, set once per process (ed25519_init). */
 static fe FE_D, FE_D2, FE_SQRTM1;
-static ge_niels BASE_TABLE[64]; /* (2i + 1)B, i = 0..63 */
+/* BASE_SPLIT[j][i] = (2i + 1) 2^(64j) B: the base point's tables for scalars split in 64-bit quarters. */
+static ge_niels BASE_SPLIT[4][64];
+#define BASE_TABLE (BASE_SPLIT[0])
 
 static void p1p1_to_p2(ge_p2 *r, const ge_p1p1 *p) {
   fe_mul(r->X, p->X, p->T);
@@ -559,13 +562,13 @@ static void sc_reduce512(uint64_t r[4], const uint8_t x[64]) {
 }
 
 /* Width-w non-adjacent form of a scalar < 2^255: odd digits |d| < 2^(w-1). */
-static void sc_wnaf(int8_t naf[256], const uint64_t k[4], int w) {
+static void sc_wnaf(int8_t naf[256], const uint64_t k[4], int w, int nbits) {
   uint64_t x[5] = {k[0], k[1], k[2], k[3], 0};
   const uint64_t width = UINT64_C(1) << w, mask = width - 1;
-  memset(naf, 0, 256);
+  memset(naf, 0, (size_t)nbits);
   uint64_t carry = 0;
   int pos = 0;
-  while (pos < 256) {
+  while (pos < nbits) {
     int idx = pos / 64, bit = pos % 64;
     uint64_t buf = bit < 64 - w ? x[idx] >> bit : (x[idx] >> bit) | (x[idx + 1] << (64 - bit));
     uint64_t window = carry + (buf & mask);
@@ -596,6 +599,59 @@ static void fe_from_u64(fe h, uint64_t v) {
   h[1] = v >> 51;
 }
 
+/* P = [2^n]P. */
+static void p3_dbl_n(ge_p3 *P, int n) {
+  ge_p1p1 t;
+  ge_p2 q;
+  fe_copy(q.X, P->X);
+  fe_copy(q.Y, P->Y);
+  fe_copy(q.Z, P->Z);
+  for (int i = 0; i < n - 1; i++) {
+    p2_dbl(&t, &q);
+    p1p1_to_p2(&q, &t);
+  }
+  p2_dbl(&t, &q);
+  p1p1_to_p3(P, &t);
+}
+
+/* out[i] = (2i + 1)P, affine, i = 0..63 (set-up only: one inversion each). */
+static void niels_table(ge_niels out[64], const ge_p3 *P0) {
+  ge_p3 P = *P0, P2;
+  ge_p1p1 r;
+  ge_cached c2;
+  fe t;
+  p3_dbl(&r, &P);
+  p1p1_to_p3(&P2, &r);
+  p3_to_cached(&c2, &P2);
+  for (int i = 0; i < 64; i++) {
+    fe zi, x, y;
+    fe_invert(zi, P.Z);
+    fe_mul(x, P.X, zi);
+    fe_mul(y, P.Y, zi);
+    fe_add(out[i].yplusx, y, x);
+    fe_carry(out[i].yplusx);
+    fe_sub(out[i].yminusx, y, x);
+    fe_mul(t, x, y);
+    fe_mul(out[i].xy2d, t, FE_D2);
+    ge_add(&r, &P, &c2);
+    p1p1_to_p3(&P, &r);
+  }
+}
+
+/* out[i] = (2i + 1)A, i = 0..7. */
+static void cached_table(ge_cached out[8], const ge_p3 *A) {
+  ge_p3 A2, u;
+  ge_p1p1 t;
+  p3_to_cached(&out[0], A);
+  p3_dbl(&t, A);
+  p1p1_to_p3(&A2, &t);
+  for (int i = 0; i < 7; i++) {
+    ge_add(&t, &A2, &out[i]);
+    p1p1_to_p3(&u, &t);
+    p3_to_cached(&out[i + 1], &u);
+  }
+}
+
 static void ed25519_init(void) {
   fe a, b, t;
   /* d = -121665 / 121666 */
@@ -617,26 +673,11 @@ static void ed25519_init(void) {
   uint8_t enc[32];
   memset(enc, 0x66, 32);
   enc[0] = 0x58;
-  ge_p3 B, P, B2;
+  ge_p3 B;
   ge_frombytes(&B, enc);
-  ge_p1p1 r;
-  ge_cached c2;
-  p3_dbl(&r, &B);
-  p1p1_to_p3(&B2, &r);
-  p3_to_cached(&c2, &B2);
-  P = B;
-  for (int i = 0; i < 64; i++) {
-    fe zi, x, y;
-    fe_invert(zi, P.Z);
-    fe_mul(x, P.X, zi);
-    fe_mul(y, P.Y, zi);
-    fe_add(BASE_TABLE[i].yplusx, y, x);
-    fe_carry(BASE_TABLE[i].yplusx);
-    fe_sub(BASE_TABLE[i].yminusx, y, x);
-    fe_mul(t, x, y);
-    fe_mul(BASE_TABLE[i].xy2d, t, FE_D2);
-    ge_add(&r, &P, &c2);
-    p1p1_to_p3(&P, &r);
+  for (int j = 0; j < 4; j++) {
+    niels_table(BASE_SPLIT[j], &B);
+    p3_dbl_n(&B, 64);
   }
 }
 
@@ -650,18 +691,11 @@ void txr_ed25519_init(void) { pthread_once(&init_once, ed25519_init); }
 static void double_scalarmult(ge_p2 *out, const uint64_t a[4], const ge_p3 *A, const uint64_t b[4]) {
   int8_t an[256], bn[256];
   ge_cached Ai[8];
-  ge_p3 A2, u;
+  ge_p3 u;
   ge_p1p1 t;
-  sc_wnaf(an, a, 5);
-  sc_wnaf(bn, b, 8);
-  p3_to_cached(&Ai[0], A);
-  p3_dbl(&t, A);
-  p1p1_to_p3(&A2, &t);
-  for (int i = 0; i < 7; i++) {
-    ge_add(&t, &A2, &Ai[i]);
-    p1p1_to_p3(&u, &t);
-    p3_to_cached(&Ai[i + 1], &u);
-  }
+  sc_wnaf(an, a, 5, 256);
+  sc_wnaf(bn, b, 8, 256);
+  cached_table(Ai, A);
   int i = 255;
   while (i >= 0 && an[i] == 0 && bn[i] == 0) i--;
   ge_p2 r;
@@ -688,6 +722,75 @@ static void double_scalarmult(ge_p2 *out, const uint64_t a[4], const ge_p3 *A, c
   }
   *out = r;
 }
+
+/*
+ * The same sum for a key seen before, with its tables for 2^(64j)A ready:
+ * both scalars split in 64-bit quarters share 72 doublings instead of 253.
+ */
+static void split_scalarmult(ge_p2 *out, const uint64_t a[4], const ge_cached At[4][8], const uint64_t b[4]) {
+  enum { NB = 72 }; /* 64 bits plus the last window's carry */
+  int8_t an[4][256], bn[4][256];
+  for (int j = 0; j < 4; j++) {
+    const uint64_t ka[4] = {a[j], 0, 0, 0}, kb[4] = {b[j], 0, 0, 0};
+    sc_wnaf(an[j], ka, 5, NB);
+    sc_wnaf(bn[j], kb, 8, NB);
+  }
+  int i = NB - 1;
+  for (; i >= 0; i--) {
+    int any = 0;
+    for (int j = 0; j < 4; j++) any |= an[j][i] | bn[j][i];
+    if (any) break;
+  }
+  ge_p2 r;
+  ge_p3 u;
+  ge_p1p1 t;
+  fe_0(r.X);
+  fe_1(r.Y);
+  fe_1(r.Z);
+  for (; i >= 0; i--) {
+    p2_dbl(&t, &r);
+    for (int j = 0; j < 4; j++) {
+      int8_t d = an[j][i];
+      if (d > 0) {
+        p1p1_to_p3(&u, &t);
+        ge_add(&t, &u, &At[j][d / 2]);
+      } else if (d < 0) {
+        p1p1_to_p3(&u, &t);
+        ge_sub(&t, &u, &At[j][(-d) / 2]);
+      }
+      d = bn[j][i];
+      if (d > 0) {
+        p1p1_to_p3(&u, &t);
+        ge_madd(&t, &u, &BASE_SPLIT[j][d / 2]);
+      } else if (d < 0) {
+        p1p1_to_p3(&u, &t);
+        ge_msub(&t, &u, &BASE_SPLIT[j][(-d) / 2]);
+      }
+    }
+    p1p1_to_p2(&r, &t);
+  }
+  *out = r;
+}
+
+/*
+ * Per-thread memory of recent keys (docs: native/README.md): a key is
+ * remembered when first seen, and its split tables are built when it is seen
+ * again, so one-off keys cost nothing extra. Direct-mapped on the key's
+ * first bytes; a collision replaces the entry. Only keys that passed every
+ * check and decoded are stored.
+ */
+#define KEY_SLOTS 128
+typedef struct {
+  uint8_t key[32];
+  uint8_t state; /* 0 empty, 1 seen once, 2 tables ready */
+  ge_cached t[4][8];
+} key_slot;
+struct txr_ed25519_cache {
+  key_slot slot[KEY_SLOTS];
+};
+
+txr_ed25519_cache *txr_ed25519_cache_new(void) { return (txr_ed25519_cache *)calloc(1, sizeof(txr_ed25519_cache)); }
+void txr_ed25519_cache_free(txr_ed25519_cache *c) { free(c); }
 
 /* libsodium's blocklist: encodings (sign bit ignored) whose y is that of a
  * point of order 1, 2, 4 or 8, canonical or not (y = 0, 1, the two order-8
@@ -718,21 +821,44 @@ static int enc_has_small_order(const uint8_t s[32]) {
  * blocklist; A canonical and a point; then the encoding of [S]B - [h]A must
  * equal R byte for byte (cofactorless, and R canonical by construction).
  */
-int txr_ed25519_verify(const uint8_t sig[64], const uint8_t *m, size_t mlen, const uint8_t pk[32]) {
+int txr_ed25519_verify_cached(txr_ed25519_cache *cache, const uint8_t sig[64], const uint8_t *m, size_t mlen, const uint8_t pk[32]) {
   ge_p3 A;
   uint8_t h[64];
   uint64_t hs[4], s[4];
   if (!sc_is_canonical(sig + 32) || enc_has_small_order(sig)) return 0;
   if (!ge_is_canonical(pk) || enc_has_small_order(pk)) return 0;
-  if (!ge_frombytes(&A, pk)) return 0;
+  key_slot *slot = NULL;
+  int ready = 0;
+  if (cache != NULL) {
+    slot = &cache->slot[(pk[0] | (pk[1] << 8)) % KEY_SLOTS];
+    if (slot->state != 0 && memcmp(slot->key, pk, 32) != 0) slot->state = 0;
+    ready = slot->state == 2;
+  }
+  if (!ready) {
+    if (!ge_frombytes(&A, pk)) return 0;
+    /* -A, so the sum is [s]B - [h]A. */
+    fe_neg(A.X, A.X);
+    fe_neg(A.T, A.T);
+  }
   sha512_rkm(h, sig, pk, m, mlen);
   sc_reduce512(hs, h);
   sc_from32(s, sig + 32);
-  /* -A, so the sum is [s]B - [h]A. */
-  fe_neg(A.X, A.X);
-  fe_neg(A.T, A.T);
   ge_p2 P;
-  double_scalarmult(&P, hs, &A, s);
+  if (slot != NULL && slot->state == 1) {
+    /* Seen before: build 2^(64j)(-A) tables once. */
+    ge_p3 Aj = A;
+    for (int j = 0; j < 4; j++) {
+      cached_table(slot->t[j], &Aj);
+      if (j < 3) p3_dbl_n(&Aj, 64);
+    }
+    slot->state = 2;
+    ready = 1;
+  } else if (slot != NULL && slot->state == 0) {
+    memcpy(slot->key, pk, 32);
+    slot->state = 1;
+  }
+  if (ready) split_scalarmult(&P, hs, (const ge_cached(*)[8])slot->t, s);
+  else double_scalarmult(&P, hs, &A, s);
   /* The affine encoding of P: y = Y/Z, x = X/Z. */
   fe zi, x, y;
   uint8_t enc[32];
@@ -742,6 +868,10 @@ int txr_ed25519_verify(const uint8_t sig[64], const uint8_t *m, size_t mlen, con
   fe_tobytes(enc, y);
   enc[31] |= (uint8_t)(fe_isnegative(x) << 7);
   return memcmp(enc, sig, 32) == 0;
+}
+
+int txr_ed25519_verify(const uint8_t sig[64], const uint8_t *m, size_t mlen, const uint8_t pk[32]) {
+  return txr_ed25519_verify_cached(NULL, sig, m, mlen, pk);
 }
 
 /* The canonical encoding of the point `s` decodes to; 0 when it does not decode (point-decoder fuzz target). */

@@ -38,6 +38,26 @@ static bool get_index(napi_env env, napi_value v, size_t hi, size_t *out) {
   return true;
 }
 
+/* This thread's key cache (one per N-API environment, so per worker thread). */
+static txr_ed25519_cache *env_cache(napi_env env) {
+  void *c = NULL;
+  if (napi_get_instance_data(env, &c) != napi_ok) return NULL;
+  return (txr_ed25519_cache *)c;
+}
+
+static void free_cache(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  txr_ed25519_cache_free((txr_ed25519_cache *)data);
+}
+
+/* Called from NAPI_MODULE_INIT: tables once per process, a key cache per environment. */
+void txr_ed25519_env_init(napi_env env) {
+  txr_ed25519_init();
+  txr_ed25519_cache *c = txr_ed25519_cache_new();
+  if (c != NULL && napi_set_instance_data(env, c, free_cache, NULL) != napi_ok) txr_ed25519_cache_free(c);
+}
+
 static napi_value boolean(napi_env env, int v) {
   napi_value out;
   if (napi_get_boolean(env, v != 0, &out) != napi_ok) return NULL;
@@ -58,7 +78,7 @@ napi_value txr_js_ed25519_verify(napi_env env, napi_callback_info info) {
   uint8_t s[64], k[32];
   memcpy(s, sig, 64);
   memcpy(k, key, 32);
-  return boolean(env, txr_ed25519_verify(s, msg, ml, k));
+  return boolean(env, txr_ed25519_verify_cached(env_cache(env), s, msg, ml, k));
 }
 
 /* ed25519VerifyAt(buf, sigAt, keyAt, msgAt, msgLen): boolean; all four ranges inside buf. */
@@ -77,7 +97,7 @@ napi_value txr_js_ed25519_verify_at(napi_env env, napi_callback_info info) {
   uint8_t s[64], k[32];
   memcpy(s, buf + sa, 64);
   memcpy(k, buf + ka, 32);
-  return boolean(env, txr_ed25519_verify(s, buf + ma, ml, k));
+  return boolean(env, txr_ed25519_verify_cached(env_cache(env), s, buf + ma, ml, k));
 }
 
 /* ed25519DecodePoint(enc: 32 bytes): the canonical encoding of the decoded point, or null (tests). */
