@@ -2,7 +2,7 @@
  * The native Ed25519 verifier (native/ed25519.c) against libsodium
  * (sodium-native's crypto_sign_verify_detached) on every input class of the
  * signature rule in docs/protocol.md. Any difference fails. The random slice
- * is TXRELAY_ED25519_DIFF_N signatures (default 20000); the long run is
+ * is TXRELAY_TEST_ED25519_DIFF_N signatures (default 20000); the long run is
  * scripts/reliability/ed25519-diff.mjs (docs/reliability.md).
  */
 import { test } from 'node:test';
@@ -85,7 +85,7 @@ test('RFC 8032 section 7.1 vectors verify with both', { skip }, () => {
 });
 
 test(`random valid and corrupted signatures: native == libsodium`, { skip }, () => {
-  const n = Number(process.env.TXRELAY_ED25519_DIFF_N ?? 20000);
+  const n = Number(process.env.TXRELAY_TEST_ED25519_DIFF_N ?? 20000);
   let accepted = 0;
   let kp = keypair();
   for (let i = 0; i < n; i++) {
