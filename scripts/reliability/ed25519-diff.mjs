@@ -16,15 +16,16 @@ if (typeof verify !== 'function') {
 }
 
 const total = Number(process.argv[2] ?? 1e7);
-let x = BigInt.asUintN(64, BigInt(process.argv[3] ?? Date.now()));
-/** xorshift64: reproducible from the printed seed. */
-function next() {
-  x ^= x << 13n; x = BigInt.asUintN(64, x);
-  x ^= x >> 7n;
-  x ^= x << 17n; x = BigInt.asUintN(64, x);
-  return Number(x & 0xffffffffn);
-}
+let x = Number(process.argv[3] ?? Date.now() % 2 ** 32) >>> 0 || 1;
 const seedAt = x;
+/** xorshift32: reproducible from the printed seed. */
+function next() {
+  x ^= x << 13;
+  x ^= x >>> 17;
+  x ^= x << 5;
+  x >>>= 0;
+  return x;
+}
 const fill = (b) => { for (let i = 0; i < b.length; i++) b[i] = next() & 0xff; return b; };
 
 const pk = new Uint8Array(32);
