@@ -9,6 +9,8 @@
  * Everything here handles public data only (keys, signatures, messages), so
  * nothing needs to run in constant time.
  */
+/* Needs 128-bit products; elsewhere the addon is built without ed25519 and the relay uses sodium-native. */
+#ifdef __SIZEOF_INT128__
 #include <stdint.h>
 #include <string.h>
 #include <pthread.h>
@@ -882,3 +884,5 @@ int txr_ed25519_decode_point(uint8_t out[32], const uint8_t s[32]) {
   out[31] |= (uint8_t)(fe_isnegative(P.X) << 7);
   return 1;
 }
+
+#endif /* __SIZEOF_INT128__ */

@@ -8,6 +8,8 @@
 #endif
 #include <node_api.h>
 
+#ifdef __SIZEOF_INT128__
+
 #include <stdbool.h>
 #include <string.h>
 
@@ -123,3 +125,5 @@ napi_value txr_js_ed25519_decode_point(napi_env env, napi_callback_info info) {
   if (napi_create_typedarray(env, napi_uint8_array, 32, ab, 0, &out) != napi_ok) return NULL;
   return out;
 }
+
+#endif /* __SIZEOF_INT128__ */
