@@ -59,6 +59,6 @@ for (let i = 0; i < total; i++) {
     process.exit(1);
   }
   counts[want ? 'accepted' : 'rejected']++;
-  if ((i + 1) % 1_000_000 === 0) console.log(`${i + 1} signatures, no difference (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+  if ((i + 1) % 100_000 === 0) console.log(`${i + 1} signatures, no difference (${((Date.now() - started) / 1000).toFixed(0)} s)`);
 }
 console.log(`ed25519 differential: ${total} signatures (seed ${seedAt}), ${counts.accepted} accepted, ${counts.rejected} rejected by both, no difference`);
