@@ -861,9 +861,15 @@ int txr_ed25519_verify_cached(txr_ed25519_cache *cache, const uint8_t sig[64], c
   }
   if (ready) split_scalarmult(&P, hs, (const ge_cached(*)[8])slot->t, s);
   else double_scalarmult(&P, hs, &A, s);
-  /* The affine encoding of P: y = Y/Z, x = X/Z. */
+  /* The encoding of P must be R. A non-canonical R never is one; and y = Y/Z
+   * is checked as y_R Z = Y first, so a wrong signature costs no inversion. */
   fe zi, x, y;
   uint8_t enc[32];
+  if (!ge_is_canonical(sig)) return 0;
+  fe_frombytes(y, sig);
+  fe_mul(y, y, P.Z);
+  fe_sub(y, y, P.Y);
+  if (!fe_iszero(y)) return 0;
   fe_invert(zi, P.Z);
   fe_mul(x, P.X, zi);
   fe_mul(y, P.Y, zi);
