@@ -144,10 +144,12 @@ void txr_sha512(uint8_t out[64], const uint8_t *m, size_t mlen) {
 }
 
 /* ---- GF(2^255 - 19) in radix 2^51 ---------------------------------------
- * Invariant: fe_mul/fe_sq/fe_sub/fe_carry outputs have limbs < 2^51 + 2^13
- * ("carried"). fe_add does not carry: its output (< 2^52.1) may go into a
- * multiplication or be the first operand of fe_sub, never into another add.
- * fe_mul/fe_sq take limbs up to 2^54 without overflow.
+ * Limb bounds. fe_mul/fe_sq/fe_sub/fe_carry outputs are "carried": limbs
+ * < 2^51 + 2^13. fe_add does not carry: the sum of two carried values
+ * (< 2^52.1), or of such a sum and a carried value (< 2^52.6), goes only into
+ * a multiplication or is the first operand of a subtraction. fe_sub_nc
+ * (below) leaves f + 4p - g uncarried (< 2^54) for a multiplication only.
+ * fe_mul/fe_sq take limbs up to 2^54 without overflow: 5 * 19 * 2^108 < 2^115.
  */
 
 static inline void fe_copy(fe h, const fe f) { memcpy(h, f, sizeof(fe)); }
