@@ -1,6 +1,7 @@
 /**
  * Micro benchmarks for the Solana hot path: decode, Ed25519 verification
- * (sodium-native, and node:crypto where it cannot load; tweetnacl, the
+ * (the native addon where it is built, sodium-native and node:crypto, side by
+ * side in one run; tweetnacl, the
  * pure-JS reference the tests check against, for the comparison) and the tip rule. Each entry's
  * `fn` processes `items` transactions; the runner reports time per item.
  *
@@ -11,7 +12,9 @@
 import { decodeSolanaTransaction, maxSizeFor, type SolanaTxView } from '../src/chains/solana/decode.js';
 import { TipAccounts, sumBundleTips, sumTips } from '../src/chains/solana/tip.js';
 import nacl from 'tweetnacl';
-import { verifyWith } from '../src/chains/solana/verify.js';
+import { ed25519Backends, verifyWith } from '../src/chains/solana/verify.js';
+import { nativeAddon } from '../src/native/addon.js';
+import { createRequire } from 'node:module';
 import * as h from '../test/helpers/solana.js';
 import { base64DecodedLength, decodeBase64Into } from '../src/chains/solana/base64.js';
 
@@ -66,7 +69,7 @@ function setup(): void {
   });
   for (let i = 0; i < N; i += 4) bundles.push(decoded.slice(i, i + 4));
   for (const d of decoded) {
-    if (!verifyWith('sodium-native', d.bytes, d.view) || !verifyWith('node:crypto', d.bytes, d.view)) throw new Error('bench fixture does not verify');
+    for (const b of ed25519Backends) if (!verifyWith(b, d.bytes, d.view)) throw new Error(`bench fixture does not verify with ${b}`);
   }
 }
 
@@ -78,7 +81,58 @@ function setupBase64(): void {
   b64 = raw.map((b) => Buffer.from(b).toString('base64'));
 }
 
+/**
+ * One signature per item over a 200-byte message, each by its own key, from a
+ * pool of 2048 cycled in order: more keys than the native verifier's per-thread
+ * cache holds (128 slots), so every check is a key's first (uncached) check.
+ */
+const FRESH = 2048;
+let fresh: Uint8Array | null = null;
+let freshAt = 0;
+function setupFresh(): void {
+  if (fresh !== null) return;
+  const sodium = createRequire(import.meta.url)('sodium-native') as {
+    crypto_sign_keypair(pk: Uint8Array, sk: Uint8Array): void;
+    crypto_sign_detached(sig: Uint8Array, m: Uint8Array, sk: Uint8Array): void;
+  };
+  fresh = new Uint8Array(FRESH * 296);
+  const sk = new Uint8Array(64);
+  for (let i = 0; i < FRESH; i++) {
+    const o = i * 296;
+    const pk = fresh.subarray(o + 64, o + 96);
+    sodium.crypto_sign_keypair(pk, sk);
+    const msg = fresh.subarray(o + 96, o + 296);
+    for (let j = 0; j < msg.length; j++) msg[j] = (i * 31 + j * 7) & 0xff;
+    sodium.crypto_sign_detached(fresh.subarray(o, o + 64), msg, sk);
+  }
+}
+function freshKeys(check: (buf: Uint8Array, at: number) => boolean): () => void {
+  return () => {
+    for (let i = 0; i < N; i++) {
+      if (check(fresh!, freshAt * 296)) sink++;
+      freshAt = (freshAt + 1) % FRESH;
+    }
+  };
+}
+const sodiumVerify = (createRequire(import.meta.url)('sodium-native') as { crypto_sign_verify_detached(s: Uint8Array, m: Uint8Array, k: Uint8Array): boolean }).crypto_sign_verify_detached;
+
 export const benches: MicroBench[] = [
+  ...(nativeAddon?.ed25519VerifyAt !== undefined
+    ? [
+        {
+          name: 'ed25519 one signature, every key new (native addon)',
+          items: N,
+          setup: setupFresh,
+          fn: freshKeys((b, at) => nativeAddon!.ed25519VerifyAt!(b, at, at + 64, at + 96, 200)),
+        },
+      ]
+    : []),
+  {
+    name: 'ed25519 one signature, every key new (sodium-native)',
+    items: N,
+    setup: setupFresh,
+    fn: freshKeys((b, at) => sodiumVerify(b.subarray(at, at + 64), b.subarray(at + 96, at + 296), b.subarray(at + 64, at + 96))),
+  },
   {
     name: 'solana base64 into a slab, strict by re-encoding (the JSON-RPC door before decodeBase64Into)',
     items: N,
@@ -114,6 +168,32 @@ export const benches: MicroBench[] = [
       }
     },
   },
+  ...(ed25519Backends.includes('native')
+    ? [
+        {
+          name: 'solana verify native (addon; keys repeat, cached tables)',
+          items: N,
+          setup,
+          fn: () => {
+            for (let i = 0; i < N; i++) {
+              const d = decoded[i]!;
+              if (verifyWith('native', d.bytes, d.view)) sink++;
+            }
+          },
+        },
+        {
+          name: 'solana verify native (addon), bytes in SharedArrayBuffer',
+          items: N,
+          setup,
+          fn: () => {
+            for (let i = 0; i < N; i++) {
+              const d = sharedDecoded[i]!;
+              if (verifyWith('native', d.bytes, d.view)) sink++;
+            }
+          },
+        },
+      ]
+    : []),
   {
     name: 'solana verify sodium-native',
     items: N,

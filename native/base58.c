@@ -314,8 +314,18 @@ static napi_value js_decode(napi_env env, napi_callback_info info) {
 /* native/keccak.c, native/shared.c */
 napi_value txr_keccak256_at(napi_env env, napi_callback_info info);
 napi_value txr_shared_alias(napi_env env, napi_callback_info info);
+/* native/ed25519_napi.c (64-bit hosts with 128-bit products only) */
+#ifdef __SIZEOF_INT128__
+napi_value txr_js_ed25519_verify(napi_env env, napi_callback_info info);
+napi_value txr_js_ed25519_verify_at(napi_env env, napi_callback_info info);
+napi_value txr_js_ed25519_decode_point(napi_env env, napi_callback_info info);
+void txr_ed25519_env_init(napi_env env);
+#endif
 
 NAPI_MODULE_INIT() {
+#ifdef __SIZEOF_INT128__
+  txr_ed25519_env_init(env);
+#endif
   napi_value max_bytes;
   if (napi_create_uint32(env, B58_MAX_BYTES, &max_bytes) != napi_ok) return NULL;
   napi_property_descriptor props[] = {
@@ -324,6 +334,11 @@ NAPI_MODULE_INIT() {
       {"decode", NULL, js_decode, NULL, NULL, NULL, napi_enumerable, NULL},
       {"keccak256At", NULL, txr_keccak256_at, NULL, NULL, NULL, napi_enumerable, NULL},
       {"sharedAlias", NULL, txr_shared_alias, NULL, NULL, NULL, napi_enumerable, NULL},
+#ifdef __SIZEOF_INT128__
+      {"ed25519Verify", NULL, txr_js_ed25519_verify, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"ed25519VerifyAt", NULL, txr_js_ed25519_verify_at, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"ed25519DecodePoint", NULL, txr_js_ed25519_decode_point, NULL, NULL, NULL, napi_enumerable, NULL},
+#endif
       {"maxBytes", NULL, NULL, NULL, NULL, max_bytes, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Builds native/build/Release/txrelay_native.node (the base58 and keccak-256 addon) with
+// Builds native/build/Release/txrelay_native.node (base58, keccak-256, ed25519) with
 // node-gyp. Run by the package's `install` script, so it must never fail the
 // install: any problem prints one warning line and exits 0, and
 // src/native/base58.ts falls back to the `bs58` package, src/chains/evm/hash.ts
@@ -20,7 +20,7 @@ const addon = join(nativeDir, 'build', 'Release', 'txrelay_native.node');
 const TIMEOUT_MS = 120_000;
 
 function warn(reason) {
-  console.warn(`txrelay: native addon (base58, keccak-256) not built (${reason}); using the JavaScript and WebAssembly fallbacks`);
+  console.warn(`txrelay: native addon (base58, keccak-256, ed25519) not built (${reason}); using the JavaScript and WebAssembly fallbacks`);
   process.exit(0);
 }
 
@@ -77,7 +77,7 @@ function lastErrorLine(text) {
 
 function main() {
   if (process.env.TXRELAY_NO_NATIVE === '1') {
-    console.log('txrelay: native addon (base58, keccak-256) skipped (TXRELAY_NO_NATIVE=1); using the JavaScript and WebAssembly fallbacks');
+    console.log('txrelay: native addon (base58, keccak-256, ed25519) skipped (TXRELAY_NO_NATIVE=1); using the JavaScript and WebAssembly fallbacks');
     return;
   }
   const started = performance.now();
@@ -112,7 +112,7 @@ function main() {
     warn(`built but unusable: ${err.message}`);
   }
   const secs = ((performance.now() - started) / 1000).toFixed(1);
-  console.log(`txrelay: native addon (base58, keccak-256) built in ${secs} s (${addon})`);
+  console.log(`txrelay: native addon (base58, keccak-256, ed25519) built in ${secs} s (${addon})`);
 }
 
 try {

@@ -22,7 +22,7 @@ import type { BatchRecorder } from './pipeline/evm-batch.js';
 import { AccountRegistry } from './pipeline/accounts.js';
 import { TipAccounts } from './chains/solana/tip.js';
 import { initKeccak } from './chains/evm/hash.js';
-import { ed25519Backend } from './chains/solana/verify.js';
+import { ed25519Backend, ed25519FallbackReason } from './chains/solana/verify.js';
 import { loadAcceptor, describeAcceptor, type TemplatedApp, type us_listen_socket } from './ingress/uws.js';
 import { attachConnectionCaps, connectionCaps, type ConnectionCaps } from './ingress/conn-caps.js';
 import { readTls, uwsTlsOptions, type TlsListener, type TlsPair } from './ingress/tls.js';
@@ -173,7 +173,7 @@ export class Relay {
     // An unasked-for fallback costs CPU per request (docs/operations.md).
     const fellBack = acceptor.kind === 'node' && cfg.http.acceptor === 'auto';
     log[fellBack ? 'warn' : 'info']({ acceptor: acceptor.name, base58: base58Backend, ed25519: ed25519Backend }, describeAcceptor(acceptor, cfg.http.acceptor));
-    if (ed25519Backend !== 'sodium-native') log.warn('sodium-native did not load: Ed25519 signatures are checked by node:crypto, about 1.5x slower');
+    if (ed25519Backend !== 'native') log.warn(`Ed25519 signatures are checked by ${ed25519Backend}, not the native addon: ${ed25519FallbackReason ?? 'unavailable'}`);
     if (nativeUnavailableReason !== null) log.warn(`native addon ${nativeUnavailableReason}: base58 and keccak-256 run in JavaScript and WebAssembly`);
     const threads = acceptorThreads(cfg.http.acceptors, uws.App(), acceptor.name, log);
     // Before anything is opened: a missing, unreadable or mismatched pair is one start-up line (docs/operations.md#tls).

@@ -13,7 +13,7 @@ interface OtherEnv {
 
 export const OTHER_ENV: readonly OtherEnv[] = [
   { name: 'TXRELAY_NO_NATIVE', why: '`1` turns the native addon off at build and at run time (src/native/addon.ts, scripts/build-native.mjs)' },
-  { name: 'TXRELAY_ED25519_BACKEND', why: '`node:crypto` forces the Ed25519 fallback (src/chains/solana/verify.ts; tests and benchmarks)' },
+  { name: 'TXRELAY_ED25519_BACKEND', why: '`sodium-native` or `node:crypto` instead of the native addon\'s Ed25519 verifier (src/chains/solana/verify.ts; tests and benchmarks)' },
   { name: 'TXRELAY_SECP_BACKEND', why: '`noble` forces the secp256k1 fallback (src/chains/evm/recover.ts; tests and benchmarks)' },
   { name: 'TXRELAY_TEST_', prefix: true, why: 'the test suite\'s own settings (TXRELAY_TEST_PG, TXRELAY_TEST_ACCEPTOR, ...), inherited by the relays it starts' },
   { name: 'TXRELAY_KEY', why: 'an account key handed to a client program by environment, never on a command line (test/client/package.test.ts)' },

@@ -20,6 +20,12 @@ export interface NativeAddon {
   keccak256At(input: Uint8Array, inOffset: number, inLength: number, out: Uint8Array, outOffset: number): void;
   /** A plain ArrayBuffer over the memory of a Uint8Array spanning a SharedArrayBuffer (native/shared.c). */
   sharedAlias?(view: Uint8Array): ArrayBuffer;
+  /** Ed25519 check with libsodium's rule (native/ed25519.c, docs/protocol.md); false for a wrong-sized sig or key. */
+  ed25519Verify?(sig: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean;
+  /** As ed25519Verify, with signature, key and message at offsets of one array (RangeError outside it). */
+  ed25519VerifyAt?(buf: Uint8Array, sigAt: number, keyAt: number, msgAt: number, msgLen: number): boolean;
+  /** The canonical encoding of the point a 32-byte string decodes to (libsodium's decoder), or null (tests). */
+  ed25519DecodePoint?(enc: Uint8Array): Uint8Array | null;
 }
 
 /**

@@ -1,17 +1,20 @@
 /**
  * Ed25519 (RFC 8032) check of every signature of a decoded Solana transaction:
  * signature i by static key i over the message (legacy/v0: after the
- * signatures; v1: before them). libsodium via sodium-native (42-55 µs per
- * signature), else node:crypto (~74 µs); never a pure-JS verifier, ~300x
- * slower. The start-up log names the backend.
+ * signatures; v1: before them). The project's native addon (native/ed25519.c,
+ * libsodium's rule, docs/protocol.md) when it loads and passes a self-test,
+ * else libsodium via sodium-native (42-55 µs per signature), else node:crypto
+ * (~74 µs); never a pure-JS verifier, ~300x slower. The start-up log names
+ * the backend and, when it is not the native one, why.
  */
 
 import { createPublicKey, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { MAX_V1_TX_SIZE, type SolanaTxView } from './decode.js';
-import { sharedAlias } from '../../native/addon.js';
+import { nativeAddon, nativeUnavailableReason, sharedAlias, type NativeAddon } from '../../native/addon.js';
+import { ed25519SelfTest } from './verify-selftest.js';
 
-export type Ed25519Backend = 'sodium-native' | 'node:crypto';
+export type Ed25519Backend = 'native' | 'sodium-native' | 'node:crypto';
 
 interface SodiumVerify {
   crypto_sign_verify_detached(sig: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean;
@@ -29,8 +32,27 @@ function loadSodium(): SodiumVerify | null {
 
 const sodium = loadSodium();
 
+type NativeVerify = Required<Pick<NativeAddon, 'ed25519Verify' | 'ed25519VerifyAt'>>;
+
+/** The addon's verifier when it is built with one and answers its self-test like libsodium. */
+function loadNative(): { native: NativeVerify | null; reason: string | null } {
+  const a = nativeAddon;
+  if (a === null) return { native: null, reason: `native addon ${nativeUnavailableReason ?? 'not loaded'}` };
+  if (typeof a.ed25519Verify !== 'function' || typeof a.ed25519VerifyAt !== 'function') return { native: null, reason: 'native addon built without ed25519; rebuild it' };
+  const failed = ed25519SelfTest(a.ed25519Verify);
+  return failed === null ? { native: a as NativeVerify, reason: null } : { native: null, reason: `native ed25519 failed its self-test (${failed})` };
+}
+
+const forced = process.env.TXRELAY_ED25519_BACKEND;
+const loadedNative = forced === 'sodium-native' || forced === 'node:crypto' ? { native: null, reason: `TXRELAY_ED25519_BACKEND=${forced}` } : loadNative();
+const native = loadedNative.native;
+
 /** The backend `verifySolanaTransaction` uses in this process. */
-export const ed25519Backend: Ed25519Backend = sodium !== null ? 'sodium-native' : 'node:crypto';
+export const ed25519Backend: Ed25519Backend = native !== null ? 'native' : sodium !== null && forced !== 'node:crypto' ? 'sodium-native' : 'node:crypto';
+/** Why the native verifier is not in use (for the start-up line); null when it is. */
+export const ed25519FallbackReason: string | null = loadedNative.reason;
+/** The backends this process can use (tests, bench). */
+export const ed25519Backends: Ed25519Backend[] = [...(native !== null ? (['native'] as const) : []), ...(sodium !== null ? (['sodium-native'] as const) : []), 'node:crypto'];
 
 const SIGNATURE_BYTES = 64;
 const KEY_BYTES = 32;
@@ -101,6 +123,13 @@ export function verifyWith(backend: Ed25519Backend, bytes: Uint8Array, view: Sol
  */
 export function verifySignatures(backend: Ed25519Backend, bytes: Uint8Array, at: number, n: number, sigAt: number, keysAt: number, msgAt: number, msgLen: number): boolean {
   if (n === 0) return false;
+  if (backend === 'native') {
+    if (native === null) throw new Error('the native ed25519 verifier is not available in this process');
+    for (let i = 0; i < n; i++) {
+      if (!native.ed25519VerifyAt(bytes, at + sigAt + i * SIGNATURE_BYTES, at + keysAt + i * KEY_BYTES, at + msgAt, msgLen)) return false;
+    }
+    return true;
+  }
   if (backend === 'sodium-native') {
     if (sodium === null) throw new Error('sodium-native is not available in this process');
     const b = unshared(bytes);

@@ -3,10 +3,11 @@ import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
 import nacl from 'tweetnacl';
 import { decodeSolanaTransaction, maxSizeFor, type SolanaTxView } from '../../../src/chains/solana/decode.js';
-import { ed25519Backend, isCanonicalScalar, verifySolanaTransaction, verifyWith, type Ed25519Backend } from '../../../src/chains/solana/verify.js';
+import { ed25519Backend, ed25519Backends, ed25519FallbackReason, isCanonicalScalar, verifySolanaTransaction, verifyWith, type Ed25519Backend } from '../../../src/chains/solana/verify.js';
+import { nativeAddon } from '../../../src/native/addon.js';
 import * as h from '../../helpers/solana.js';
 
-const backends: Ed25519Backend[] = ['sodium-native', 'node:crypto'];
+const backends: Ed25519Backend[] = ed25519Backends;
 
 function decode(bytes: Uint8Array): SolanaTxView {
   return decodeSolanaTransaction(bytes, maxSizeFor(bytes, false));
@@ -30,8 +31,18 @@ const samples: [string, h.BuiltTx][] = [
   ['v1, 4096 bytes', h.paddedTransaction('v1', 4096)],
 ];
 
-test('sodium-native loads here and is the default backend', () => {
-  assert.equal(ed25519Backend, 'sodium-native');
+test('the native verifier is the default where the addon is built; sodium-native otherwise', () => {
+  assert.ok(ed25519Backends.includes('sodium-native'), 'sodium-native loads here');
+  if (nativeAddon !== null) assert.equal(ed25519Backend, 'native', ed25519FallbackReason ?? '');
+  else assert.equal(ed25519Backend, 'sodium-native');
+});
+
+test('TXRELAY_ED25519_BACKEND=sodium-native keeps libsodium, and the start-up reason says so', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const code = `const v = await import(${JSON.stringify(new URL('../../../src/chains/solana/verify.js', import.meta.url).href)}); console.log(JSON.stringify([v.ed25519Backend, v.ed25519FallbackReason]));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { env: { ...process.env, TXRELAY_ED25519_BACKEND: 'sodium-native' }, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), ['sodium-native', 'TXRELAY_ED25519_BACKEND=sodium-native']);
 });
 
 for (const backend of backends) {
@@ -163,7 +174,7 @@ test('inside a worker thread, transactions in a SharedArrayBuffer slab verify wi
       const v = await import(workerData.verifyUrl);
       const slab = new Uint8Array(workerData.sab);
       const out = [];
-      for (const backend of ['sodium-native', 'node:crypto']) {
+      for (const backend of workerData.backends) {
         for (const [off, len] of workerData.spans) {
           const bytes = slab.subarray(off, off + len);
           const view = d.decodeSolanaTransaction(bytes, d.maxSizeFor(bytes, false));
@@ -179,6 +190,7 @@ test('inside a worker thread, transactions in a SharedArrayBuffer slab verify wi
       workerData: {
         sab,
         spans,
+        backends,
         decodeUrl: new URL('../../../src/chains/solana/decode.js', import.meta.url).href,
         verifyUrl: new URL('../../../src/chains/solana/verify.js', import.meta.url).href,
       },
@@ -190,7 +202,7 @@ test('inside a worker thread, transactions in a SharedArrayBuffer slab verify wi
     w.once('error', reject);
   });
   assert.equal(result.error, undefined);
-  assert.equal(result.backend, 'sodium-native');
+  assert.equal(result.backend, ed25519Backend);
   const expected: string[] = [];
   for (const b of backends) for (let i = 0; i < spans.length; i++) expected.push(`${b}:${i < spans.length - 1}`);
   assert.deepEqual(result.out, expected);
@@ -234,7 +246,7 @@ test('one shared buffer reused for one transaction after another: each verdict i
   ];
   for (const [name, tx, want] of seq) {
     const bytes = put(tx);
-    assert.equal(verifyWith('sodium-native', bytes, decode(bytes)), want, name);
+    for (const backend of backends) assert.equal(verifyWith(backend, bytes, decode(bytes)), want, `${name} (${backend})`);
   }
 });
 
