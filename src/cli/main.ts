@@ -5,22 +5,17 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { readFileSync, existsSync, writeFileSync } from 'node:fs';
-import pg from 'pg';
 import { join, resolve } from 'node:path';
-import { request } from 'undici';
 import { loadConfig, ConfigError, describeKeys } from '../config/load.js';
 import type { Config } from '../config/schema.js';
-import { Relay } from '../relay.js';
-import { Store } from '../store/db.js';
-import { AccountStore, type AccountRecord } from '../store/accounts.js';
-import { importAccounts } from '../store/pg-registry.js';
-import { describeUrl, migrate } from '../store/pg-schema.js';
-import { createProcessLogger } from '../obs/log.js';
-import { exitOnStartupError } from './startup.js';
+import type { Relay } from '../relay.js';
+import type { AccountRecord } from '../store/accounts.js';
 import { registerSendCommand } from './send.js';
-import { reload } from './reload.js';
 import { registerStatusCommand } from './status.js';
 import { registerBenchCommands } from '../bench/cli.js';
+
+// Each subcommand imports what only it needs when it runs (the relay, the stores, pg, undici):
+// a `send` or `status` process then starts without loading the whole server.
 
 const program = new Command();
 program.name('txrelay').description('Transaction submission relay for EVM and Solana').version('0.1.0');
@@ -36,11 +31,11 @@ function fail(msg: string): never {
   process.exit(1);
 }
 
-function config(file?: string, debug = false): Config {
+async function config(file?: string, debug = false): Promise<Config> {
   try {
     return loadConfig({ file });
   } catch (e) {
-    if (e instanceof ConfigError) exitOnStartupError(e, debug);
+    if (e instanceof ConfigError) (await import('./startup.js')).exitOnStartupError(e, debug);
     throw e;
   }
 }
@@ -52,7 +47,13 @@ program
   .option('--debug', 'on a failed start, print the stack trace too, and log start-up as it happens')
   .addHelpText('after', '\nConfiguration keys (env override in brackets):\n' + describeKeys().map((k) => `  ${k.key} = ${JSON.stringify(k.default)}  [${k.env}]`).join('\n'))
   .action(async (opts: { config?: string; debug?: boolean }) => {
-    const cfg = config(opts.config, opts.debug);
+    const cfg = await config(opts.config, opts.debug);
+    const [{ createProcessLogger }, { Relay }, { exitOnStartupError }, { reload }] = await Promise.all([
+      import('../obs/log.js'),
+      import('../relay.js'),
+      import('./startup.js'),
+      import('./reload.js'),
+    ]);
     const debug = opts.debug === true || cfg.log.level === 'debug' || cfg.log.level === 'trace';
     // Start-up's lines wait for its outcome: a failed start is one line on stderr, not a page of logs (docs/operations.md#logs).
     const out = createProcessLogger({ level: cfg.log.level, node: cfg.node.name, format: cfg.log.format, hold: !debug });
@@ -100,8 +101,8 @@ interface AdminTarget {
   tokenFrom: string;
 }
 
-function adminTarget(file?: string): AdminTarget {
-  const cfg = config(file);
+async function adminTarget(file?: string): Promise<AdminTarget> {
+  const cfg = await config(file);
   let token = cfg.admin.token;
   let tokenFrom = 'admin.token in the configuration';
   if (!token) {
@@ -122,6 +123,7 @@ async function admin(t: AdminTarget, method: string, path: string, body?: unknow
 }
 
 async function adminCall(t: AdminTarget, method: string, path: string, body?: unknown): Promise<{ json: any; next: string | null }> {
+  const { request } = await import('undici');
   let res;
   try {
     res = await request(t.base + path, {
@@ -193,7 +195,7 @@ function withAccountFlags(c: Command): Command {
 const accounts = program.command('accounts').description('manage accounts through the running relay\'s admin API');
 
 withAccountFlags(accounts.command('create').description('register an account; prints its UUID (the record with --json)')).action(async (o: AccountFlags) => {
-  const rec = await admin(adminTarget(o.config), 'POST', '/admin/accounts', accountBody(o));
+  const rec = await admin(await adminTarget(o.config), 'POST', '/admin/accounts', accountBody(o));
   process.stdout.write(o.json ? JSON.stringify(rec, null, 2) + '\n' : rec.uuid + '\n');
 });
 
@@ -203,7 +205,7 @@ accounts
   .option('-c, --config <file>', 'configuration file')
   .action(async (o: { config?: string }) => {
     // Page by page (docs/protocol.md#admin-api), printed as one array.
-    const t = adminTarget(o.config);
+    const t = await adminTarget(o.config);
     const all: unknown[] = [];
     for (let after: string | null = '0'; after !== null; ) {
       const page: { json: unknown[]; next: string | null } = await adminCall(t, 'GET', `/admin/accounts?after=${after}&limit=10000`);
@@ -218,14 +220,14 @@ accounts
   .description('print one account as JSON; <account> is its key or its id')
   .option('-c, --config <file>', 'configuration file')
   .action(async (uuid: string, o: { config?: string }) => {
-    process.stdout.write(JSON.stringify(await admin(adminTarget(o.config), 'GET', `/admin/accounts/${encodeURIComponent(uuid)}`), null, 2) + '\n');
+    process.stdout.write(JSON.stringify(await admin(await adminTarget(o.config), 'GET', `/admin/accounts/${encodeURIComponent(uuid)}`), null, 2) + '\n');
   });
 
 withAccountFlags(accounts.command('update <account>').description('change plan, limits or minimum tip; live at once'))
   .option('--evm-enabled <bool>', 'enable family A (true/false)', (v) => v === 'true')
   .option('--solana-enabled <bool>', 'enable family B (true/false)', (v) => v === 'true')
   .action(async (uuid: string, o: AccountFlags) => {
-    const rec = await admin(adminTarget(o.config), 'PATCH', `/admin/accounts/${encodeURIComponent(uuid)}`, accountBody(o));
+    const rec = await admin(await adminTarget(o.config), 'PATCH', `/admin/accounts/${encodeURIComponent(uuid)}`, accountBody(o));
     process.stdout.write(JSON.stringify(rec, null, 2) + '\n');
   });
 
@@ -234,7 +236,7 @@ accounts
   .description('revoke an account; its requests are refused at once')
   .option('-c, --config <file>', 'configuration file')
   .action(async (uuid: string, o: { config?: string }) => {
-    const rec = await admin(adminTarget(o.config), 'DELETE', `/admin/accounts/${encodeURIComponent(uuid)}`);
+    const rec = await admin(await adminTarget(o.config), 'DELETE', `/admin/accounts/${encodeURIComponent(uuid)}`);
     process.stdout.write(JSON.stringify(rec, null, 2) + '\n');
   });
 
@@ -244,9 +246,10 @@ accounts
   .option('-c, --config <file>', 'configuration file (to find storage.data_dir)')
   .option('-o, --out <file>', 'write to this file (mode 0600) instead of standard output')
   .action(async (o: { config?: string; out?: string }) => {
-    const cfg = config(o.config);
+    const cfg = await config(o.config);
     const dir = resolve(cfg.storage.data_dir);
     if (!existsSync(dir)) fail(`no data directory at ${dir}`);
+    const [{ Store }, { AccountStore }] = await Promise.all([import('../store/db.js'), import('../store/accounts.js')]);
     const db = Store.open(dir);
     try {
       const lines = AccountStore.open(db)
@@ -267,8 +270,9 @@ accounts
   .description('copy exported accounts into the PostgreSQL registry at database.url (as key digests); their keys keep working on every node')
   .option('-c, --config <file>', 'configuration file (to find database.url)')
   .action(async (file: string, o: { config?: string }) => {
-    const cfg = config(o.config);
+    const cfg = await config(o.config);
     if (!cfg.database.url) fail('accounts import needs database.url (TXRELAY_DATABASE_URL)');
+    const [{ importAccounts }, { describeUrl }] = await Promise.all([import('../store/pg-registry.js'), import('../store/pg-schema.js')]);
     let records: AccountRecord[];
     try {
       records = readFileSync(file, 'utf8')
@@ -293,8 +297,9 @@ program
   .description('bring the registry schema at database.url to this version (nodes also do it at start-up)')
   .option('-c, --config <file>', 'configuration file (to find database.url)')
   .action(async (o: { config?: string }) => {
-    const cfg = config(o.config);
+    const cfg = await config(o.config);
     if (!cfg.database.url) fail('db migrate needs database.url (TXRELAY_DATABASE_URL)');
+    const [{ default: pg }, { describeUrl, migrate }] = await Promise.all([import('pg'), import('../store/pg-schema.js')]);
     const client = new pg.Client({ connectionString: cfg.database.url, connectionTimeoutMillis: 5000, application_name: 'txrelay migrate' });
     try {
       await client.connect();

@@ -5,7 +5,7 @@
  * older than `solana.spill_max_age_s` are counted expired instead. Real
  * sockets, real signed transactions, a real upstream that hangs.
  */
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -124,37 +124,39 @@ async function resendCase(acceptors: number): Promise<void> {
   }
 }
 
-test('a stop with a hung upstream writes every acknowledged transaction down, and the next start sends them all', async () => {
-  await resendCase(1);
-});
+describe('spill on stop', { concurrency: true }, () => {
+  test('a stop with a hung upstream writes every acknowledged transaction down, and the next start sends them all', async () => {
+    await resendCase(1);
+  });
 
-test('with acceptor threads, every thread\'s leftovers are written down and sent by the next start', { skip: noThreads }, async () => {
-  await resendCase(2);
-});
+  test('with acceptor threads, every thread\'s leftovers are written down and sent by the next start', { skip: noThreads }, async () => {
+    await resendCase(2);
+  });
 
-test('Solana transactions written down longer ago than solana.spill_max_age_s are counted expired and not sent; EVM ones are still sent', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'txrelay-spill-'));
-  try {
-    const sent = await stopWithHungUpstream(dir, 1);
-    assert.equal(spilled(dir).length, N_SOLANA + N_EVM);
-    // The drain itself waits seconds on the hung upstream; this makes sure of the age.
-    await new Promise((r) => setTimeout(r, 1100));
-    const up = await startUpstream();
+  test('Solana transactions written down longer ago than solana.spill_max_age_s are counted expired and not sent; EVM ones are still sent', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'txrelay-spill-'));
     try {
-      const relay = await startTestRelay({ ...lanes(up), solana: { rpc_upstreams: [up.url], spill_max_age_s: 1 } }, dir);
+      const sent = await stopWithHungUpstream(dir, 1);
+      assert.equal(spilled(dir).length, N_SOLANA + N_EVM);
+      // The drain itself waits seconds on the hung upstream; this makes sure of the age.
+      await new Promise((r) => setTimeout(r, 1100));
+      const up = await startUpstream();
       try {
-        assert.equal(await relay.metric('txrelay_lane_dropped_total', { lane: 'solana-single', reason: 'expired_after_restart' }), N_SOLANA);
-        await up.waitForCalls(N_EVM);
-        await eventually(() => spillFiles(dir).length === 0, 5000, 'spill removed');
-        const got = up.calls().map((c) => String((c.params as string[])[0]).toLowerCase());
-        assert.deepEqual(new Set(got), new Set(sent.evm), 'only the EVM transactions are sent');
+        const relay = await startTestRelay({ ...lanes(up), solana: { rpc_upstreams: [up.url], spill_max_age_s: 1 } }, dir);
+        try {
+          assert.equal(await relay.metric('txrelay_lane_dropped_total', { lane: 'solana-single', reason: 'expired_after_restart' }), N_SOLANA);
+          await up.waitForCalls(N_EVM);
+          await eventually(() => spillFiles(dir).length === 0, 5000, 'spill removed');
+          const got = up.calls().map((c) => String((c.params as string[])[0]).toLowerCase());
+          assert.deepEqual(new Set(got), new Set(sent.evm), 'only the EVM transactions are sent');
+        } finally {
+          await relay.stop();
+        }
       } finally {
-        await relay.stop();
+        await up.close();
       }
     } finally {
-      await up.close();
+      rmSync(dir, { recursive: true, force: true });
     }
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
