@@ -193,7 +193,7 @@ export class Relay {
     const storeLog = componentLog(log, 'store');
     let db: Store;
     try {
-      db = Store.open(dataDir, { log: storeLog });
+      db = Store.open(dataDir, { log: storeLog, lock: true });
     } catch (e) {
       throw dataDirError(dataDir, e);
     }
