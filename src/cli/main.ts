@@ -3,7 +3,7 @@
  * The `txrelay` command: `serve` runs the relay; `accounts` manages accounts
  * through the running node's admin API (so changes are live at once).
  */
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { join, resolve } from 'node:path';
@@ -117,6 +117,17 @@ function adminTarget(file?: string): AdminTarget {
   return { base: `http://${host}:${cfg.admin.port}`, token, tokenFrom };
 }
 
+/** The admin API's refusal, with the account named when it was given by id (a key is a credential: never echoed). */
+function refusal(status: number, path: string, json: any): string {
+  const text: string = json?.error?.message ?? `admin API answered ${status}`;
+  const given = /^\/admin\/accounts\/([^/?]+)$/.exec(path)?.[1];
+  if (status !== 404 || given === undefined) return text;
+  const id = decodeURIComponent(given);
+  return /^\d+$/.test(id)
+    ? `account ${id} not found — txrelay accounts list shows every account`
+    : `account not found: no account has the key given — txrelay accounts list shows every account`;
+}
+
 async function admin(t: AdminTarget, method: string, path: string, body?: unknown): Promise<any> {
   return (await adminCall(t, method, path, body)).json;
 }
@@ -141,7 +152,7 @@ async function adminCall(t: AdminTarget, method: string, path: string, body?: un
     process.exit(1);
   }
   if (res.statusCode >= 300) {
-    process.stderr.write(`txrelay: ${json?.error?.message ?? `admin API answered ${res.statusCode}`}\n`);
+    process.stderr.write(`txrelay: ${refusal(res.statusCode, path, json)}\n`);
     process.exit(1);
   }
   const next = res.headers['x-svc-next-after'];
@@ -181,7 +192,7 @@ function accountBody(o: AccountFlags): Record<string, unknown> {
 function withAccountFlags(c: Command): Command {
   return c
     .option('-c, --config <file>', 'configuration file (to find the admin API and token)')
-    .option('--plan <plan>', 'free or paid')
+    .addOption(new Option('--plan <plan>', 'the account\'s plan').choices(['free', 'paid']))
     .option('--evm-tps <n>', 'family A transactions per second', intArg)
     .option('--evm-burst <n>', 'family A burst (default: the TPS)', intArg)
     .option('--solana-tps <n>', 'family B transactions per second', intArg)

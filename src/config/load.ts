@@ -172,6 +172,13 @@ class Sources {
   /** `— <what to do>` for a bad value of `key` (dotted, without list indexes). */
   fix(key: string): string {
     if (this.fromEnv.has(key)) return `(from ${envNameOf(key)}) — fix or unset ${envNameOf(key)}`;
+    // A table has no variable of its own: name its keys and theirs.
+    const inner = ENV_NAMES.has(envNameOf(key)) ? null : LEAVES.filter((l) => l.path.join('.').startsWith(key + '.'));
+    if (inner?.length) {
+      const keys = inner.map((l) => l.path.join('.')).join(', ');
+      const vars = inner.map((l) => envName(l.path)).join(', ');
+      return `— ${key} is a table: set ${keys}${this.file ? ` in ${this.file}` : ''} (or ${vars})`;
+    }
     if (this.file) return `— fix it in ${this.file} (or set ${envNameOf(key)})`;
     return `— set ${key} (${envNameOf(key)}) to a valid value`;
   }
@@ -198,7 +205,9 @@ function unknownKey(parent: string[], name: string, src: Sources): string {
 }
 
 function unknownEnv(name: string): string {
-  const hint = didYouMean(name, ENV_SUGGESTIONS);
+  // A bare key name (TXRELAY_PORT, TXRELAY_HOST) means the HTTP door's, the relay's main listener.
+  const http = 'TXRELAY_HTTP_' + name.slice('TXRELAY_'.length);
+  const hint = ENV_NAMES.has(http) ? http : didYouMean(name, ENV_SUGGESTIONS);
   const what = `unknown environment variable ${name}`;
   return hint ? `${what} — did you mean ${hint}?` : `${what} — unset it (txrelay serve --help lists every variable)`;
 }
