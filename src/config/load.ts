@@ -205,7 +205,7 @@ function unknownKey(parent: string[], name: string, src: Sources): string {
 }
 
 function unknownEnv(name: string): string {
-  // A bare key name (TXRELAY_PORT, TXRELAY_HOST) means the HTTP door's, the relay's main listener.
+  // A bare key name (port, host) means the HTTP door's, the relay's main listener.
   const http = 'TXRELAY_HTTP_' + name.slice('TXRELAY_'.length);
   const hint = ENV_NAMES.has(http) ? http : didYouMean(name, ENV_SUGGESTIONS);
   const what = `unknown environment variable ${name}`;
