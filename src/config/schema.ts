@@ -10,11 +10,13 @@ const host = { type: 'string', minLength: 1 } as const;
 const URL_PATTERN = '^https?://';
 const BASE58_PATTERN = '^[1-9A-HJ-NP-Za-km-z]{32,44}$';
 const NODE_NAME_PATTERN = '^([A-Za-z0-9][A-Za-z0-9._-]*)?$';
+const LISTEN_PATTERN = '^$|^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:\\[\\]]+):[0-9]{1,5}$';
 /** Each pattern of the schema in words, for the loader's messages: nobody should have to read a regex. */
 export const PATTERN_WORDS: Readonly<Record<string, string>> = {
   [URL_PATTERN]: 'an http:// or https:// URL',
   [BASE58_PATTERN]: 'a base58 address of 32 to 44 characters',
   [NODE_NAME_PATTERN]: 'letters, digits, ".", "_" and "-", starting with a letter or digit',
+  [LISTEN_PATTERN]: 'host:port (an IPv6 host in brackets), or empty',
 };
 const url = { type: 'string', pattern: URL_PATTERN } as const;
 const urls = { type: 'array', items: url, default: [] as string[] } as const;
@@ -481,6 +483,18 @@ export const configSchema = {
       },
       'Logging.',
     ),
+    metrics: section(
+      {
+        listen: {
+          type: 'string',
+          pattern: LISTEN_PATTERN,
+          default: '',
+          description:
+            '`host:port` of a plain-HTTP listener that serves only `GET /metrics`: no admin API, no token, nothing else. Open this one, never the admin port, to a Prometheus on another host. Empty: none (`/metrics` stays on the admin listener either way).',
+        },
+      },
+      'A metrics-only listener for a remote Prometheus (docs/operations.md#prometheus).',
+    ),
   },
 } as const;
 
@@ -522,4 +536,5 @@ export interface Config {
   plans: { free: PlanConfig; paid: PlanConfig };
   workers: { threads: number; inline: 'auto' | 'never' };
   log: { level: string; format: 'auto' | 'json' | 'pretty' };
+  metrics: { listen: string };
 }
