@@ -36,9 +36,9 @@ function fail(msg: string): never {
   process.exit(1);
 }
 
-function config(file?: string, debug = false): Config {
+function config(file?: string, debug = false, adminClient = false): Config {
   try {
-    return loadConfig({ file });
+    return loadConfig({ file, adminClient });
   } catch (e) {
     if (e instanceof ConfigError) exitOnStartupError(e, debug);
     throw e;
@@ -101,7 +101,8 @@ interface AdminTarget {
 }
 
 function adminTarget(file?: string): AdminTarget {
-  const cfg = config(file);
+  // The database URL is the serving node's (often in its EnvironmentFile): the CLI needs only the admin listener.
+  const cfg = config(file, false, true);
   let token = cfg.admin.token;
   let tokenFrom = 'admin.token in the configuration';
   if (!token) {

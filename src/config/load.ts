@@ -154,6 +154,8 @@ export interface LoadOptions {
   env?: NodeJS.ProcessEnv;
   /** Programmatic overrides applied last (tests, embedding). */
   overrides?: Record<string, unknown>;
+  /** A command that only calls the admin API (`txrelay accounts`): keys only a serving node needs (database.url) may be absent. */
+  adminClient?: boolean;
 }
 
 function merge(into: any, from: any): any {
@@ -262,7 +264,7 @@ function inWords(e: any, src: Sources): string {
 }
 
 /** Checks past the schema: URLs that match the pattern yet do not parse, and keys that need each other. */
-function semantic(c: Config, src: Sources): string[] {
+function semantic(c: Config, src: Sources, adminClient: boolean): string[] {
   const out: string[] = [];
   for (const l of LEAVES) {
     if (l.schema.type !== 'array' || l.schema.items?.pattern !== URL_PATTERN) continue;
@@ -271,7 +273,7 @@ function semantic(c: Config, src: Sources): string[] {
       if (!URL.canParse(u)) out.push(`${l.path.join('.')}[${i}] is not a valid URL, got ${shown(u)} ${src.fix(l.path.join('.'))}`);
     });
   }
-  if (c.registry.mode === 'postgres' && c.database.url === '') {
+  if (c.registry.mode === 'postgres' && c.database.url === '' && !adminClient) {
     out.push('registry.mode = "postgres" needs database.url — set database.url (TXRELAY_DATABASE_URL) to the PostgreSQL URL, or registry.mode to "embedded"');
   }
   return out;
@@ -305,7 +307,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       problems.push(inWords(e, src));
     }
   } else {
-    problems.push(...semantic(cfg as Config, src));
+    problems.push(...semantic(cfg as Config, src, opts.adminClient === true));
   }
   if (problems.length > 0) throw new ConfigError(problems.join('; '));
   const c = cfg as Config;

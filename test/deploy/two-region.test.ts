@@ -25,7 +25,6 @@ import { freePorts } from '../../bench/e2e/relay.js';
 
 const DEPLOY = new URL('../../../deploy/two-region/', import.meta.url).pathname;
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
-const TOKEN = 'two-region-test-token-0123456789abcdef';
 
 const skip = await pgSkip();
 
@@ -47,6 +46,8 @@ function envFile(text: string): Record<string, string> {
 
 interface Node {
   name: string;
+  file: string;
+  env: NodeJS.ProcessEnv;
   child: ChildProcess;
   https: string;
   admin: string;
@@ -92,7 +93,8 @@ test('two nodes start from deploy/two-region as written, share one registry, and
 
     const env: NodeJS.ProcessEnv = {};
     for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('TXRELAY_')) env[k] = v;
-    Object.assign(env, { TXRELAY_DATABASE_URL: dbUrl, TXRELAY_ADMIN_TOKEN: TOKEN });
+    // As written but the database: the token left empty, so the node keeps it in its data directory for the CLI.
+    Object.assign(env, { ...secrets, TXRELAY_DATABASE_URL: dbUrl });
     const child = spawn(process.execPath, [CLI, 'serve', '--config', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
@@ -102,15 +104,18 @@ test('two nodes start from deploy/two-region as written, share one registry, and
     });
     await eventually(() => out.includes('txrelay listening') || child.exitCode !== null, 30_000, `node ${name} start`);
     if (child.exitCode !== null) throw new Error(`node ${name} exited ${child.exitCode}: ${out}`);
-    return { name, child, https: `https://127.0.0.1:${http}`, admin: `http://127.0.0.1:${admin}`, metrics: `http://127.0.0.1:${metrics}` };
+    return { name, file, env, child, https: `https://127.0.0.1:${http}`, admin: `http://127.0.0.1:${admin}`, metrics: `http://127.0.0.1:${metrics}` };
   };
   const eu = await start('eu', '10.1.0.5');
   const us = await start('us', '10.2.0.5');
 
-  // An account made on eu through its loopback admin API.
-  const made = await request(`${eu.admin}/admin/accounts`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: '{}' });
-  assert.equal(made.statusCode, 201);
-  const account = (await made.body.json()) as { uuid: string };
+  // An account made on eu by the admin CLI on that host: the config file and the token file in the data directory, no secret in its environment.
+  const cliEnv: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('TXRELAY_')) cliEnv[k] = v;
+  const uuid = execFileSync(process.execPath, [CLI, 'accounts', 'create', '-c', eu.file], { env: cliEnv, encoding: 'utf8' }).trim();
+  assert.match(uuid, /^[0-9a-f-]{36}$/);
+  const account = { uuid };
+  const token = readFileSync(join(dir, 'eu-data', 'admin.token'), 'utf8').trim();
 
   const send = async (node: Node, nonce: number) => {
     const tx = await signed1559({ nonce });
@@ -139,7 +144,7 @@ test('two nodes start from deploy/two-region as written, share one registry, and
     const m = await request(`${node.metrics}/metrics`);
     assert.equal(m.statusCode, 200);
     assert.match(await m.body.text(), /^txrelay_node_info\{[^}]*node="(eu|us)"/m);
-    const a = await request(`${node.metrics}/admin/accounts`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const a = await request(`${node.metrics}/admin/accounts`, { headers: { authorization: `Bearer ${token}` } });
     assert.equal(a.statusCode, 404, node.name);
     await a.body.dump();
   }
