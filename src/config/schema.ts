@@ -493,7 +493,7 @@ export const configSchema = {
             '`host:port` of a plain-HTTP listener that serves only `GET /metrics`: no admin API, no token, nothing else. Open this one, never the admin port, to a Prometheus on another host. Empty: none (`/metrics` stays on the admin listener either way).',
         },
       },
-      'A metrics-only listener for a remote Prometheus (docs/operations.md#prometheus).',
+      'A metrics-only listener for a remote Prometheus (docs/operations.md#prometheus-across-regions).',
     ),
   },
 } as const;

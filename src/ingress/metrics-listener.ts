@@ -1,7 +1,7 @@
 /**
  * `metrics.listen`: a listener that answers `GET /metrics` and nothing else,
  * so a remote Prometheus can scrape a node without the admin API being
- * reachable from its network (docs/operations.md#prometheus).
+ * reachable from its network (docs/operations.md#prometheus-across-regions).
  */
 import { E, TxrelayError } from '../errors.js';
 import type { Metrics } from '../obs/metrics.js';
