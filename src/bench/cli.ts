@@ -93,7 +93,7 @@ coordinated omission): a request delayed by busy connections or a busy
 generator keeps its intended start and counts as "late" (> 2 ms behind);
 one that left within 2 ms (Node's timer jitter) counts from when it left.
 JSON keys: params, mode, measuredS, requests, txs, throughput, statuses,
-latencyUs {count,mean,p50,p90,p99,p999,max}, serviceTimeUs,
+refusals, latencyUs {count,mean,p50,p90,p99,p999,max}, serviceTimeUs,
 curves {latency,service: [{percentile,us}]}, perSecond [{s,ok,errors}],
 schedule, exhausted, transactions, udp, warnings, generator, startedAt,
 finishedAt.`,
@@ -188,7 +188,8 @@ async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
     if (o.report) writeHtmlReport(o.report, r, key);
     wrote = true;
     if (r.requests.sent > 0 && r.requests.ok === 0) {
-      process.stderr.write('txrelay bench: no request succeeded (see the errors above)\n');
+      const said = Object.entries(r.refusals).map(([st, text]) => `${st} ${text}`);
+      process.stderr.write(`txrelay bench: no request succeeded${said.length ? `; the relay said: ${said.join('; ')}` : ' (see the errors above)'}\n`);
       process.exitCode = 1;
     }
   } catch (e) {
