@@ -31,6 +31,7 @@ import { HttpService, ACCEPT_BUCKETS } from './ingress/service.js';
 import { AcceptorThreads } from './ingress/acceptors.js';
 import { UdpIngress } from './ingress/udp.js';
 import { createAdminApp } from './ingress/admin.js';
+import { listenMetrics } from './ingress/metrics-listener.js';
 import { Metrics } from './obs/metrics.js';
 import { mergeStats, type ServiceStats } from './obs/service-stats.js';
 import { registerRelayMetrics } from './obs/relay-metrics.js';
@@ -56,6 +57,7 @@ export interface RelayPorts {
   http: number;
   udp: number | null;
   admin: number;
+  metrics: number | null;
 }
 
 interface Parts {
@@ -193,7 +195,7 @@ export class Relay {
     const storeLog = componentLog(log, 'store');
     let db: Store;
     try {
-      db = Store.open(dataDir, { log: storeLog });
+      db = Store.open(dataDir, { log: storeLog, lock: true });
     } catch (e) {
       throw dataDirError(dataDir, e);
     }
@@ -316,7 +318,7 @@ export class Relay {
       log.error({ component: 'forward', error: e instanceof Error ? e.message : String(e) }, 'forwarding spill unreadable: left in place, not sent');
     }
     const listen: us_listen_socket[] = [];
-    const ports: RelayPorts = { http: 0, udp: null, admin: 0 };
+    const ports: RelayPorts = { http: 0, udp: null, admin: 0, metrics: null };
     const relay = new Relay(cfg, ports, adminToken, service.pipeline, metrics, acceptor.kind, threads, {
       log,
       db,
@@ -344,6 +346,7 @@ export class Relay {
       ports.http = await listenOn(uws, listener, cfg.http.host, cfg.http.port, listen, 'http', caps);
       acceptors?.listen(cfg.http.host, ports.http);
       ports.admin = await listenOn(uws, adminApp, cfg.admin.host, cfg.admin.port, listen, 'admin');
+      if (cfg.metrics.listen) ports.metrics = await listenMetrics(uws, metrics, service.reply, cfg.metrics.listen, listen, relay.parts.apps);
       if (udp) {
         const u = await udp.listen(cfg.udp.host, cfg.udp.port, cfg.udp.sockets).catch(async (e: unknown) => {
           throw await ListenError.probe('udp', cfg.udp.host, cfg.udp.port, e);

@@ -65,7 +65,7 @@ export function registerBenchCommands(program: Command): void {
     .option('--connections <n>', 'in-flight bound: open loop default 64; closed loop: workers, default 32', positiveInt)
     .addOption(new Option('--duration <d>', 'measured time (10s, 500ms, 2m)').argParser(parseDuration).default(10_000, '10s'))
     .addOption(new Option('--warmup <d>', 'time before measuring (requests sent, not counted)').argParser(parseDuration).default(2_000, '2s'))
-    .option('--count <n>', 'pre-signed distinct transactions (default: what the run needs; closed loop 10k requests/s)', positiveInt)
+    .option('--count <n>', 'pre-signed distinct transactions (default: what the run needs; closed loop: 10k requests/s, and if the relay answers faster the run is repeated with a pool sized to the rate it reached)', positiveInt)
     .option('--chain-id <n>', 'EVM chain id the transactions are signed for', positiveInt, 1)
     .option('--batch <n>', 'transactions per request: solana-bundle (1-4) and evm-batch; default 4', positiveInt)
     .option('--tip-account <base58>', "solana-bundle: one of the relay's solana.tip_accounts; transaction 0 of every bundle pays it")
@@ -93,7 +93,7 @@ coordinated omission): a request delayed by busy connections or a busy
 generator keeps its intended start and counts as "late" (> 2 ms behind);
 one that left within 2 ms (Node's timer jitter) counts from when it left.
 JSON keys: params, mode, measuredS, requests, txs, throughput, statuses,
-latencyUs {count,mean,p50,p90,p99,p999,max}, serviceTimeUs,
+refusals, latencyUs {count,mean,p50,p90,p99,p999,max}, serviceTimeUs,
 curves {latency,service: [{percentile,us}]}, perSecond [{s,ok,errors}],
 schedule, exhausted, transactions, udp, warnings, generator, startedAt,
 finishedAt.`,
@@ -161,7 +161,7 @@ async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
   try {
     // A relay that is not there fails the command at once, not after a whole run of refused connections.
     if (door !== 'solana-udp') await mustAnswer(o.url);
-    const r = await runBench({
+    const args: Parameters<typeof runBench>[0] = {
       door,
       url: o.url,
       udpPort: o.udpPort,
@@ -181,14 +181,22 @@ async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
       onProgress: progress,
       onInfo: (l) => process.stderr.write(l + '\n'),
       signal: abort.signal,
-    });
+    };
+    let r = await runBench(args);
+    const resized = o.count === undefined ? poolForRun(r, o.warmup + o.duration) : null;
+    if (resized !== null && !abort.signal.aborted) {
+      endProgress();
+      process.stderr.write(`txrelay bench: the default pool ran out at ${Math.round(resized.rate)} requests/s; running again with --count ${resized.count}\n`);
+      r = await runBench({ ...args, count: resized.count });
+    }
     endProgress();
     process.stdout.write(formatReport(r));
     if (o.json) writeJsonReport(o.json, r);
     if (o.report) writeHtmlReport(o.report, r, key);
     wrote = true;
     if (r.requests.sent > 0 && r.requests.ok === 0) {
-      process.stderr.write('txrelay bench: no request succeeded (see the errors above)\n');
+      const said = Object.entries(r.refusals).map(([st, text]) => `${st} ${text}`);
+      process.stderr.write(`txrelay bench: no request succeeded${said.length ? `; the relay said: ${said.join('; ')}` : ' (see the errors above)'}\n`);
       process.exitCode = 1;
     }
   } catch (e) {
@@ -199,6 +207,26 @@ async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
     process.off('SIGINT', onSigint);
     if (!wrote) for (const r of release) r();
   }
+}
+
+/** Most transactions a resized pool holds: about 1 GB of signed bodies. */
+export const MAX_POOL = 2_000_000;
+
+/**
+ * A closed-loop run that used up its default pool ended early: the count a
+ * second run needs at the rate the first one reached (twice that, as
+ * margin), or null when the pool sufficed or was given with --count.
+ */
+export function poolForRun(
+  r: { exhausted: boolean; mode: string; measuredS: number; requests: { sent: number; warmup: number }; txs: { perRequest: number }; transactions: { count: number }; startedAt: string; finishedAt: string },
+  runMs: number,
+): { count: number; rate: number } | null {
+  if (!r.exhausted || r.mode !== 'closed') return null;
+  // The measured window's rate; a pool spent inside the warm-up leaves only the whole run's.
+  const wallS = Math.max((Date.parse(r.finishedAt) - Date.parse(r.startedAt)) / 1000, 1e-3);
+  const rate = r.requests.sent > 0 ? r.requests.sent / r.measuredS : r.requests.warmup / wallS;
+  const count = Math.min(MAX_POOL, Math.ceil(((rate * runMs) / 1000) * 2) * r.txs.perRequest);
+  return count > r.transactions.count ? { count, rate } : null;
 }
 
 async function runSink(host: string, p: number): Promise<void> {

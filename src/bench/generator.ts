@@ -14,6 +14,7 @@ import { buildTarget, generateTransactions, isDoor, MAX_BUNDLE, randomTipAccount
 import { markTxCacheUsed, readTxCache, writeTxCache, type CacheKey } from './txcache.js';
 import { LATE_MS, realClock, runClosedLoop, runOpenLoop, type Clock } from './scheduler.js';
 import { ed25519SignBackend, secpSignBackend } from './txgen.js';
+import { Refusals } from './refusals.js';
 
 interface BenchOptions {
   door: Door;
@@ -84,6 +85,8 @@ export interface BenchResult {
   txs: { perRequest: number; sent: number; ok: number; duplicates: number; notSent: number };
   throughput: { okPerS: number; totalPerS: number; txOkPerS: number };
   statuses: Record<string, number>;
+  /** Status → the relay's first refusal text with it (a JSON-RPC error's message and code, or the plain-text body). */
+  refusals: Record<string, string>;
   /** µs; open loop: from the intended start; closed loop: from the actual start. Null for UDP (no answer). */
   latencyUs: Percentiles | null;
   /** Open loop only: µs from the actual start (what a coordinated-omission bench would report). */
@@ -246,6 +249,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   const latency = newHistogram();
   const service = newHistogram();
   const statuses: Record<string, number> = {};
+  const refusals = new Refusals();
   const req = { sent: 0, ok: 0, errors: 0, duplicates: 0, late: 0, warmup: 0 };
   const tx = { perRequest: per, sent: 0, ok: 0, duplicates: 0, notSent: 0 };
   const all = { sent: 0, ok: 0, errors: 0 }; // warm-up included, for the progress line
@@ -309,11 +313,9 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
         const res = await pool.request({ origin, path, method: 'POST', headers, body: bodies[i] });
         let dup = res.headers['x-svc-duplicate'] === 'true' ? per : 0;
         let notSent = 0;
-        if (readBody) {
-          const s = scanBatchItems(await res.body.text());
-          dup = s.duplicate;
-          notSent = s.notSent;
-        } else await res.body.dump();
+        const text = readBody || res.statusCode >= 300 ? await res.body.text() : await res.body.dump().then(() => '');
+        if (res.statusCode >= 300) refusals.note(res.statusCode, text);
+        if (readBody) ({ duplicate: dup, notSent } = scanBatchItems(text));
         return { status: res.statusCode, dup, notSent };
       } catch (e) {
         return { status: errorCode(e), dup: 0, notSent: 0 };
@@ -408,10 +410,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       `${req.late} requests started more than ${LATE_MS} ms behind schedule: the generator (CPU${target.kind === 'http' ? ` or --connections ${connections}` : ''}) limited the offered rate; latency still counts from the intended start`,
     );
   }
-  const busy = statuses['503'] ?? 0;
-  if (busy > 0) warnings.push(`${busy} requests refused with 503 (relay at capacity or upstreams failing): the offered load is above what it admits`);
-  const limited = statuses['429'] ?? 0;
-  if (limited > 0) warnings.push(`${limited} requests refused with 429: raise the account's TPS and limits.ip_rps to measure the relay, not its rate limit`);
+  warnings.push(...refusals.warnings(statuses));
   if (stopped()) warnings.push('interrupted: partial results');
   let udp: BenchResult['udp'] = null;
   if (target.kind === 'udp') {
@@ -449,6 +448,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       txOkPerS: round1(tx.ok / measuredS),
     },
     statuses,
+    refusals: refusals.texts,
     latencyUs: target.kind === 'http' ? percentiles(latency) : null,
     serviceTimeUs: target.kind === 'http' && open ? percentiles(service) : null,
     curves: target.kind === 'http' && latency.totalCount > 0 ? { latency: percentileCurve(latency), service: open ? percentileCurve(service) : null } : null,

@@ -119,7 +119,9 @@ export function renderHtmlReport(r: BenchResult): string {
     ? `${percentilePlot(r)}${latencyTable(r)}`
     : `<p>${r.udp ? 'UDP has no answer: no latency to plot.' : 'No completed request: no latency to plot.'}</p>`;
   const warnings = r.warnings.length ? `<section><h2>Warnings</h2><ul>${r.warnings.map((w) => `<li>${escapeXml(w)}</li>`).join('')}</ul></section>` : '';
-  const title = `txrelay bench ${String(p.door)}: ${loop}, ${p.durationS} s`;
+  // A run that ended early (out of transactions, interrupted) says how long it measured, not what was asked.
+  const early = r.exhausted || r.measuredS < Number(p.durationS) - 0.5;
+  const title = `txrelay bench ${String(p.door)}: ${loop}, ${early ? `${r.measuredS.toFixed(1)} s (ended early; ${p.durationS} s asked)` : `${p.durationS} s`}`;
   return `<!doctype html>
 <html lang="en">
 <head>

@@ -1,6 +1,7 @@
 /** Human table (stdout) and JSON file of a BenchResult; claiming output files up front. */
 import { closeSync, existsSync, openSync, unlinkSync, writeFileSync } from 'node:fs';
 import type { BenchResult, Percentiles } from './generator.js';
+import { refusalLines } from './refusals.js';
 
 /** Keys every JSON report has (tests check them; documented in `txrelay bench --help`). */
 export const JSON_KEYS = [
@@ -11,6 +12,7 @@ export const JSON_KEYS = [
   'txs',
   'throughput',
   'statuses',
+  'refusals',
   'latencyUs',
   'serviceTimeUs',
   'curves',
@@ -93,6 +95,7 @@ export function formatReport(r: BenchResult): string {
     const st = Object.entries(r.statuses).sort(([a], [b]) => a.localeCompare(b));
     out.push(table([['status', 'count'], ...st.map(([k, v]) => [k, fmtN(v)])]));
     out.push('');
+    if (Object.keys(r.refusals).length > 0) out.push('first refusal text by status:', ...refusalLines(r.refusals), '');
     const lrows: string[][] = [['latency (µs)', ...PCTS.map((k) => (k === 'p999' ? 'p99.9' : k))]];
     const row = (name: string, x: Percentiles | null): void => {
       if (x) lrows.push([name, ...PCTS.map((k) => fmtN(x[k]))]);

@@ -159,13 +159,15 @@ export function linePlot(p: Plot): string {
   const W = p.width ?? 760;
   const H = p.height ?? 380;
   const legendW = p.series.length > 1 ? Math.min(260, 34 + 6.6 * Math.max(...p.series.map((s) => s.name.length))) : 0;
-  const m = { left: 76, right: 16 + legendW, top: 36, bottom: p.note ? 64 : 48 };
-  const pw = W - m.left - m.right;
-  const ph = H - m.top - m.bottom;
   const keep = (a: Axis) => (v: number) => Number.isFinite(v) && (!a.log || v > 0);
   const pts = p.series.map((s) => s.points.filter(([x, y]) => keep(p.x)(x) && keep(p.y)(y)));
   const xr = resolveAxis(p.x, pts.flat().map(([x]) => x));
   const yr = resolveAxis(p.y, pts.flat().map(([, y]) => y));
+  // The last x tick's label is centred on the plot's right edge: room for its half ("99.9999%" at 12 px: ~31 px in Chromium, 36 kept) past the edge.
+  const overhang = Math.ceil(4.2 * (xr.ticks.at(-1)?.label.length ?? 0)) + 2;
+  const m = { left: 76, right: Math.max(16, overhang) + legendW, top: 36, bottom: p.note ? 64 : 48 };
+  const pw = W - m.left - m.right;
+  const ph = H - m.top - m.bottom;
   const sx = scale(xr.domain, [m.left, m.left + pw], p.x.log);
   const sy = scale(yr.domain, [m.top + ph, m.top], p.y.log);
   const out: string[] = [];

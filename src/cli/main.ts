@@ -3,7 +3,7 @@
  * The `txrelay` command: `serve` runs the relay; `accounts` manages accounts
  * through the running node's admin API (so changes are live at once).
  */
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfig, ConfigError, describeKeys } from '../config/load.js';
@@ -31,9 +31,9 @@ function fail(msg: string): never {
   process.exit(1);
 }
 
-async function config(file?: string, debug = false): Promise<Config> {
+async function config(file?: string, debug = false, adminClient = false): Promise<Config> {
   try {
-    return loadConfig({ file });
+    return loadConfig({ file, adminClient });
   } catch (e) {
     if (e instanceof ConfigError) (await import('./startup.js')).exitOnStartupError(e, debug);
     throw e;
@@ -102,7 +102,8 @@ interface AdminTarget {
 }
 
 async function adminTarget(file?: string): Promise<AdminTarget> {
-  const cfg = await config(file);
+  // The database URL is the serving node's (often in its EnvironmentFile): the CLI needs only the admin listener.
+  const cfg = await config(file, false, true);
   let token = cfg.admin.token;
   let tokenFrom = 'admin.token in the configuration';
   if (!token) {
@@ -116,6 +117,17 @@ async function adminTarget(file?: string): Promise<AdminTarget> {
   }
   const host = cfg.admin.host.includes(':') ? `[${cfg.admin.host}]` : cfg.admin.host;
   return { base: `http://${host}:${cfg.admin.port}`, token, tokenFrom };
+}
+
+/** The admin API's refusal, with the account named when it was given by id (a key is a credential: never echoed). */
+function refusal(status: number, path: string, json: any): string {
+  const text: string = json?.error?.message ?? `admin API answered ${status}`;
+  const given = /^\/admin\/accounts\/([^/?]+)$/.exec(path)?.[1];
+  if (status !== 404 || given === undefined) return text;
+  const id = decodeURIComponent(given);
+  return /^\d+$/.test(id)
+    ? `account ${id} not found — txrelay accounts list shows every account`
+    : `account not found: no account has the key given — txrelay accounts list shows every account`;
 }
 
 async function admin(t: AdminTarget, method: string, path: string, body?: unknown): Promise<any> {
@@ -143,7 +155,7 @@ async function adminCall(t: AdminTarget, method: string, path: string, body?: un
     process.exit(1);
   }
   if (res.statusCode >= 300) {
-    process.stderr.write(`txrelay: ${json?.error?.message ?? `admin API answered ${res.statusCode}`}\n`);
+    process.stderr.write(`txrelay: ${refusal(res.statusCode, path, json)}\n`);
     process.exit(1);
   }
   const next = res.headers['x-svc-next-after'];
@@ -183,7 +195,7 @@ function accountBody(o: AccountFlags): Record<string, unknown> {
 function withAccountFlags(c: Command): Command {
   return c
     .option('-c, --config <file>', 'configuration file (to find the admin API and token)')
-    .option('--plan <plan>', 'free or paid')
+    .addOption(new Option('--plan <plan>', 'the account\'s plan').choices(['free', 'paid']))
     .option('--evm-tps <n>', 'family A transactions per second', intArg)
     .option('--evm-burst <n>', 'family A burst (default: the TPS)', intArg)
     .option('--solana-tps <n>', 'family B transactions per second', intArg)

@@ -11,6 +11,8 @@ import { envNameOf } from '../config/load.js';
 import { ListenError } from '../ingress/listen.js';
 import { DataDirError } from '../relay.js';
 import { scrub } from '../obs/log.js';
+import { DataDirLockedError } from '../store/dir-lock.js';
+import { MetricsListenError } from '../ingress/metrics-listener.js';
 
 /** A key with its variable: `http.port (TXRELAY_HTTP_PORT)`. */
 function named(key: string): string {
@@ -65,6 +67,12 @@ function dataDirLine(e: DataDirError): string {
 export function startupLine(e: unknown): string {
   if (e instanceof ListenError) return listenLine(e);
   if (e instanceof DataDirError) return dataDirLine(e);
+  if (e instanceof MetricsListenError) {
+    return `metrics.listen ${e.value} cannot be bound (${e.errno || 'reason unknown'}) — set ${named('metrics.listen')} to a free host:port of this machine, or to "" for none`;
+  }
+  if (e instanceof DataDirLockedError) {
+    return `storage.data_dir ${e.path} is in use by another txrelay (pid ${e.pid}) — stop that process, or set ${named('storage.data_dir')} to another directory`;
+  }
   const oneLine = (t: string) => scrub(t.replace(/\s*\n\s*/g, '; '));
   if (e instanceof TxrelayError) {
     switch (e.spec) {

@@ -156,6 +156,8 @@ export interface LoadOptions {
   env?: NodeJS.ProcessEnv;
   /** Programmatic overrides applied last (tests, embedding). */
   overrides?: Record<string, unknown>;
+  /** A command that only calls the admin API (`txrelay accounts`): keys only a serving node needs (database.url) may be absent. */
+  adminClient?: boolean;
 }
 
 function merge(into: any, from: any): any {
@@ -174,6 +176,13 @@ class Sources {
   /** `— <what to do>` for a bad value of `key` (dotted, without list indexes). */
   fix(key: string): string {
     if (this.fromEnv.has(key)) return `(from ${envNameOf(key)}) — fix or unset ${envNameOf(key)}`;
+    // A table has no variable of its own: name its keys and theirs.
+    const inner = ENV_NAMES.has(envNameOf(key)) ? null : LEAVES.filter((l) => l.path.join('.').startsWith(key + '.'));
+    if (inner?.length) {
+      const keys = inner.map((l) => l.path.join('.')).join(', ');
+      const vars = inner.map((l) => envName(l.path)).join(', ');
+      return `— ${key} is a table: set ${keys}${this.file ? ` in ${this.file}` : ''} (or ${vars})`;
+    }
     if (this.file) return `— fix it in ${this.file} (or set ${envNameOf(key)})`;
     return `— set ${key} (${envNameOf(key)}) to a valid value`;
   }
@@ -200,7 +209,9 @@ function unknownKey(parent: string[], name: string, src: Sources): string {
 }
 
 function unknownEnv(name: string): string {
-  const hint = didYouMean(name, ENV_SUGGESTIONS);
+  // A bare key name (port, host) means the HTTP door's, the relay's main listener.
+  const http = 'TXRELAY_HTTP_' + name.slice('TXRELAY_'.length);
+  const hint = ENV_NAMES.has(http) ? http : didYouMean(name, ENV_SUGGESTIONS);
   const what = `unknown environment variable ${name}`;
   return hint ? `${what} — did you mean ${hint}?` : `${what} — unset it (txrelay serve --help lists every variable)`;
 }
@@ -255,7 +266,7 @@ function inWords(e: any, src: Sources): string {
 }
 
 /** Checks past the schema: URLs that match the pattern yet do not parse, and keys that need each other. */
-function semantic(c: Config, src: Sources): string[] {
+function semantic(c: Config, src: Sources, adminClient: boolean): string[] {
   const out: string[] = [];
   for (const l of LEAVES) {
     if (l.schema.type !== 'array' || l.schema.items?.pattern !== URL_PATTERN) continue;
@@ -264,7 +275,7 @@ function semantic(c: Config, src: Sources): string[] {
       if (!URL.canParse(u)) out.push(`${l.path.join('.')}[${i}] is not a valid URL, got ${shown(u)} ${src.fix(l.path.join('.'))}`);
     });
   }
-  if (c.registry.mode === 'postgres' && c.database.url === '') {
+  if (c.registry.mode === 'postgres' && c.database.url === '' && !adminClient) {
     out.push('registry.mode = "postgres" needs database.url — set database.url (TXRELAY_DATABASE_URL) to the PostgreSQL URL, or registry.mode to "embedded"');
   }
   return out;
@@ -298,7 +309,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       problems.push(inWords(e, src));
     }
   } else {
-    problems.push(...semantic(cfg as Config, src));
+    problems.push(...semantic(cfg as Config, src, opts.adminClient === true));
   }
   if (problems.length > 0) throw new ConfigError(problems.join('; '));
   const c = cfg as Config;

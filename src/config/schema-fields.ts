@@ -10,11 +10,13 @@ export const host = { type: 'string', minLength: 1 } as const;
 const URL_PATTERN = '^https?://';
 export const BASE58_PATTERN = '^[1-9A-HJ-NP-Za-km-z]{32,44}$';
 export const NODE_NAME_PATTERN = '^([A-Za-z0-9][A-Za-z0-9._-]*)?$';
+export const LISTEN_PATTERN = '^$|^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:\\[\\]]+):[0-9]{1,5}$';
 /** Each pattern of the schema in words, for the loader's messages: nobody should have to read a regex. */
 export const PATTERN_WORDS: Readonly<Record<string, string>> = {
   [URL_PATTERN]: 'an http:// or https:// URL',
   [BASE58_PATTERN]: 'a base58 address of 32 to 44 characters',
   [NODE_NAME_PATTERN]: 'letters, digits, ".", "_" and "-", starting with a letter or digit',
+  [LISTEN_PATTERN]: 'host:port (an IPv6 host in brackets), or empty',
 };
 const url = { type: 'string', pattern: URL_PATTERN } as const;
 export const urls = { type: 'array', items: url, default: [] as string[] } as const;

@@ -5,7 +5,7 @@
  * generated from it (`npm run docs:config`). The field shapes it reuses are
  * schema-fields.ts; the typed result of loading it is types.ts.
  */
-import { BASE58_PATTERN, NODE_NAME_PATTERN, host, plan, port, section, tps, urls } from './schema-fields.js';
+import { BASE58_PATTERN, LISTEN_PATTERN, NODE_NAME_PATTERN, host, plan, port, section, tps, urls } from './schema-fields.js';
 
 // Other modules take the config's type from here, beside the schema it describes.
 export type { Config, PlanConfig } from './types.js';
@@ -441,6 +441,18 @@ export const configSchema = {
         },
       },
       'Logging.',
+    ),
+    metrics: section(
+      {
+        listen: {
+          type: 'string',
+          pattern: LISTEN_PATTERN,
+          default: '',
+          description:
+            '`host:port` of a plain-HTTP listener that serves only `GET /metrics`: no admin API, no token, nothing else. Open this one, never the admin port, to a Prometheus on another host. Empty: none (`/metrics` stays on the admin listener either way).',
+        },
+      },
+      'A metrics-only listener for a remote Prometheus (docs/operations.md#prometheus-across-regions).',
     ),
   },
 } as const;

@@ -42,4 +42,5 @@ export interface Config {
   plans: { free: PlanConfig; paid: PlanConfig };
   workers: { threads: number; inline: 'auto' | 'never' };
   log: { level: string; format: 'auto' | 'json' | 'pretty' };
+  metrics: { listen: string };
 }

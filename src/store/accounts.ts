@@ -135,7 +135,12 @@ export function checkInput(input: unknown): AccountInput {
   if (validateInput(input)) return input;
   const e = validateInput.errors![0]!;
   const field = fieldOf(e);
-  const what = e.keyword === 'additionalProperties' ? 'unknown field' : e.message ?? 'invalid';
+  const what =
+    e.keyword === 'additionalProperties'
+      ? 'unknown field'
+      : e.keyword === 'enum'
+        ? `must be one of ${(e.params['allowedValues'] as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`
+        : (e.message ?? 'invalid');
   throw new AccountError('TXR_ACCOUNT_INVALID', `invalid account field ${field}: ${what}`, field);
 }
 

@@ -35,6 +35,7 @@ import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
 import { E, TxrelayError } from '../errors.js';
+import { lockDataDir, type DirLock } from './dir-lock.js';
 
 
 /** Minimal log sink; a pino logger fits. Messages never carry account UUIDs. */
@@ -54,6 +55,8 @@ class StoreFailedError extends TxrelayError {
 
 interface StoreOptions {
   log?: StoreLog;
+  /** Hold the directory for this process until close: a relay's store (src/store/dir-lock.ts); offline commands read without it. */
+  lock?: boolean;
 }
 
 /** lmdb-js honours these options but its typings omit them. */
@@ -107,10 +110,12 @@ export class Store {
   readonly replicaMeta: Database<unknown, string>;
   private failure: StoreFailedError | undefined;
   private readonly log: StoreLog | undefined;
+  private readonly lock: DirLock | undefined;
 
-  private constructor(env: RootDatabase, log: StoreLog | undefined) {
+  private constructor(env: RootDatabase, log: StoreLog | undefined, lock: DirLock | undefined) {
     this.env = env;
     this.log = log;
+    this.lock = lock;
     this.accounts = env.openDB<unknown, string>({ name: 'accounts' });
     this.batches = env.openDB<unknown, string>({ name: 'batches' });
     this.uploadQueue = env.openDB<null, string>({ name: 'upload_queue', useVersions: true });
@@ -121,6 +126,16 @@ export class Store {
   /** Opens (creating if needed) the environment in `dataDir`: directory 0700, files 0600 (see Permissions above). */
   static open(dataDir: string, opts: StoreOptions = {}): Store {
     secureDataDir(dataDir, opts.log);
+    const lock = opts.lock ? lockDataDir(dataDir) : undefined;
+    try {
+      return Store.openLocked(dataDir, opts, lock);
+    } catch (e) {
+      lock?.release();
+      throw e;
+    }
+  }
+
+  private static openLocked(dataDir: string, opts: StoreOptions, lock: DirLock | undefined): Store {
     // Files an older version left looser are tightened before lmdb writes to them again.
     secureDataFiles(dataDir, opts.log);
     const options: EnvOptions = {
@@ -140,7 +155,7 @@ export class Store {
     const env = open(options);
     // lmdb created any missing file as 0600 minus the umask; make it exactly 0600 (an owner-unwritable file could not be reopened).
     secureDataFiles(dataDir, opts.log);
-    return new Store(env, opts.log);
+    return new Store(env, opts.log, lock);
   }
 
   /** True until a commit has failed. */
@@ -189,6 +204,7 @@ export class Store {
   /** Waits for queued writes to commit, then closes the environment. */
   async close(): Promise<void> {
     await this.env.close();
+    this.lock?.release();
   }
 }
 

@@ -117,7 +117,7 @@ test('a relay started on an existing 0755 data directory under umask 000 leaves 
   const relay = await permissiveUmask(() => Relay.start({ config }));
   try {
     assert.equal(mode(dir), 0o700);
-    assert.deepEqual(readdirSync(dir).sort(), ['admin.token', 'data.mdb', 'lock.mdb']);
+    assert.deepEqual(readdirSync(dir).sort(), ['admin.token', 'data.mdb', 'lock.mdb', 'txrelay.pid']);
     for (const f of readdirSync(dir)) assert.equal(mode(join(dir, f)), 0o600, f);
   } finally {
     await relay.stop();
