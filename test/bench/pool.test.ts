@@ -23,7 +23,10 @@ test('a closed-loop run that ran out is sized again from its rate, and the secon
   const resized = poolForRun(first, 1000);
   assert.ok(resized && resized.count > 300 && resized.rate > 0, JSON.stringify(resized));
   const second = await runBench({ ...args, count: resized.count });
-  assert.equal(second.exhausted, false, `ran out again with ${resized.count}`);
+  // The pool holds twice the first run's rate: it lasts unless this run went over twice as fast
+  // (a test machine's other work can slow the first run that much).
+  const secondRate = second.requests.sent / second.measuredS;
+  assert.ok(!second.exhausted || secondRate > 2 * resized.rate, `ran out again with ${resized.count} at ${secondRate.toFixed(0)}/s (first ${resized.rate.toFixed(0)}/s)`);
   assert.equal(second.requests.ok, second.requests.sent);
 });
 
