@@ -8,6 +8,7 @@
  */
 import type { Clock } from '../clock.js';
 import type { ChainRpc } from './chain-rpc.js';
+import { PollLoop } from './poll-loop.js';
 import type { LandingListener } from './event.js';
 
 interface Tracked {
@@ -46,24 +47,21 @@ interface EvmWatchOptions {
 /** On the first poll with something tracked, the blocks before the head that are read too: a transaction may be mined before the watcher looks. */
 const LOOKBACK = 2;
 
-export class EvmLandingWatch {
+export class EvmLandingWatch extends PollLoop {
   private readonly pending = new Map<string, Tracked>();
   /** `from:nonce` -> the tracked hashes using that nonce. */
   private readonly nonces = new Map<string, Set<string>>();
   /** Matched in a block whose receipt the node did not have yet: asked again next poll. */
   private readonly awaiting = new Map<string, { block: number; blockHash: string }>();
   private lastBlock = -1;
-  private lastGood: number;
-  private polling = false;
-  private timer: NodeJS.Timeout | undefined;
   private readonly maxBlocks: number;
 
   constructor(
     private readonly rpc: ChainRpc,
     private readonly o: EvmWatchOptions,
   ) {
+    super(o.clock);
     this.maxBlocks = o.maxBlocksPerPoll ?? 32;
-    this.lastGood = o.clock();
   }
 
   get size(): number {
@@ -82,42 +80,21 @@ export class EvmLandingWatch {
     set.add(h);
   }
 
-  lagMs(now = this.o.clock()): number {
-    return this.pending.size === 0 ? 0 : Math.max(0, now - this.lastGood);
-  }
-
-  start(intervalMs: number): void {
-    this.timer = setInterval(() => void this.poll().catch(() => {}), intervalMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
-  }
-
-  async poll(): Promise<void> {
-    if (this.polling) return;
-    this.polling = true;
-    try {
-      const head = Number(BigInt(await this.rpc.call<string>('eth_blockNumber', [])));
-      if (this.pending.size === 0) {
-        // Nothing to match: no block reads, and the next tracked transaction starts from here.
-        this.lastBlock = head;
-      } else {
-        if (this.lastBlock < 0) this.lastBlock = Math.max(-1, head - 1 - LOOKBACK);
-        await this.readReceipts(head);
-        const to = Math.min(head, this.lastBlock + this.maxBlocks);
-        for (let n = this.lastBlock + 1; n <= to; n++) {
-          await this.readBlock(n, head);
-          this.lastBlock = n;
-        }
-        this.endOverdue();
-      }
-      this.lastGood = this.o.clock();
-    } finally {
-      this.polling = false;
+  protected async round(): Promise<void> {
+    const head = Number(BigInt(await this.rpc.call<string>('eth_blockNumber', [])));
+    if (this.pending.size === 0) {
+      // Nothing to match: no block reads, and the next tracked transaction starts from here.
+      this.lastBlock = head;
+      return;
     }
+    if (this.lastBlock < 0) this.lastBlock = Math.max(-1, head - 1 - LOOKBACK);
+    await this.readReceipts(head);
+    const to = Math.min(head, this.lastBlock + this.maxBlocks);
+    for (let n = this.lastBlock + 1; n <= to; n++) {
+      await this.readBlock(n, head);
+      this.lastBlock = n;
+    }
+    this.endOverdue();
   }
 
   private async readBlock(n: number, head: number): Promise<void> {

@@ -7,6 +7,7 @@
  */
 import type { Clock } from '../clock.js';
 import type { ChainRpc } from './chain-rpc.js';
+import { PollLoop } from './poll-loop.js';
 import type { LandingEvent, LandingListener, SolanaCommitment } from './event.js';
 
 /** getSignatureStatuses takes at most 256 signatures per call. */
@@ -46,25 +47,21 @@ interface SolanaWatchOptions {
   maxAgeMs?: number;
 }
 
-export class SolanaLandingWatch {
+export class SolanaLandingWatch extends PollLoop {
   private readonly pending = new Map<string, Tracked>();
   private readonly hashes = new Map<string, HashCheck>();
   private readonly target: number;
   private readonly blockhashCheckMs: number;
   private readonly maxAgeMs: number;
-  /** When the last poll that reached the RPC ended; its age is how far behind tracking is. */
-  private lastGood: number;
-  private polling = false;
-  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly rpc: ChainRpc,
     private readonly o: SolanaWatchOptions,
   ) {
+    super(o.clock);
     this.target = LEVEL[o.commitment];
     this.blockhashCheckMs = o.blockhashCheckMs ?? 2_000;
     this.maxAgeMs = o.maxAgeMs ?? 180_000;
-    this.lastGood = o.clock();
   }
 
   get size(): number {
@@ -78,36 +75,11 @@ export class SolanaLandingWatch {
     if (!this.hashes.has(blockhash)) this.hashes.set(blockhash, { checkedAt: 0, valid: true });
   }
 
-  /** How far behind tracking is: 0 when the last poll reached the chain or nothing is tracked. */
-  lagMs(now = this.o.clock()): number {
-    return this.pending.size === 0 ? 0 : Math.max(0, now - this.lastGood);
-  }
-
-  start(intervalMs: number): void {
-    this.timer = setInterval(() => void this.poll().catch(() => {}), intervalMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
-  }
-
-  /** One round; a round still running when the next is due is not doubled. Throws the RPC's error when it could not finish. */
-  async poll(): Promise<void> {
-    if (this.polling || this.pending.size === 0) {
-      if (this.pending.size === 0) this.lastGood = this.o.clock();
-      return;
-    }
-    this.polling = true;
-    try {
-      await this.readStatuses([...this.pending.keys()]);
-      await this.endExpired();
-      this.endOverdue();
-      this.lastGood = this.o.clock();
-    } finally {
-      this.polling = false;
-    }
+  protected async round(): Promise<void> {
+    if (this.pending.size === 0) return;
+    await this.readStatuses([...this.pending.keys()]);
+    await this.endExpired();
+    this.endOverdue();
   }
 
   private async readStatuses(signatures: string[]): Promise<void> {
