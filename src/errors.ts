@@ -7,7 +7,7 @@
  */
 import { RPC_UNAVAILABLE, RPC_RATE_LIMITED, type Retry } from './shared/codes.js';
 
-// Defined on the client side so the client package needs nothing from the server.
+// Shared with the client (src/shared/codes.ts), which imports nothing from the server.
 export type { Retry };
 
 export interface ErrorSpec {

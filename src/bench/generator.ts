@@ -496,5 +496,3 @@ async function udpMetrics(adminUrl: string): Promise<Record<string, number>> {
   }
   return out;
 }
-
-export type { Target };

@@ -8,12 +8,12 @@
  * cleanly.
  */
 
-export interface Tick {
+interface Tick {
   value: number;
   label: string;
 }
 
-export interface Axis {
+interface Axis {
   label: string;
   /** Base-10 log scale; values <= 0 are left out. */
   log?: boolean;
@@ -36,7 +36,7 @@ export interface Series {
   color?: number;
 }
 
-export interface Plot {
+interface Plot {
   title: string;
   x: Axis;
   y: Axis;

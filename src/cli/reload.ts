@@ -22,7 +22,7 @@ function leaves(o: unknown, prefix = '', out = new Map<string, string>()): Map<s
   return out;
 }
 
-export interface ReloadResult {
+interface ReloadResult {
   /** The configuration now in force (the previous one when the new one was refused). */
   config: Config;
   applied: string[];

@@ -50,7 +50,7 @@ interface SendFlags {
 }
 
 /** `10s`, `500ms`, `2m`, or a bare number of seconds. */
-export function durationMs(v: string): number {
+function durationMs(v: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(v.trim());
   if (!m) throw new InvalidArgumentError('expected a duration such as 10s, 500ms or 2m');
   const n = Number(m[1]);
@@ -72,7 +72,7 @@ function settle<T extends ForwardWait | ForwardWait[]>(p: Promise<T>): Promise<T
   return p.catch((e: unknown) => ({ error: e instanceof Error ? e.message : String(e) }));
 }
 
-export async function send(door: SendDoor, txArgs: string[], o: SendFlags): Promise<{ ok: boolean; outcome: unknown }> {
+async function send(door: SendDoor, txArgs: string[], o: SendFlags): Promise<{ ok: boolean; outcome: unknown }> {
   const family = door.startsWith('evm') ? 'evm' : 'solana';
   const txs = txArgs.map((a) => readTx(a, family));
   if (txs.length === 0) throw new Error('give at least one transaction');

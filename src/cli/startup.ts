@@ -94,7 +94,7 @@ export function startupLine(e: unknown): string {
 }
 
 /** Exit status of a failed start: 2 for the configuration, 1 for everything else. */
-export function startupExitCode(e: unknown): number {
+function startupExitCode(e: unknown): number {
   return e instanceof TxrelayError && e.spec === E.CONFIG ? 2 : 1;
 }
 

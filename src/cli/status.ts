@@ -13,7 +13,7 @@ interface StatusFlags {
   json?: boolean;
 }
 
-export async function status(ids: string[], o: StatusFlags): Promise<{ ok: boolean; statuses: StatusObject[] }> {
+async function status(ids: string[], o: StatusFlags): Promise<{ ok: boolean; statuses: StatusObject[] }> {
   const http = new HttpTransport(o.url, 0);
   try {
     // Either credential works on the status routes; Bearer serves both families.
@@ -29,7 +29,7 @@ export async function status(ids: string[], o: StatusFlags): Promise<{ ok: boole
  * upstream. `id` is the one asked for: the relay answers with the
  * transaction's own id, also when asked by request id.
  */
-export function formatStatus(id: string, s: StatusObject): string {
+function formatStatus(id: string, s: StatusObject): string {
   const lines = [[id, s.state, s.reason].filter((p) => p !== null && p !== undefined && p !== '').join(' ')];
   for (const f of s.forwards ?? []) {
     const ms = f.latency_ms === null ? '-' : String(Math.round(f.latency_ms));

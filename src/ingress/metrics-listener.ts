@@ -21,7 +21,7 @@ export class MetricsListenError extends TxrelayError {
 }
 
 /** `host:port` (IPv6 in brackets) into its parts; the schema's pattern already checked the shape. */
-export function splitListen(value: string): { host: string; port: number } {
+function splitListen(value: string): { host: string; port: number } {
   const at = value.lastIndexOf(':');
   return { host: value.slice(0, at).replace(/^\[(.*)\]$/, '$1'), port: Number(value.slice(at + 1)) };
 }

@@ -14,7 +14,7 @@ import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:f
 import { join } from 'node:path';
 import { E, TxrelayError } from '../errors.js';
 
-export const LOCK_FILE = 'txrelay.pid';
+const LOCK_FILE = 'txrelay.pid';
 
 /** Another live process holds `storage.data_dir` (TXR_DATA_DIR). */
 export class DataDirLockedError extends TxrelayError {
