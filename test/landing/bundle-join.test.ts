@@ -9,10 +9,10 @@ import { ChainRpc } from '../../src/landing/chain-rpc.js';
 import { BundleJoin, type BundleLanding } from '../../src/landing/bundle-join.js';
 import { SolanaLandingWatch } from '../../src/landing/solana-watch.js';
 import { systemClock } from '../../src/clock.js';
-import { startSvmRpc, type SvmRpc } from '../helpers/svm-rpc.js';
+import { SVM_SKIP, startSvmRpc, type SvmRpc } from '../helpers/svm-rpc.js';
 import { legacyTransfer, newKeypair } from '../helpers/solana.js';
 
-describe('bundle landing (litesvm)', () => {
+describe('bundle landing (litesvm)', { skip: SVM_SKIP }, () => {
   let chain: SvmRpc;
   let rpc: ChainRpc;
   const payer = newKeypair();

@@ -9,12 +9,12 @@ import { ChainRpc } from '../../src/landing/chain-rpc.js';
 import type { LandingEvent } from '../../src/landing/event.js';
 import { SolanaLandingWatch, STATUS_CHUNK } from '../../src/landing/solana-watch.js';
 import { systemClock } from '../../src/clock.js';
-import { startSvmRpc, type SvmRpc } from '../helpers/svm-rpc.js';
+import { SVM_SKIP, startSvmRpc, type SvmRpc } from '../helpers/svm-rpc.js';
 import { legacyTransfer, newKeypair, type BuiltTx } from '../helpers/solana.js';
 
 const RENT_EXEMPT = 1_000_000; // above a 0-byte account's rent-exempt minimum
 
-describe('Solana landing watch (litesvm)', () => {
+describe('Solana landing watch (litesvm)', { skip: SVM_SKIP }, () => {
   let chain: SvmRpc;
   let rpc: ChainRpc;
   const payer = newKeypair();

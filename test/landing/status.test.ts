@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { Landing } from '../../src/landing/landing.js';
 import { Tracker } from '../../src/status/tracker.js';
 import { systemClock } from '../../src/clock.js';
-import { startSvmRpc, type SvmRpc } from '../helpers/svm-rpc.js';
+import { SVM_SKIP, startSvmRpc, type SvmRpc } from '../helpers/svm-rpc.js';
 import { legacyTransfer, newKeypair } from '../helpers/solana.js';
 
-describe('landing in statuses (litesvm)', () => {
+describe('landing in statuses (litesvm)', { skip: SVM_SKIP }, () => {
   let chain: SvmRpc;
   before(async () => {
     chain = await startSvmRpc();
