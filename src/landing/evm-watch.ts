@@ -44,7 +44,11 @@ interface EvmWatchOptions {
   maxBlocksPerPoll?: number;
 }
 
-/** On the first poll with something tracked, the blocks before the head that are read too: a transaction may be mined before the watcher looks. */
+/**
+ * Blocks before the head read on the first round with something tracked, and
+ * blocks kept read: a transaction can be mined (instantly, on a dev chain)
+ * before its upstream's answer makes it tracked, in a block a round already read.
+ */
 const LOOKBACK = 2;
 
 export class EvmLandingWatch extends PollLoop {
@@ -54,6 +58,8 @@ export class EvmLandingWatch extends PollLoop {
   /** Matched in a block whose receipt the node did not have yet: asked again next poll. */
   private readonly awaiting = new Map<string, { block: number; blockHash: string }>();
   private lastBlock = -1;
+  /** The last LOOKBACK + 1 blocks read, newest last: a newly tracked transaction is matched against them. */
+  private recent: Block[] = [];
   private readonly maxBlocks: number;
 
   constructor(
@@ -78,14 +84,25 @@ export class EvmLandingWatch extends PollLoop {
     let set = this.nonces.get(k);
     if (!set) this.nonces.set(k, (set = new Set()));
     set.add(h);
+    // Already in a block read: its receipt is asked for next round (a replacement shows on the rescan below).
+    for (const b of this.recent) if (b.transactions.some((x) => x.hash.toLowerCase() === h)) this.awaiting.set(h, { block: Number(BigInt(b.number)), blockHash: b.hash });
+    this.rescan = this.recent.length > 0;
   }
+
+  /** A transaction was tracked since the last round: the blocks kept are matched again for replacements. */
+  private rescan = false;
 
   protected async round(): Promise<void> {
     const head = Number(BigInt(await this.rpc.call<string>('eth_blockNumber', [])));
     if (this.pending.size === 0) {
-      // Nothing to match: no block reads, and the next tracked transaction starts from here.
-      this.lastBlock = head;
+      // Nothing to match: no block reads; the next tracked transaction starts LOOKBACK blocks back.
+      this.lastBlock = -1;
+      this.recent = [];
       return;
+    }
+    if (this.rescan) {
+      this.rescan = false;
+      for (const b of this.recent) this.matchReplacements(b);
     }
     if (this.lastBlock < 0) this.lastBlock = Math.max(-1, head - 1 - LOOKBACK);
     await this.readReceipts(head);
@@ -100,13 +117,23 @@ export class EvmLandingWatch extends PollLoop {
   private async readBlock(n: number, head: number): Promise<void> {
     const block = await this.rpc.call<Block | null>('eth_getBlockByNumber', [`0x${n.toString(16)}`, true]);
     if (!block) return;
+    this.recent.push(block);
+    if (this.recent.length > LOOKBACK + 1) this.recent.shift();
+    for (const tx of block.transactions) {
+      const hash = tx.hash.toLowerCase();
+      if (this.pending.has(hash)) this.awaiting.set(hash, { block: n, blockHash: block.hash });
+    }
+    this.matchReplacements(block);
+    await this.readReceipts(head);
+  }
+
+  /** Tracked transactions whose sender's nonce a transaction of `block` took. */
+  private matchReplacements(block: Block): void {
+    const n = Number(BigInt(block.number));
     const at = this.o.clock();
     for (const tx of block.transactions) {
       const hash = tx.hash.toLowerCase();
-      if (this.pending.has(hash)) {
-        this.awaiting.set(hash, { block: n, blockHash: block.hash });
-        continue;
-      }
+      if (this.pending.has(hash)) continue;
       const k = `${tx.from.toLowerCase()}:${BigInt(tx.nonce)}`;
       const taken = this.nonces.get(k);
       if (!taken) continue;
@@ -115,7 +142,6 @@ export class EvmLandingWatch extends PollLoop {
         this.o.onLanding({ id: h, state: 'not_landed', chain: { reason: 'replaced', replaced_by: hash, block: n, block_hash: block.hash }, final: true, at });
       }
     }
-    await this.readReceipts(head);
   }
 
   private async readReceipts(head: number): Promise<void> {

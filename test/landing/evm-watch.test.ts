@@ -71,6 +71,17 @@ describe('EVM landing watch (ganache)', () => {
     assert.deepEqual(events.map((e) => [e.id, e.state, e.chain.reason, e.chain.replaced_by]), [[mineHash, 'not_landed', 'replaced', otherHash]]);
   });
 
+  it('finds a transaction tracked after a round already read its block (a dev chain mines before the upstream answers)', async () => {
+    const { w, events } = watch();
+    w.track('0x' + 'cd'.repeat(32), '0x' + '98'.repeat(20), 0n); // keeps the watcher reading blocks
+    await w.poll();
+    const hash = await send(await sign({ nonce: nonce++ }));
+    await w.poll(); // reads the block holding it, not tracked yet
+    w.track(hash, testAccount.address, BigInt(nonce - 1));
+    await w.poll();
+    assert.deepEqual(events.map((e) => [e.id, e.state]), [[hash.toLowerCase(), 'landed']]);
+  });
+
   it('ends one never mined after the time-out, and reads one block per block, receipts only for matches', async () => {
     let now = 5_000_000;
     const { w, events } = watch(180_000, () => now);
