@@ -11,8 +11,8 @@
  *
  * Blob transactions: with `kzg: 'real'` (default) commitments and proofs come
  * from kzg-wasm and the official trusted setup, so they are what a node would
- * accept; loading the setup costs ~11 s once per process and a cell-proof
- * sidecar ~1.7 s per blob (results are memoised per blob). `kzg: 'fake'` uses
+ * accept; they are cached on disk per blob (helpers/kzg.ts: loading the setup
+ * costs ~13 s of CPU, so only a run without the cache pays it). `kzg: 'fake'` uses
  * random 48-byte commitments and zero proofs: the relay does not verify KZG
  * proofs, so such transactions pass its checks, and they cost nothing to build.
  */
@@ -30,6 +30,7 @@ import {
   type Hex,
 } from 'viem';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { realMaterial } from './kzg.js';
 
 /** A well-known test key (never holds funds). */
 export const TEST_PRIVATE_KEY: Hex = '0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318';
@@ -158,19 +159,6 @@ export async function signed7702(o: TxOpts & { authorizations?: number } = {}): 
 export const BLOB_BYTES = 131072;
 const CELLS_PER_EXT_BLOB = 128;
 
-interface Kzg {
-  blobToKZGCommitment(blob: string): string;
-  computeBlobKZGProof(blob: string, commitment: string): string;
-  computeCellsAndKZGProofs(blob: string): { proofs: string[]; cells: string[] };
-}
-
-let kzgPromise: Promise<Kzg> | null = null;
-/** kzg-wasm with the mainnet trusted setup, loaded once per process. */
-export function loadKzg(): Promise<Kzg> {
-  kzgPromise ??= import('kzg-wasm').then((m) => m.loadKZG() as Promise<Kzg>);
-  return kzgPromise;
-}
-
 /**
  * A valid blob: every 32-byte field element starts with a zero byte, so it is
  * below the BLS12-381 scalar modulus. Content is a function of `seed`.
@@ -209,11 +197,10 @@ async function blobMaterial(blob: Hex, kzgMode: 'real' | 'fake', sidecar: 'none'
     const zero = numberToHexBytes(new Uint8Array(48));
     m = { commitment, versionedHash: versionedHash(commitment), proof: zero, cellProofs: Array(CELLS_PER_EXT_BLOB).fill(zero) };
   } else {
-    const kzg = await loadKzg();
-    const commitment = kzg.blobToKZGCommitment(blob) as Hex;
-    const proof = sidecar === 'v0' ? (kzg.computeBlobKZGProof(blob, commitment) as Hex) : ('0x' as Hex);
-    const cellProofs = sidecar === 'cells' ? (kzg.computeCellsAndKZGProofs(blob).proofs as Hex[]) : [];
-    m = { commitment, versionedHash: versionedHash(commitment), proof, cellProofs };
+    const real = await realMaterial(blob);
+    const proof = sidecar === 'v0' ? real.proof : ('0x' as Hex);
+    const cellProofs = sidecar === 'cells' ? real.cellProofs : [];
+    m = { commitment: real.commitment, versionedHash: versionedHash(real.commitment), proof, cellProofs };
   }
   materialCache.set(key, m);
   return m;
