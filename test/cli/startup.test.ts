@@ -3,7 +3,11 @@
  * do>`, naming the key, its environment variable or the path, then a non-zero
  * exit, with nothing on stdout before it (docs/operations.md#start-up-failures).
  * A start that succeeds logs JSON lines to a pipe and readable lines to a
- * terminal. Every case runs the real CLI as a child process.
+ * terminal. Every case runs the real CLI as a child process, except the
+ * configurations it refuses: all of them take one path (loadConfig's
+ * ConfigError, then startupLine, then exit 2), which one real start with an
+ * unparsable file covers; the other refusals check their line from the same
+ * two functions in this process, without a start each.
  */
 import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,6 +17,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
 import dgram from 'node:dgram';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { startupLine } from '../../src/cli/startup.js';
+import { E } from '../../src/errors.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 const isRoot = process.getuid?.() === 0;
@@ -73,6 +80,24 @@ function oneLine(r: Run, code = 1): string {
   assert.match(line, /^txrelay: .+ — .+/, 'txrelay: <what> — <what to do>');
   assert.ok(!line.trimStart().startsWith('{') && !/\bat .+:\d+:\d+/.test(line), 'no JSON, no stack');
   return line;
+}
+
+/**
+ * What `txrelay serve [-c file]` says of a configuration it refuses, from the
+ * functions it runs (src/cli/main.ts: loadConfig, then exitOnStartupError):
+ * the line, and exit code 2, the configuration's.
+ */
+function refusedConfig(file: string | undefined, env: NodeJS.ProcessEnv): string {
+  try {
+    loadConfig({ file, env });
+  } catch (e) {
+    assert.ok(e instanceof ConfigError && e.spec === E.CONFIG, `a configuration error (exit code 2): ${String(e)}`);
+    const line = `txrelay: ${startupLine(e)}`;
+    assert.ok(!line.includes('\n'), 'one line');
+    assert.match(line, /^txrelay: .+ — .+/, 'txrelay: <what> — <what to do>');
+    return line;
+  }
+  assert.fail('the configuration was accepted');
 }
 
 function tcpHolder(t: TestContext): Promise<number> {
@@ -168,35 +193,37 @@ describe('txrelay serve start-up', { concurrency: true }, () => {
   test('a missing or unparsable configuration file: one line with the path (and line and column), exit code 2', async (t) => {
     const dir = tempDir(t);
     const env = baseEnv(join(dir, 'data'));
-    const missing = oneLine(await serve(['--config', join(dir, 'nope.toml')], env), 2);
-    assert.ok(missing.includes(`config file ${join(dir, 'nope.toml')} does not exist`), missing);
+    // The real CLI, once: a refused configuration is one line on stderr, nothing on stdout, exit code 2.
     const bad = join(dir, 'bad.toml');
     writeFileSync(bad, '[http]\nport = 1\n[udp\nenabled = true\n');
     const toml = oneLine(await serve(['--config', bad], env), 2);
     assert.ok(toml.includes(`config file ${bad} line 3, column`) && toml.includes('invalid TOML'), toml);
+    assert.equal(refusedConfig(bad, env), toml, 'the same line in this process as from the CLI');
+    const missing = refusedConfig(join(dir, 'nope.toml'), env);
+    assert.ok(missing.includes(`config file ${join(dir, 'nope.toml')} does not exist`), missing);
     const badJson = join(dir, 'bad.json');
     writeFileSync(badJson, '{\n  "http": { "port": 1, }\n}\n');
-    const json = oneLine(await serve(['--config', badJson], env), 2);
+    const json = refusedConfig(badJson, env);
     assert.ok(json.includes(`config file ${badJson} line 2, column`) && json.includes('invalid JSON'), json);
   });
 
-  test('an invalid value is described in words, from the file or from the environment', async (t) => {
+  test('an invalid value is described in words, from the file or from the environment', (t) => {
     const dir = tempDir(t);
     const file = join(dir, 'relay.toml');
     writeFileSync(file, '[solana]\nrpc_upstreams = ["foo"]\n');
-    const fromFile = oneLine(await serve(['-c', file], baseEnv(join(dir, 'data'))), 2);
+    const fromFile = refusedConfig(file, baseEnv(join(dir, 'data')));
     assert.equal(fromFile, `txrelay: solana.rpc_upstreams[0] must be an http:// or https:// URL, got "foo" — fix it in ${file} (or set TXRELAY_SOLANA_RPC_UPSTREAMS)`);
-    const fromEnv = oneLine(await serve([], baseEnv(join(dir, 'data'), { TXRELAY_HTTP_PORT: '70000' })), 2);
+    const fromEnv = refusedConfig(undefined, baseEnv(join(dir, 'data'), { TXRELAY_HTTP_PORT: '70000' }));
     assert.equal(fromEnv, 'txrelay: http.port must be from 0 to 65535, got 70000 (from TXRELAY_HTTP_PORT) — fix or unset TXRELAY_HTTP_PORT');
   });
 
-  test('an unknown key in the file and an unknown TXRELAY_* variable are refused with the nearest real one', async (t) => {
+  test('an unknown key in the file and an unknown TXRELAY_* variable are refused with the nearest real one', (t) => {
     const dir = tempDir(t);
     const file = join(dir, 'relay.toml');
     writeFileSync(file, '[http]\nprot = 9000\n');
-    const key = oneLine(await serve(['-c', file], baseEnv(join(dir, 'data'))), 2);
+    const key = refusedConfig(file, baseEnv(join(dir, 'data')));
     assert.equal(key, `txrelay: unknown key http.prot in ${file} — did you mean http.port?`);
-    const variable = oneLine(await serve([], baseEnv(join(dir, 'data'), { TXRELAY_HTTP_PROT: '9000' })), 2);
+    const variable = refusedConfig(undefined, baseEnv(join(dir, 'data'), { TXRELAY_HTTP_PROT: '9000' }));
     assert.equal(variable, 'txrelay: unknown environment variable TXRELAY_HTTP_PROT — did you mean TXRELAY_HTTP_PORT?');
   });
 
