@@ -7,13 +7,13 @@
 // and package.json. The stamp is dist/.build-stamp; `npm ci` builds through
 // this script too (prepare), so the first `npm start` after it does not
 // compile again; `npm run build` always compiles.
-// The compile is incremental (tsc --incremental; its state, tsconfig.tsbuildinfo,
+// The compile is incremental (tsc --incremental; its state, dist/.tsbuildinfo,
 // lies in the output folder and goes with it): after an edit, tsc checks and
 // emits what the edit can affect, not the whole project (~7 s of CPU for a
 // one-file change instead of ~20 s).
 //
 //   node scripts/build.mjs [--root DIR]   (DIR: a project with a tsconfig.json; default this one)
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -70,9 +70,27 @@ if (upToDate) {
   markBins();
   process.exit(0);
 }
+
+/** The newest modification time of a compiled file under `dir`. */
+function newestOutput(dir) {
+  let newest = 0;
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    const st = statSync(p);
+    if (st.isDirectory()) newest = Math.max(newest, newestOutput(p));
+    else if (/\.(js|d\.ts|map)$/.test(name)) newest = Math.max(newest, st.mtimeMs);
+  }
+  return newest;
+}
+
+// The incremental state describes the outputs of the last compile made here. A compile made
+// another way since (`npm run build`, a plain tsc) wrote outputs after it that the state does
+// not describe: without it, this compile is a whole one.
+const INFO = join(root, 'dist', '.tsbuildinfo');
+if (existsSync(INFO) && newestOutput(join(root, 'dist')) > statSync(INFO).mtimeMs) rmSync(INFO);
 const started = Date.now();
 const tsc = createRequire(join(new URL('..', import.meta.url).pathname, 'package.json')).resolve('typescript/bin/tsc');
-const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json'), '--incremental'], { stdio: 'inherit' });
+const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json'), '--incremental', '--tsBuildInfoFile', INFO], { stdio: 'inherit' });
 if (r.status !== 0) process.exit(r.status ?? 1);
 markBins();
 mkdirSync(join(root, 'dist'), { recursive: true });
