@@ -18,7 +18,7 @@ import { bls12_381 } from '@noble/curves/bls12-381.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { hexToBytes, keccak256, type Hex } from 'viem';
 
-export interface KzgMaterial {
+interface KzgMaterial {
   commitment: Hex;
   /** The EIP-4844 blob proof. */
   proof: Hex;
