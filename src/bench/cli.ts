@@ -1,10 +1,7 @@
 /** `txrelay bench <door>` and `txrelay bench sink`. */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { DOORS, isDoor, type Door } from './targets.js';
-import { DEFAULT_TIP_LAMPORTS, runBench } from './generator.js';
-import { claimOutputFile, formatReport, writeJsonReport } from './report.js';
-import { writeHtmlReport } from './html.js';
-import { startSink } from './sink.js';
+import { DEFAULT_TIP_LAMPORTS, DOORS, isDoor, type Door } from './targets.js';
+import type { runBench as RunBench } from './generator.js';
 
 /** "10s", "500ms", "2m", or a bare number of seconds → milliseconds. */
 export function parseDuration(v: string): number {
@@ -125,6 +122,13 @@ async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
     process.stderr.write('txrelay bench: --key <uuid> (or TXRELAY_BENCH_KEY) is required\n');
     process.exit(2);
   }
+  // Loaded here, not at the top: every txrelay command registers bench, and send or status
+  // should not pay for the generator, undici and the histograms.
+  const [{ runBench }, { claimOutputFile, formatReport, writeJsonReport }, { writeHtmlReport }] = await Promise.all([
+    import('./generator.js'),
+    import('./report.js'),
+    import('./html.js'),
+  ]);
   const tty = process.stderr.isTTY === true;
   let lastLen = 0;
   const progress = (line: string): void => {
@@ -161,7 +165,7 @@ async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
   try {
     // A relay that is not there fails the command at once, not after a whole run of refused connections.
     if (door !== 'solana-udp') await mustAnswer(o.url);
-    const args: Parameters<typeof runBench>[0] = {
+    const args: Parameters<typeof RunBench>[0] = {
       door,
       url: o.url,
       udpPort: o.udpPort,
@@ -230,6 +234,7 @@ export function poolForRun(
 }
 
 async function runSink(host: string, p: number): Promise<void> {
+  const { startSink } = await import('./sink.js');
   const sink = await startSink({ host, port: p });
   process.stderr.write(`bench sink listening on ${sink.url} (JSON-RPC, answers every call with success)\n`);
   let last = sink.counts();

@@ -10,7 +10,7 @@ import dgram from 'node:dgram';
 import os from 'node:os';
 import { Pool } from 'undici';
 import * as hdr from 'hdr-histogram-js';
-import { buildTarget, generateTransactions, isDoor, MAX_BUNDLE, randomTipAccount, scanBatchItems, txsPerRequest, type Door, type Target } from './targets.js';
+import { buildTarget, DEFAULT_TIP_LAMPORTS, generateTransactions, isDoor, MAX_BUNDLE, randomTipAccount, scanBatchItems, txsPerRequest, type Door, type Target } from './targets.js';
 import { markTxCacheUsed, readTxCache, writeTxCache, type CacheKey } from './txcache.js';
 import { LATE_MS, realClock, runClosedLoop, runOpenLoop, type Clock } from './scheduler.js';
 import { ed25519SignBackend, secpSignBackend } from './txgen.js';
@@ -128,7 +128,6 @@ const REQUEST_TIMEOUT_MS = 10_000;
 /** Open-loop UDP sends in flight (waiting for the kernel); far above what a send's ~10 µs needs. */
 const UDP_IN_FLIGHT = 1024;
 /** A tip clearly above the default plans' min_tip_lamports (1000). */
-export const DEFAULT_TIP_LAMPORTS = 100_000;
 
 interface Outcome {
   /** HTTP status, 'sent' (UDP), or an error code. */

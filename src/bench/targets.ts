@@ -10,6 +10,8 @@ import { bundleBody, udpPacket, uuidBytes } from '../client/solana.js';
 
 export const DOORS = ['solana-rpc', 'solana-v2', 'solana-bundle', 'solana-udp', 'evm-rpc', 'evm-text', 'evm-batch'] as const;
 export type Door = (typeof DOORS)[number];
+/** solana-bundle's tip per bundle when --tip-lamports is not given. */
+export const DEFAULT_TIP_LAMPORTS = 100_000;
 
 export function isDoor(s: string): s is Door {
   return (DOORS as readonly string[]).includes(s);

@@ -32,8 +32,11 @@ export class ConfigError extends TxrelayError {
 }
 
 // verbose: each error carries the offending value and its schema, for messages in words.
-const ajv = new Ajv({ useDefaults: true, allErrors: true, strict: true, verbose: true });
-const validate = ajv.compile(configSchema);
+// Compiled on first use: CLI commands that never read a configuration (send, status) skip it.
+let compiled: ReturnType<InstanceType<typeof Ajv>['compile']> | undefined;
+function validator(): NonNullable<typeof compiled> {
+  return (compiled ??= new Ajv({ useDefaults: true, allErrors: true, strict: true, verbose: true }).compile(configSchema));
+}
 
 interface Leaf {
   path: string[];
@@ -299,6 +302,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     src.fromEnv.add(leaf.path.join('.'));
   }
   if (opts.overrides) merge(cfg, opts.overrides);
+  const validate = validator();
   if (!validate(cfg)) {
     // One message per value: a wrong type hides the range checks of the same value.
     const seen = new Set<string>();
