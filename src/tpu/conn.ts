@@ -24,11 +24,11 @@ export interface QuicLib {
   logger: ConstructorParameters<typeof Quic.QUICServer>[0]['logger'];
 }
 
-export const ALPN = 'solana-tpu';
+const ALPN = 'solana-tpu';
 const KEEP_ALIVE_MS = 1_000;
 /** Agave's clients idle out after a few seconds; a leader's run is 1.6 s. */
 const MAX_IDLE_MS = 4_000;
-export const HANDSHAKE_TIMEOUT_MS = 1_000;
+const HANDSHAKE_TIMEOUT_MS = 1_000;
 /** Transactions waiting for the handshake, or for a stream while MAX_STREAMS are being written. */
 const QUEUE_MAX = 256;
 /** Streams written at once; validators allow unstaked clients on the order of a hundred concurrent streams. */

@@ -33,7 +33,7 @@ const OID_COMMON_NAME = [0x06, 0x03, 0x55, 0x04, 0x03];
 const OID_SUBJECT_ALT_NAME = [0x06, 0x03, 0x55, 0x1d, 0x11];
 
 /** A Solana CLI keypair file: a JSON array of 64 bytes, the seed then the public key. */
-export function readKeypairFile(path: string): KeyObject {
+function readKeypairFile(path: string): KeyObject {
   let bytes: unknown;
   try {
     bytes = JSON.parse(readFileSync(path, 'utf8'));

@@ -12,7 +12,7 @@ import WebSocket from 'ws';
 import { ChainRpc } from '../landing/chain-rpc.js';
 
 /** Agave's NUM_CONSECUTIVE_LEADER_SLOTS. */
-export const SLOTS_PER_LEADER = 4;
+const SLOTS_PER_LEADER = 4;
 const POLL_MS = 200;
 const NODES_REFRESH_MS = 30_000;
 /** The next epoch's schedule is fetched this many slots before the boundary. */

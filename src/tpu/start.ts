@@ -17,7 +17,7 @@ import { TpuPool } from './pool.js';
 import { TpuRoute } from './route.js';
 
 /** The QUIC library, or why it cannot load (its binary is per platform, and optional). */
-export async function loadQuic(): Promise<QuicLib | string> {
+async function loadQuic(): Promise<QuicLib | string> {
   try {
     const q = await import('@matrixai/quic');
     // Its default logger writes every connection's events to stderr: this one says nothing.
