@@ -33,6 +33,10 @@ const HANDSHAKE_TIMEOUT_MS = 1_000;
 const QUEUE_MAX = 256;
 /** Streams written at once; validators allow unstaked clients on the order of a hundred concurrent streams. */
 const MAX_STREAMS = 64;
+/** Out of stream credit (the leader has not granted more streams yet): the queue is tried again after this. */
+const CREDIT_RETRY_MS = 5;
+/** A transaction waiting longer than this in the queue is skipped: its leader's slots are about over. */
+const QUEUE_WAIT_MS = 1_000;
 
 const cryptoOps = {
   ops: {
@@ -51,8 +55,10 @@ export class LeaderConn {
   /** When the handshake failed (performance.now()). */
   failedAt = 0;
   private client: Quic.QUICClient | null = null;
-  private readonly queue: { bytes: Uint8Array; done: SendDone }[] = [];
+  private readonly queue: { bytes: Uint8Array; done: SendDone; at: number }[] = [];
   private writing = 0;
+  /** Waiting for the leader to grant more streams (a retry timer is armed). */
+  private noCredit: NodeJS.Timeout | null = null;
   private failure: string | null = null;
 
   constructor(
@@ -71,15 +77,17 @@ export class LeaderConn {
   send(bytes: Uint8Array, done: SendDone): void {
     if (this.state === 'failed') return done('connect_failed', this.failure);
     if (this.state === 'closed') return done('skipped', 'connection closed');
-    if (this.state === 'open' && this.writing < MAX_STREAMS) return this.write(bytes, done);
+    if (this.state === 'open' && this.writing < MAX_STREAMS && this.noCredit === null && this.queue.length === 0) return void this.write(bytes, done, performance.now());
     if (this.queue.length >= QUEUE_MAX) return done('skipped', 'connection queue full');
-    this.queue.push({ bytes, done });
+    this.queue.push({ bytes, done, at: performance.now() });
   }
 
   async close(): Promise<void> {
     if (this.state === 'closed') return;
     const was = this.state;
     this.state = 'closed';
+    if (this.noCredit !== null) clearTimeout(this.noCredit);
+    this.noCredit = null;
     this.drainQueue('skipped', 'connection closed');
     const c = this.client;
     this.client = null;
@@ -141,15 +149,33 @@ export class LeaderConn {
     this.drainQueue('skipped', why);
   }
 
-  private write(bytes: Uint8Array, done: SendDone): void {
+  /** False when the leader has granted no more streams: the transaction goes back to the head of the queue. */
+  private write(bytes: Uint8Array, done: SendDone, at: number): boolean {
     const conn = this.client!.connection;
+    // The library's typings leave out quiche's connection; asking for a stream past the leader's grant
+    // leaves the library unable to open any other on this connection, so the credit is asked first.
+    if ((conn as unknown as { conn?: { peerStreamsLeftUni?: () => number } }).conn?.peerStreamsLeftUni?.() === 0) {
+      // As quinn's open_uni waits: the leader grants more streams as it reads the ones it has.
+      this.queue.unshift({ bytes, done, at });
+      this.noCredit = setTimeout(() => {
+        this.noCredit = null;
+        this.pumpQueue();
+      }, CREDIT_RETRY_MS);
+      this.noCredit.unref();
+      return false;
+    }
     this.writing++;
     let stream: ReturnType<typeof conn.newStream>;
     try {
       stream = conn.newStream('uni');
     } catch (err) {
       this.writing--;
-      return done('skipped', `stream: ${err instanceof Error ? err.message : String(err)}`.slice(0, 160));
+      done('skipped', `stream: ${err instanceof Error ? err.message : String(err)}`.slice(0, 160));
+      // The connection cannot open streams any more: the next send opens a new one.
+      const c = this.client;
+      this.lost('stream could not be opened');
+      void c?.destroy({ force: true }).catch(() => {});
+      return true;
     }
     const w = stream.writable.getWriter();
     // Written and finished: the stream's end is what tells the leader the transaction is whole.
@@ -159,6 +185,7 @@ export class LeaderConn {
         () => this.wrote(done, 'written', null),
         (err: unknown) => this.wrote(done, 'skipped', `stream: ${err instanceof Error ? err.message : String(err)}`.slice(0, 160)),
       );
+    return true;
   }
 
   private wrote(done: SendDone, r: SendResult, why: string | null): void {
@@ -168,9 +195,11 @@ export class LeaderConn {
   }
 
   private pumpQueue(): void {
-    while (this.state === 'open' && this.writing < MAX_STREAMS && this.queue.length > 0) {
+    const old = performance.now() - QUEUE_WAIT_MS;
+    while (this.queue.length > 0 && this.queue[0]!.at < old) this.queue.shift()!.done('skipped', 'waited over a second for a stream');
+    while (this.state === 'open' && this.noCredit === null && this.writing < MAX_STREAMS && this.queue.length > 0) {
       const q = this.queue.shift()!;
-      this.write(q.bytes, q.done);
+      if (!this.write(q.bytes, q.done, q.at)) return;
     }
   }
 
