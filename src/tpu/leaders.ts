@@ -62,7 +62,7 @@ export class LeaderTracker {
   private stopped = false;
   private fetching = new Set<number>();
   private readonly warned = new Set<string>();
-  /** Called when the slot moves (the pool opens and closes connections on it). */
+  /** Called on each slot read (the pool opens and closes connections on it). */
   onSlot: ((slot: number) => void) | null = null;
 
   constructor(opts: TrackerOptions) {
@@ -123,16 +123,22 @@ export class LeaderTracker {
     return undefined;
   }
 
-  /** A new slot: keeps the schedules ahead of it. */
+  /**
+   * The slot read or notified: a new one keeps the schedules ahead of it. The
+   * pool hears every read, a repeated slot too, so a leader whose handshake
+   * failed is tried again within its slots.
+   */
   private heard(slot: number): void {
-    if (slot <= this.slotNow) return;
-    this.slotNow = slot;
-    this.slotAt = performance.now();
-    const cur = this.schedules.find((sc) => slot >= sc.start && slot < sc.start + sc.length);
-    if (cur === undefined) void this.refreshEpoch();
-    else if (slot + PREFETCH_SLOTS >= cur.start + cur.length) void this.fetchSchedule(cur.start + cur.length, cur.length);
-    // Schedules behind the current one are of no more use.
-    this.schedules = this.schedules.filter((sc) => sc.start + sc.length > slot);
+    if (slot < this.slotNow) return;
+    if (slot > this.slotNow) {
+      this.slotNow = slot;
+      this.slotAt = performance.now();
+      const cur = this.schedules.find((sc) => slot >= sc.start && slot < sc.start + sc.length);
+      if (cur === undefined) void this.refreshEpoch();
+      else if (slot + PREFETCH_SLOTS >= cur.start + cur.length) void this.fetchSchedule(cur.start + cur.length, cur.length);
+      // Schedules behind the current one are of no more use.
+      this.schedules = this.schedules.filter((sc) => sc.start + sc.length > slot);
+    }
     try {
       this.onSlot?.(slot);
     } catch {

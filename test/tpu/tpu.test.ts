@@ -37,10 +37,11 @@ async function status(r: TestRelay, key: string, id: string): Promise<any> {
 
 const got = (v: StandInValidator, tx: BuiltTx): boolean => v.received.some((x) => x.signature === tx.signature);
 
-/** Waits until the relay's leader tracker has heard of `slot`. */
-async function atSlot(r: TestRelay, rpc: ScheduleRpc, slot: number): Promise<void> {
+/** Waits until the relay's leader tracker has heard of `slot` and has opened the connections to the `open` reachable leaders of its window. */
+async function atSlot(r: TestRelay, rpc: ScheduleRpc, slot: number, open: number): Promise<void> {
   rpc.slot = slot;
   await eventually(async () => (await r.metric('txrelay_tpu_slot')) === slot, 5000, `tracker at slot ${slot}`);
+  await eventually(async () => (await r.metric('txrelay_tpu_connections')) === open, 10_000, `${open} connections open`);
 }
 
 describe('TPU route, mode "only", no RPC upstream', { skip: QUIC_SKIP || undefined }, () => {
@@ -78,7 +79,7 @@ describe('TPU route, mode "only", no RPC upstream', { skip: QUIC_SKIP || undefin
       solana: { rpc_upstreams: [], chain_rpc: rpc.url, tpu: { enabled: true, mode: 'only', leaders_ahead: 2, identity_keypair_file: idFile } },
     });
     key = (await relay.createAccount({ solana: { tps: 1000, burst: 1000 } })).uuid;
-    await atSlot(relay, rpc, 0);
+    await atSlot(relay, rpc, 0, 3);
   });
 
   after(async () => {
@@ -112,13 +113,13 @@ describe('TPU route, mode "only", no RPC upstream', { skip: QUIC_SKIP || undefin
   });
 
   test('as the slot advances the next leaders get the transactions, across an epoch boundary too', async () => {
-    await atSlot(relay, rpc, 5);
+    await atSlot(relay, rpc, 5, 3);
     const t1 = transfer();
     await send(relay, key, t1);
     await eventually(() => got(b, t1) && got(c, t1), 5000, 'B and C have it');
     assert.equal(got(a, t1), false);
     // Slot 9: C to the end of epoch 0 and again first in epoch 1, then A.
-    await atSlot(relay, rpc, 9);
+    await atSlot(relay, rpc, 9, 2);
     const t2 = transfer();
     await send(relay, key, t2);
     await eventually(() => got(c, t2) && got(a, t2), 5000, 'C and A have it');
@@ -129,7 +130,7 @@ describe('TPU route, mode "only", no RPC upstream', { skip: QUIC_SKIP || undefin
 
   test('a leader that is down costs its own sends only: the next leader gets every transaction, the lane goes on', async () => {
     // Slot 20: the dead leader's run, then B's (epoch 2).
-    await atSlot(relay, rpc, 20);
+    await atSlot(relay, rpc, 20, 2);
     const txs = [transfer(), transfer(), transfer()];
     for (const tx of txs) await send(relay, key, tx);
     await eventually(() => txs.every((tx) => got(b, tx)), 5000, 'B has every one');
@@ -146,7 +147,7 @@ describe('TPU route, mode "only", no RPC upstream', { skip: QUIC_SKIP || undefin
   });
 
   test('a transaction over 1232 bytes is not sent over TPU; with no RPC upstream it is dropped', async () => {
-    await atSlot(relay, rpc, 24);
+    await atSlot(relay, rpc, 24, 3);
     const big = paddedTransaction('v1', 1500);
     await send(relay, key, big);
     await eventually(async () => (await status(relay, key, big.signature)).state !== 'queued', 5000, 'an end');
@@ -176,7 +177,7 @@ describe('TPU route, mode "also": TPU and the RPC upstream', { skip: QUIC_SKIP |
     up = await startUpstream();
     relay = await startTestRelay({ http: { acceptors: 1 }, solana: { rpc_upstreams: [up.url], chain_rpc: rpc.url, tpu: { enabled: true, leaders_ahead: 2 } } });
     key = (await relay.createAccount({ solana: { tps: 1000, burst: 1000 } })).uuid;
-    await atSlot(relay, rpc, 0);
+    await atSlot(relay, rpc, 0, 3);
   });
 
   after(async () => {
