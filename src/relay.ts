@@ -41,6 +41,7 @@ import { base58Backend } from './native/base58.js';
 import { Replay, writeSpill } from './forward/spill.js';
 import type { SpillEntry } from './forward/lane.js';
 import { nativeUnavailableReason } from './native/addon.js';
+import { startTpu, tpuMetrics } from './tpu/start.js';
 
 /** Batch records older than the store's retention (7 days) are pruned hourly when no database takes them. */
 const PRUNE_INTERVAL_MS = 3600_000;
@@ -252,10 +253,13 @@ export class Relay {
     if (verifyThreads === 0 && threads === 1) for (const t of [dedup, ipLimiter, udpIpLimiter, statusReads, registry.buckets]) t.soleThread();
     // With acceptor threads, what the main thread traces (UDP) reaches the threads' WebSocket subscribers.
     let threadFeed: AcceptorThreads | null = null;
+    // Closed with the solana-single lane it feeds.
+    const tpu = await startTpu(cfg, log, { threads });
     const service = await HttpService.start({
       cfg, uws, clock, log, accounts: registry, dedup, ipLimiter, udpIpLimiter, statusReads, tips, batches: recorder, threads: verifyThreads, name: 'main',
       feedLink: { watch: () => {}, publish: (account, json) => threadFeed?.publish(account, json) },
       tls: httpTls,
+      tpu,
     });
 
     let uploader: Uploader | null = null;
@@ -288,6 +292,7 @@ export class Relay {
       node = mergeStats(services);
     };
     metrics.histogram('txrelay_accept_seconds', 'Time from the start of a request handler to its answer, by door.', 'door', ACCEPT_BUCKETS, () => node.accept);
+    if (tpu) tpuMetrics(metrics, tpu);
     registerRelayMetrics(metrics, { stats: () => node, services: () => services, dedup, udp, batches, node: cfg.node.name, registry: pgRegistry });
 
     const adminDeps = {
@@ -364,18 +369,8 @@ export class Relay {
       throw e;
     }
 
-    log.info(
-      {
-        registry: cfg.registry.mode,
-        http: `${cfg.http.host}:${ports.http}`,
-        admin: `${cfg.admin.host}:${ports.admin}`,
-        udp: ports.udp,
-        acceptors: threads,
-        threads: verifyThreads,
-        acceptor: acceptor.name,
-      },
-      'txrelay listening',
-    );
+    const at = { http: `${cfg.http.host}:${ports.http}`, admin: `${cfg.admin.host}:${ports.admin}`, udp: ports.udp };
+    log.info({ registry: cfg.registry.mode, ...at, acceptors: threads, threads: verifyThreads, acceptor: acceptor.name }, 'txrelay listening');
     return relay;
   }
 

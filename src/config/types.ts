@@ -38,7 +38,15 @@ export interface Config {
   limits: { ip_rps: number; ip_burst: number; queue_capacity: number; queue_target_ms: number; queue_max_ms: number; shed_hold_ms: number };
   dedup: { window_s: number };
   evm: { enabled: boolean; chain_id: number; upstreams: { paid: string[]; free: string[] }; max_batch: number };
-  solana: { enabled: boolean; rpc_upstreams: string[]; bundle_upstreams: string[]; tip_accounts: string[]; spill_max_age_s: number };
+  solana: {
+    enabled: boolean;
+    rpc_upstreams: string[];
+    bundle_upstreams: string[];
+    tip_accounts: string[];
+    spill_max_age_s: number;
+    chain_rpc: string;
+    tpu: { enabled: boolean; identity_keypair_file: string; leaders_ahead: number; mode: 'also' | 'only'; slot_ws: string };
+  };
   plans: { free: PlanConfig; paid: PlanConfig };
   workers: { threads: number; inline: 'auto' | 'never' };
   log: { level: string; format: 'auto' | 'json' | 'pretty' };

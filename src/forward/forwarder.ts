@@ -6,6 +6,7 @@ import type { Clock } from '../clock.js';
 import type { BreakerOptions } from './outlet.js';
 import { LANE_NAMES, Lane, QUEUE_CAPACITY, type LaneName, type LaneStats, type SpillEntry } from './lane.js';
 import type { LogSink } from './log.js';
+import type { LaneTap } from './tap.js';
 
 /** Two upstream time-outs plus margin, well inside a service manager's stop timeout. */
 const DRAIN_TIMEOUT_MS = 5_000;
@@ -23,6 +24,8 @@ interface ForwarderOptions {
   connections?: number;
   maxAgeMs?: number;
   schedule?: (fn: () => void) => void;
+  /** The TPU route of solana-single (src/tpu/route.ts); closed with the lane. */
+  tap?: LaneTap | null;
   /** Warn at start-up about each lane with no upstream (default true; an acceptor thread leaves it to the main thread). */
   warnDry?: boolean;
 }
@@ -61,6 +64,7 @@ export class Forwarder {
         connections: opts.connections,
         maxAgeMs: opts.maxAgeMs,
         schedule: opts.schedule,
+        tap: name === 'solana-single' ? opts.tap : null,
       });
     const built: Lane[] = [];
     try {

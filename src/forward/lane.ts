@@ -39,6 +39,7 @@ import { ForwardConfigError, parseUpstreamUrl } from './url.js';
 import { CallKind, Encoder } from './wire.js';
 import type { SpillEntry } from './spill.js';
 import type { Trace } from '../status/tracker.js';
+import type { LaneTap } from './tap.js';
 
 export type { LaneStats } from './stats.js';
 export type { SpillEntry } from './spill.js';
@@ -90,6 +91,8 @@ interface LaneOptions {
    * a forward leaves after its acknowledgement (src/ingress/ack-first.ts).
    */
   schedule?: (fn: () => void) => void;
+  /** solana-single only: the TPU route. */
+  tap?: LaneTap | null;
 }
 
 export class Lane<N extends LaneName = LaneName> {
@@ -107,6 +110,7 @@ export class Lane<N extends LaneName = LaneName> {
   private readonly log: LogSink | null;
   private readonly now: Clock;
   private readonly schedule: (fn: () => void) => void;
+  private readonly tap: LaneTap | null;
 
   private admittedCount = 0;
   private discardedCount = 0;
@@ -143,6 +147,7 @@ export class Lane<N extends LaneName = LaneName> {
     this.log = opts.log ?? null;
     this.now = opts.now ?? systemClock;
     this.schedule = opts.schedule ?? queueMicrotask;
+    this.tap = this.kind === CallKind.SOLANA ? (opts.tap ?? null) : null;
     const batching = this.kind !== CallKind.BUNDLE && (opts.batching ?? true);
     // Parse every URL before building any client, so a bad one stops construction cleanly.
     const urls = opts.upstreams.map((u, i) => parseUpstreamUrl(u, `lane ${name} upstream ${i}`));
@@ -157,9 +162,9 @@ export class Lane<N extends LaneName = LaneName> {
     this.encoder = new Encoder(this.kind, (seq) => ring.item(seq));
   }
 
-  /** No upstream: drops what it admits. */
+  /** No upstream nor tap: drops what it admits. */
   get dry(): boolean {
-    return this.outlets.length === 0;
+    return this.outlets.length === 0 && this.tap === null;
   }
 
   get depth(): number {
@@ -186,6 +191,12 @@ export class Lane<N extends LaneName = LaneName> {
   offer(item: LaneItem<N>, trace?: Trace, account = trace?.accountId ?? -1): boolean {
     if (!this.accepting) return false;
     if (this.outlets.length === 0) {
+      if (this.tap !== null) {
+        this.tap.offer(item as string, trace, true);
+        this.admittedCount++;
+        this.kick();
+        return true;
+      }
       this.admittedCount++;
       this.discardedCount++;
       trace?.final('dropped', 'no upstream is configured for this lane', this.now());
@@ -198,6 +209,7 @@ export class Lane<N extends LaneName = LaneName> {
       if (ring.held >= this.capacity && !this.overrunOldest()) return false;
     }
     ring.push(item, trace, account, now);
+    this.tap?.offer(item as string, trace, false);
     this.admittedCount++;
     this.kick();
     return true;
@@ -277,7 +289,7 @@ export class Lane<N extends LaneName = LaneName> {
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of waiters) w();
-    await Promise.all(this.outlets.map((o) => (idle ? o.client.close() : o.client.destroy())));
+    await Promise.all([...this.outlets.map((o) => (idle ? o.client.close() : o.client.destroy())), this.tap?.close()]);
   }
 
   stats(): LaneStats {
@@ -298,6 +310,7 @@ export class Lane<N extends LaneName = LaneName> {
     this.scheduled = false;
     if (this.closed) return;
     try {
+      this.tap?.flush();
       const now = this.now();
       this.expire(now);
       let wake = Infinity;

@@ -16,6 +16,7 @@ import { Slab } from '../tables/slab.js';
 import { JobTable } from '../exec/jobs.js';
 import { Verifier } from '../exec/verifier.js';
 import { Forwarder } from '../forward/forwarder.js';
+import type { LaneTap } from '../forward/tap.js';
 import type { SpillEntry } from '../forward/lane.js';
 import type { TipAccounts } from '../chains/solana/tip.js';
 import { Pipeline } from '../pipeline/admit.js';
@@ -68,6 +69,8 @@ interface ServiceDeps {
   feedLink?: FeedLink;
   /** HTTPS and wss:// with this pair (docs/operations.md#tls). */
   tls?: TlsPair | null;
+  /** The main thread's TPU route, when on (src/tpu/start.ts). */
+  tpu?: LaneTap | null;
 }
 
 export class HttpService {
@@ -137,12 +140,14 @@ export class HttpService {
       lanes: {
         'evm-paid': cfg.evm.upstreams.paid,
         'evm-free': cfg.evm.upstreams.free,
-        'solana-single': cfg.solana.rpc_upstreams,
+        // `solana.tpu.mode = "only"`: the TPU route alone (docs/protocol.md#forwarding).
+        'solana-single': d.tpu && cfg.solana.tpu.mode === 'only' ? [] : cfg.solana.rpc_upstreams,
         'solana-bundle': cfg.solana.bundle_upstreams,
       },
       queueCapacity: cfg.limits.queue_capacity,
       log: (level, msg, fields) => log[level]({ ...fields, component: 'forward' }, scrub(msg)),
       schedule: ack.after,
+      tap: d.tpu,
       // What every service would say alike is said once, by the main thread's.
       warnDry: d.name === 'main',
     });

@@ -52,7 +52,8 @@ export interface StatusEvent {
 }
 
 /**
- * One request to one upstream (named by its origin); `latency_ms` is null
+ * One request to one upstream (named by its origin), or one send to a
+ * leader's TPU (named `tpu:<identity>`); `latency_ms` is null
  * until it answers, `http_status` when no answer came. `upstream_error.code`
  * is the upstream's JSON-RPC code, null for a transport failure.
  */
@@ -64,6 +65,9 @@ export interface Forward {
   http_status: number | null;
   upstream_result?: unknown;
   upstream_error?: { code: number | null; message: string };
+  /** A send to a leader's TPU (`upstream` `tpu:<identity>`): the slot it was sent for and the leader's QUIC address. */
+  slot?: number;
+  address?: string | null;
 }
 
 /**

@@ -42,6 +42,21 @@ interface Attempt {
   error: string | null;
 }
 
+/** One send straight to a leader's TPU (src/tpu/route.ts), filled in when the connection says what became of it. */
+export interface LeaderSend {
+  /** `tpu:<leader identity>`. */
+  upstream: string;
+  /** The slot it was sent for: the first of the leader's that the send covers. */
+  slot: number;
+  /** The leader's QUIC TPU `host:port`; null when the cluster lists none. */
+  address: string | null;
+  sentAt: number;
+  /** 0 until the connection said. */
+  doneAt: number;
+  result: 'written' | 'connect_failed' | 'skipped' | null;
+  error: string | null;
+}
+
 /**
  * One admitted transaction's trace. The first upstream attempt lives in the
  * trace's own fields (the usual case: one upstream, one request), later ones
@@ -62,6 +77,8 @@ export class Trace {
   private error0: string | null = null;
   /** Attempts after the first. */
   private more: Attempt[] | null = null;
+  /** Sends to leaders' TPU ports, where that route is on (null: none). */
+  leaderSends: LeaderSend[] | null = null;
   /** An EVM batch's items, by id (their traces live on their own). */
   items: readonly string[] | null = null;
   /** Findable by its transaction id (a duplicate of a trace still held is not). */

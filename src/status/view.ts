@@ -14,7 +14,7 @@ interface LandingInfo {
 /** The status object (src/shared/status.ts, shared with the client) as this node fills it in. */
 export interface StatusView extends StatusObject {
   chain: 'evm' | 'solana' | null;
-  forwards: (Forward & { upstream_result?: 'accepted' })[];
+  forwards: (Forward & { upstream_result?: 'accepted' | 'written' | 'connect_failed' | 'skipped' })[];
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -84,15 +84,28 @@ export function statusView(t: Trace, node: string, find: (id: string, accountId:
       ...(t.endedAt === 0 ? [] : [{ stage: t.state, at: iso(t.endedAt) }]),
       ...(landed === null ? [] : [{ stage: landed.state, at: iso(landed.at) }]),
     ],
-    forwards: t.attempts().map((a) => ({
-      upstream: a.upstream,
-      attempt: a.attempt,
-      sent_at: iso(a.sentAt),
-      latency_ms: a.answeredAt === 0 ? null : a.answeredAt - a.sentAt,
-      http_status: a.httpStatus,
-      ...(a.outcome === 'ok' ? { upstream_result: 'accepted' as const } : {}),
-      ...(a.outcome === 'rejected' || a.outcome === 'failed' ? { upstream_error: errorOf(a.error ?? a.outcome) } : {}),
-    })),
+    forwards: [
+      ...t.attempts().map((a) => ({
+        upstream: a.upstream,
+        attempt: a.attempt,
+        sent_at: iso(a.sentAt),
+        latency_ms: a.answeredAt === 0 ? null : a.answeredAt - a.sentAt,
+        http_status: a.httpStatus,
+        ...(a.outcome === 'ok' ? { upstream_result: 'accepted' as const } : {}),
+        ...(a.outcome === 'rejected' || a.outcome === 'failed' ? { upstream_error: errorOf(a.error ?? a.outcome) } : {}),
+      })),
+      ...(t.leaderSends ?? []).map((l) => ({
+        upstream: l.upstream,
+        attempt: 1,
+        sent_at: iso(l.sentAt),
+        latency_ms: l.doneAt === 0 ? null : l.doneAt - l.sentAt,
+        http_status: null,
+        slot: l.slot,
+        address: l.address,
+        ...(l.result !== null ? { upstream_result: l.result } : {}),
+        ...(l.result !== null && l.result !== 'written' ? { upstream_error: { code: null, message: l.error ?? l.result } } : {}),
+      })),
+    ],
     ...(t.items !== null ? { items: t.items } : {}),
     ...(landing !== null && t.state === 'forwarded' && t.items === null ? { landing: landingOf(t, landing) } : {}),
     ...(landed === null
