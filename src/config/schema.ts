@@ -5,7 +5,7 @@
  * generated from it (`npm run docs:config`). The field shapes it reuses are
  * schema-fields.ts; the typed result of loading it is types.ts.
  */
-import { BASE58_PATTERN, LISTEN_PATTERN, NODE_NAME_PATTERN, host, plan, port, section, tps, urls } from './schema-fields.js';
+import { BASE58_PATTERN, LISTEN_PATTERN, NODE_NAME_PATTERN, chainRpc, host, plan, port, section, tps, urls } from './schema-fields.js';
 
 // Other modules take the config's type from here, beside the schema it describes.
 export type { Config, PlanConfig } from './types.js';
@@ -375,6 +375,14 @@ export const configSchema = {
           default: 64,
           description: 'Most transactions in one `svc_sendRawTransactionBatch`, and most calls in one JSON-RPC array.',
         },
+        chain_rpc: chainRpc('EVM', 'http://127.0.0.1:8545'),
+        landing_timeout_s: {
+          type: 'integer',
+          minimum: 10,
+          maximum: 86400,
+          default: 180,
+          description: 'A forwarded EVM transaction not seen in a block within this many seconds ends `not_landed`, reason `timeout` (it may still land later; the relay stops looking). Blocks are read once each, whatever the number followed.',
+        },
       },
       'EVM transactions: JSON-RPC, plain text and batches.',
     ),
@@ -402,6 +410,19 @@ export const configSchema = {
           default: 60,
           description:
             'Solana transactions (single and bundles) that a stop could not forward are written to the data directory and sent by the next start while younger than this many seconds since they were acknowledged; older ones are counted (`txrelay_lane_dropped_total` reason `expired_after_restart`) and logged, not sent: their blockhash has expired. EVM transactions written down are always sent.',
+        },
+        chain_rpc: chainRpc('Solana', 'http://127.0.0.1:8899'),
+        landing_poll_ms: {
+          type: 'integer',
+          minimum: 100,
+          maximum: 60_000,
+          default: 400,
+          description: 'How often followed signatures are asked about (one `getSignatureStatuses` per 256 of them, one `isBlockhashValid` per distinct recent blockhash): about a slot.',
+        },
+        landing_commitment: {
+          enum: ['processed', 'confirmed', 'finalized'],
+          default: 'confirmed',
+          description: 'The confirmation level at which a landed signature stops being followed; each level reached before it is a status change too.',
         },
       },
       'Solana transactions: JSON-RPC, raw bytes, bundles and UDP.',
