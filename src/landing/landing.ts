@@ -83,7 +83,7 @@ export class Landing implements LandingStats, LandingHost {
    * counts from its receipt: its acknowledgement left within that request's
    * own latency.
    */
-  follow(t: Trace): void {
+  follow(t: Pick<Trace, 'id' | 'landingRef' | 'receivedAt'>): void {
     const r = t.landingRef;
     if (r === null) return;
     if ('from' in r) this.followEvm(t.id, r.from, r.nonce, r.lane, t.receivedAt);

@@ -2,8 +2,9 @@
  * What happened to each admitted transaction on this node after its
  * acknowledgement (docs/protocol.md#status): queued, each upstream attempt
  * and its answer, and the end (forwarded, upstream_rejected, failed, dropped),
- * or a duplicate naming the first request. Never "landed": the relay does not
- * see inclusion.
+ * or a duplicate naming the first request; then, where the node follows the
+ * family on chain (src/landing/), what the chain said: landed, landed_failed
+ * or not_landed.
  *
  * Per account: traces are found by (account, id), so another account sending
  * the same public transaction never changes what its sender reads.
@@ -141,6 +142,11 @@ export class Tracker {
   changed(t: Trace): void {
     const feed = this.o.feed;
     if (feed && feed.watched(t.accountId)) feed.publish(t.accountId, this.view(t));
+  }
+
+  /** Whether forwarded traces of this family are followed on chain: only then does the pipeline record what landing needs. */
+  follows(chain: 'evm' | 'solana'): boolean {
+    return this.o.landing?.tracks(chain) ?? false;
   }
 
   /** A trace forwarded: followed on chain where its family is and its decode told how. */
