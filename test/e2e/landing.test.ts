@@ -137,6 +137,26 @@ describe('Solana landing through the relay (litesvm)', { skip: SVM_SKIP }, () =>
     await ws.until(() => (pushed(ws, sig).some((p) => p.state === 'not_landed') ? true : undefined), 10_000, 'the not_landed push');
   });
 
+  test('with acceptor threads, what a thread forwarded is followed by the main thread and lands in that thread\'s status', async (t) => {
+    const threaded = await startTestRelay({
+      http: { acceptors: 2 },
+      evm: { enabled: false },
+      solana: { rpc_upstreams: [chain.url], chain_rpc: chain.url, landing_poll_ms: 100 },
+    });
+    t.after(() => threaded.stop());
+    if (threaded.relay.acceptors < 2) return t.skip('this uWebSockets.js build cannot hand connections to other threads');
+    const k = (await threaded.createAccount({ plan: 'paid', solana: { tps: 100, burst: 100 } })).uuid;
+    const sigs: string[] = [];
+    // Every HTTP request is served by a thread (the main thread keeps UDP), whose tracker holds its status.
+    for (let i = 0; i < 4; i++) {
+      const tx = legacyTransfer({ from: payer, lamports: RENT_EXEMPT + 100 + i, blockhash: chain.blockhash() });
+      const a = await rpc(threaded, k, 'sendTransaction', [Buffer.from(tx.bytes).toString('base64'), { encoding: 'base64' }]);
+      assert.equal(a.result, tx.signature);
+      sigs.push(tx.signature);
+    }
+    for (const sig of sigs) assert.equal(typeof (await until(threaded, k, sig, 'landed', (x) => x.landing === 'done')).onchain.slot, 'number');
+  });
+
   test('landing metrics count each result per lane', async () => {
     await eventually(async () => (await r.metric('txrelay_landed_total', { lane: 'solana-single', result: 'landed' })) >= 1, 5000, 'landed counted');
     assert.equal(await r.metric('txrelay_landed_total', { lane: 'solana-single', result: 'landed_failed' }), 1);
