@@ -22,7 +22,7 @@ import { MAX_V1_TX_SIZE } from '../chains/solana/decode.js';
 import type { TipAccounts } from '../chains/solana/tip.js';
 import { Gate, OVER_BOUND, type GateDeps } from './gate.js';
 import { Placer, SLAB_FULL } from './place.js';
-import { MAX_BUNDLE_BODY, bundleVerdict, memberViews, placeBundle, placeBundleTexts, prepareBundle } from './bundle.js';
+import { MAX_BUNDLE_BODY, bundleId, bundleVerdict, memberViews, placeBundle, placeBundleTexts, prepareBundle } from './bundle.js';
 import { prepareItem, type BatchRecorder } from './evm-batch.js';
 import { Outcome } from './outcome.js';
 import { Kind, Submission, type BodySink, type Sink } from './submission.js';
@@ -359,6 +359,7 @@ export class Pipeline implements BodySink {
     }
     const payload = sub.offsets!.map((o, i) => this.place.buf.toString('base64', o, o + sub.lengths![i]!));
     const trace = this.trace(sub, ids[0]!);
+    if (trace) this.d.tracker!.alias(trace, bundleId(key));
     if (trace && this.d.tracker!.follows('solana')) trace.landingRef = bundleRef(this.jobs, slots, this.place.bytes, sub.offsets!, ids, sub.lane);
     if (!this.d.forwarder.lane('solana-bundle').offer(payload, trace)) {
       if (trace) this.d.tracker!.forget(trace);

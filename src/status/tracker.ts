@@ -149,6 +149,17 @@ export class Tracker {
     return this.o.landing?.tracks(chain) ?? false;
   }
 
+  /**
+   * A bundle's trace is findable by the id `sendBundle` answered too (Jito's
+   * bundle id, docs/protocol.md#status), while it is held; like its first
+   * signature, another account's bundle id reads `unknown`.
+   */
+  alias(t: Trace, id: string): void {
+    if (!t.held || !t.indexed || this.idFor(id, t.accountId) !== undefined) return;
+    t.alias = id;
+    this.setId(id, t.accountId, t);
+  }
+
   /** A trace forwarded: followed on chain where its family is and its decode told how. */
   forwarded(t: Trace): void {
     const l = this.o.landing;
@@ -267,6 +278,7 @@ export class Tracker {
       s.q = s.q.slice(s.head);
       s.head = 0;
     }
+    if (t.alias !== null && this.idFor(t.alias, t.accountId) === t) this.unsetId(t.alias, t.accountId);
     if (t.indexed) {
       if (!expire) {
         if (this.idFor(t.id, t.accountId) === t) this.unsetId(t.id, t.accountId);

@@ -17,6 +17,7 @@ import { startChain, chainCall, type TestChain } from '../helpers/ganache.js';
 import { testAccount, RECIPIENT } from '../helpers/evm.js';
 import { WsClient } from '../helpers/ws-client.js';
 
+const jito = await import('jito-js-rpc').catch(() => null);
 const RENT_EXEMPT = 1_000_000; // above a 0-byte account's rent-exempt minimum
 const wsUrl = (r: TestRelay): string => r.base.replace('http', 'ws') + '/ws';
 
@@ -108,7 +109,7 @@ describe('Solana landing through the relay (litesvm)', { skip: SVM_SKIP }, () =>
     await ws.until(() => (pushed(ws, sig).some((p) => p.state === 'landed_failed') ? true : undefined), 10_000, 'the landed_failed push');
   });
 
-  test('a bundle lands whole: its first signature reads landed with the slot and each member', async () => {
+  test('a bundle lands whole: its first signature and its bundle id read landed with the slot and each member; jito-js-rpc reads it', async () => {
     const a = legacyTransfer({ from: payer, lamports: RENT_EXEMPT + 11, blockhash: chain.blockhash() });
     const b = legacyTransfer({ from: payer, lamports: RENT_EXEMPT + 12, blockhash: chain.blockhash() });
     const sent = await rpc(r, key, 'sendBundle', [[a, b].map((t) => Buffer.from(t.bytes).toString('base64')), { encoding: 'base64' }]);
@@ -123,6 +124,19 @@ describe('Solana landing through the relay (litesvm)', { skip: SVM_SKIP }, () =>
         [b.signature, 'landed', statuses[1].slot],
       ],
     );
+    // The id sendBundle answered (Jito's bundle id) reads the same status.
+    const byBundleId = await until(r, key, sent.result, 'landed', (x) => x.landing === 'done');
+    assert.equal(byBundleId.id, a.signature);
+    // Jito's own client reads it with only the base URL changed.
+    if (jito === null) return;
+    const client = new jito.JitoJsonRpcClient(`${r.base}/api/v1`, key);
+    const got = await client.getBundleStatuses([[sent.result]]);
+    assert.deepEqual(got.result!.value, [
+      { bundle_id: sent.result, transactions: [a.signature, b.signature], slot: statuses[0].slot, confirmation_status: 'confirmed', err: { Ok: null } },
+    ]);
+    assert.equal(got.result!.context.slot, statuses[0].slot);
+    const inflight = await client.getInFlightBundleStatuses([[sent.result]]);
+    assert.deepEqual(inflight.result!.value, [{ bundle_id: sent.result, status: 'Landed', landed_slot: statuses[0].slot }]);
   });
 
   test('a transfer whose blockhash expired before it reached the chain reads not_landed, blockhash_expired; pushed on /ws', async () => {
