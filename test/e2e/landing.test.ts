@@ -9,6 +9,8 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { startTestRelay, eventually, type TestRelay } from '../helpers/relay.js';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.js';
 import { SVM_SKIP, startSvmRpc, type SvmRpc } from '../helpers/svm-rpc.js';
@@ -18,6 +20,8 @@ import { testAccount, RECIPIENT } from '../helpers/evm.js';
 import { WsClient } from '../helpers/ws-client.js';
 
 const jito = await import('jito-js-rpc').catch(() => null);
+const run = promisify(execFile);
+const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 const RENT_EXEMPT = 1_000_000; // above a 0-byte account's rent-exempt minimum
 const wsUrl = (r: TestRelay): string => r.base.replace('http', 'ws') + '/ws';
 
@@ -169,6 +173,19 @@ describe('Solana landing through the relay (litesvm)', { skip: SVM_SKIP }, () =>
       sigs.push(tx.signature);
     }
     for (const sig of sigs) assert.equal(typeof (await until(threaded, k, sig, 'landed', (x) => x.landing === 'done')).onchain.slot, 'number');
+  });
+
+  test('txrelay send --wait landed waits for the chain and txrelay status prints its slot', async () => {
+    const tx = legacyTransfer({ from: payer, lamports: RENT_EXEMPT + 200, blockhash: chain.blockhash() });
+    const sent = await run(process.execPath, [CLI, 'send', 'solana-rpc', Buffer.from(tx.bytes).toString('base64'), '--key', key, '--url', r.base, '--wait', 'landed', '--timeout', '15s']);
+    const out = JSON.parse(sent.stdout);
+    assert.equal(out.signature, tx.signature);
+    assert.equal(out.landing.state, 'landed');
+    const [onChain] = (await chain.call('getSignatureStatuses', [[tx.signature]])).value;
+    assert.equal(out.landing.onchain.slot, onChain.slot);
+    const st = await run(process.execPath, [CLI, 'status', tx.signature, '--key', key, '--url', r.base]);
+    assert.match(st.stdout, new RegExp(`^${tx.signature} landed\n`));
+    assert.match(st.stdout, new RegExp(`\n  chain: slot ${onChain.slot} (processed|confirmed), ok, \\d+ ms after the ack`));
   });
 
   test('landing metrics count each result per lane', async () => {
