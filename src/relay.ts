@@ -42,6 +42,7 @@ import { Replay, writeSpill } from './forward/spill.js';
 import type { SpillEntry } from './forward/lane.js';
 import { nativeUnavailableReason } from './native/addon.js';
 import { startTpu, tpuMetrics } from './tpu/start.js';
+import { LandingService } from './landing/start.js';
 
 /** Batch records older than the store's retention (7 days) are pruned hourly when no database takes them. */
 const PRUNE_INTERVAL_MS = 3600_000;
@@ -79,6 +80,7 @@ interface Parts {
   dataDir: string;
   /** The last stop's spill being resent (docs/operations.md#graceful-shutdown). */
   replay: Replay | null;
+  landing: LandingService | null;
   /** The listening apps (the HTTP one, the admin one) and what a certificate reload swaps under them. */
   tls: Record<TlsListener, TlsDoor | null>;
 }
@@ -182,7 +184,6 @@ export class Relay {
     // Before anything is opened: a missing, unreadable or mismatched pair is one start-up line (docs/operations.md#tls).
     const httpTls = readTls('http', cfg.http.tls_cert_file, cfg.http.tls_key_file);
     const adminTls = readTls('admin', cfg.admin.tls_cert_file, cfg.admin.tls_key_file);
-
     const dataDir = resolve(cfg.storage.data_dir);
     let adminToken: string;
     try {
@@ -191,7 +192,6 @@ export class Relay {
     } catch (e) {
       throw dataDirError(dataDir, e);
     }
-
     await initKeccak();
     const storeLog = componentLog(log, 'store');
     let db: Store;
@@ -255,8 +255,9 @@ export class Relay {
     let threadFeed: AcceptorThreads | null = null;
     // Closed with the solana-single lane it feeds.
     const tpu = await startTpu(cfg, log, { threads });
+    const landing = LandingService.create(cfg, clock);
     const service = await HttpService.start({
-      cfg, uws, clock, log, accounts: registry, dedup, ipLimiter, udpIpLimiter, statusReads, tips, batches: recorder, threads: verifyThreads, name: 'main',
+      cfg, uws, clock, log, accounts: registry, dedup, ipLimiter, udpIpLimiter, statusReads, tips, batches: recorder, threads: verifyThreads, name: 'main', landing: landing?.landing,
       feedLink: { watch: () => {}, publish: (account, json) => threadFeed?.publish(account, json) },
       tls: httpTls,
       tpu,
@@ -278,7 +279,7 @@ export class Relay {
     const listener = threads > 1 ? (httpTls ? uws.SSLApp(uwsTlsOptions(httpTls)) : uws.App()) : service.app;
     const acceptors =
       threads > 1
-        ? await AcceptorThreads.start({ n: threads, cfg, listener, registry, batches, dedup, ipLimiter, udpIpLimiter, statusReads, log, localStatuses: service.localStatuses, feed: service.feed })
+        ? await AcceptorThreads.start({ n: threads, cfg, listener, registry, batches, dedup, ipLimiter, udpIpLimiter, statusReads, log, localStatuses: service.localStatuses, feed: service.feed, landing: landing?.landing ?? null })
         : null;
     threadFeed = acceptors;
     // A revoked account's WebSockets close (the threads hear of changes through their own messages).
@@ -294,6 +295,7 @@ export class Relay {
     metrics.histogram('txrelay_accept_seconds', 'Time from the start of a request handler to its answer, by door.', 'door', ACCEPT_BUCKETS, () => node.accept);
     if (tpu) tpuMetrics(metrics, tpu);
     registerRelayMetrics(metrics, { stats: () => node, services: () => services, dedup, udp, batches, node: cfg.node.name, registry: pgRegistry });
+    landing?.start(metrics, [service, acceptors]);
 
     const adminDeps = {
       uws,
@@ -310,7 +312,8 @@ export class Relay {
         node: cfg.node.name,
         draining: service.pipeline.draining,
         verify_queue_ms: service.verifier.queueMs(),
-        ...(pgRegistry ? { registry: registryHealth(pgRegistry) } : {}),
+        // The replica's state: how far it is and how stale.
+        ...(pgRegistry ? { registry: { mode: 'postgres', ...pgRegistry.feed.health() } } : {}),
       }),
     };
     const adminApp = createAdminApp({ ...adminDeps, tls: adminTls });
@@ -339,6 +342,7 @@ export class Relay {
       closeListener: (s) => uws.us_listen_socket_close(s),
       dataDir,
       replay,
+      landing,
       tls: {
         http: httpTls && { listener, child: null, pair: httpTls, make: (pair) => service.sslApp(pair), caps: null },
         admin: adminTls && { listener: adminApp, child: null, pair: adminTls, make: (pair) => createAdminApp({ ...adminDeps, tls: pair }), caps: null },
@@ -389,6 +393,7 @@ export class Relay {
     this.pipeline.draining = true;
     for (const s of p.listen) p.closeListener(s);
     await p.udp?.close();
+    p.landing?.stop();
     const deadline = Date.now() + DRAIN_MS;
     const unsent = p.replay?.stop() ?? [];
     const [mine, theirs] = await Promise.all([p.service.drain(deadline), p.acceptors?.drain(deadline) ?? { abandoned: 0, spill: [] }]);
@@ -460,11 +465,6 @@ function dataDirError(dir: string, e: unknown): unknown {
   // lmdb reports the system's error number (13), node:fs its name (EACCES).
   const code = typeof raw === 'number' ? Object.entries(osConstants.errno).find(([, n]) => n === raw)?.[0] : raw;
   return typeof code === 'string' && /^E[A-Z]+$/.test(code) ? new DataDirError(dir, code, existsSync(dir), e) : e;
-}
-
-/** The replica's state for /healthz: how far it is and how stale. */
-function registryHealth(r: PgRegistry): Record<string, unknown> {
-  return { mode: 'postgres', ...r.feed.health() };
 }
 
 /** `workers.threads` 0: one per core beyond the main thread (availableParallelism honours the affinity mask). */

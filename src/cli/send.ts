@@ -3,12 +3,14 @@
  * through the client library and prints the typed outcome as JSON. Exit code
  * 0 when the relay acknowledged it (queued, duplicate, accepted), 1 otherwise.
  * With `--wait`, it then waits for the forward outcome (docs/protocol.md#status),
- * prints it as `forward`, and exits 0 only when it is `forwarded`.
+ * prints it as `forward`, and exits 0 only when it is `forwarded`; with
+ * `--wait landed`, for what the chain said (the node needs a chain RPC for
+ * the family), printed as `landing`, exit 0 only when `landed`.
  */
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import bs58 from 'bs58';
-import { EvmClient, SolanaClient, UdpSender, firstSignature, waitForwardAll, type ForwardWait } from '../client/index.js';
+import { EvmClient, SolanaClient, UdpSender, firstSignature, waitForwardAll, type ForwardWait, type LandedWait } from '../client/index.js';
 
 const SEND_DOORS = ['evm-rpc', 'evm-text', 'evm-batch', 'solana-rpc', 'solana-v2', 'solana-bundle', 'solana-udp'] as const;
 type SendDoor = (typeof SEND_DOORS)[number];
@@ -44,7 +46,8 @@ interface SendFlags {
   udpHost: string;
   udpPort: number;
   via?: string;
-  wait?: boolean;
+  /** `true` (no value) is `forwarded`. */
+  wait?: boolean | 'forwarded' | 'landed';
   /** Milliseconds, for `--wait`. */
   timeout?: number;
 }
@@ -55,6 +58,11 @@ function durationMs(v: string): number {
   if (!m) throw new InvalidArgumentError('expected a duration such as 10s, 500ms or 2m');
   const n = Number(m[1]);
   return Math.round(m[2] === 'ms' ? n : m[2] === 'm' ? n * 60_000 : n * 1000);
+}
+
+function waitUntil(v: string): 'forwarded' | 'landed' {
+  if (v !== 'forwarded' && v !== 'landed') throw new InvalidArgumentError('expected forwarded or landed');
+  return v;
 }
 
 /**
@@ -68,7 +76,7 @@ function waitId(o: { kind: string; duplicate?: boolean; requestId?: string; hash
 }
 
 /** A failed wait must not hide the acknowledgement already received: it is printed as `forward.error`. */
-function settle<T extends ForwardWait | ForwardWait[]>(p: Promise<T>): Promise<T | { error: string }> {
+function settle<T extends ForwardWait | ForwardWait[] | LandedWait | LandedWait[]>(p: Promise<T>): Promise<T | { error: string }> {
   return p.catch((e: unknown) => ({ error: e instanceof Error ? e.message : String(e) }));
 }
 
@@ -78,14 +86,19 @@ async function send(door: SendDoor, txArgs: string[], o: SendFlags): Promise<{ o
   if (txs.length === 0) throw new Error('give at least one transaction');
   if (door !== 'evm-batch' && door !== 'solana-bundle' && txs.length > 1) throw new Error(`${door} takes one transaction`);
   const acked = (k: string) => k === 'queued' || k === 'duplicate' || k === 'accepted';
-  const waitOpts = { timeout: o.timeout ?? 10_000 };
-  const forwarded = (w: ForwardWait | { error: string } | null) => w !== null && 'state' in w && w.state === 'forwarded';
-  // Without --wait the acknowledgement is the answer; with it, the forward outcome is.
+  const until = o.wait === 'landed' ? 'landed' : 'forwarded';
+  // Landing takes slots or blocks after the forward: a longer default.
+  const waitOpts = { timeout: o.timeout ?? (until === 'landed' ? 60_000 : 10_000) };
+  const key = until === 'landed' ? 'landing' : 'forward';
+  const forwarded = (w: ForwardWait | { error: string } | null) => w !== null && 'state' in w && w.state === until;
+  const waitOne = (c: EvmClient | SolanaClient, id: string, extra: { waitWhileUnknown?: boolean } = {}) =>
+    settle(until === 'landed' ? c.waitLanded(id, { ...waitOpts, ...extra }) : c.waitForward(id, { ...waitOpts, ...extra }));
+  // Without --wait the acknowledgement is the answer; with it, the forward (or landing) outcome is.
   const afterAck = async (c: EvmClient | SolanaClient, out: Parameters<typeof waitId>[0]) => {
     if (!o.wait || !acked(out.kind)) return { ok: acked(out.kind), outcome: out };
     const id = waitId(out);
-    const forward = id ? await settle(c.waitForward(id, waitOpts)) : null;
-    return { ok: forwarded(forward), outcome: { ...out, forward } };
+    const forward = id ? await waitOne(c, id) : null;
+    return { ok: forwarded(forward), outcome: { ...out, [key]: forward } };
   };
   if (family === 'evm') {
     const c = new EvmClient({ url: o.url, uuid: o.key, heartbeatMs: 0 });
@@ -97,9 +110,9 @@ async function send(door: SendDoor, txArgs: string[], o: SendFlags): Promise<{ o
         // Acknowledged items are waited on by hash, all in one read per round; null for the others.
         const ids = b.items.map((i) => (acked(i.kind) ? waitId(i) : undefined));
         const want = ids.filter((x): x is string => x !== undefined);
-        const waited = await settle(waitForwardAll((x) => c.status(x), want, waitOpts));
+        const waited = await settle(until === 'landed' ? Promise.all(want.map((x) => c.waitLanded(x, waitOpts))) : waitForwardAll((x) => c.status(x), want, waitOpts));
         const forward = ids.map((id) => (id === undefined ? null : Array.isArray(waited) ? waited.shift()! : waited));
-        return { ok: forward.every((w, k) => !acked(b.items[k]!.kind) || forwarded(w)), outcome: { ...b, forward } };
+        return { ok: forward.every((w, k) => !acked(b.items[k]!.kind) || forwarded(w)), outcome: { ...b, [key]: forward } };
       }
       const out = await c.sendRawTransaction(txs[0]!.hex, { via: door === 'evm-text' ? 'text' : 'jsonrpc' });
       return await afterAck(c, out);
@@ -119,8 +132,8 @@ async function send(door: SendDoor, txArgs: string[], o: SendFlags): Promise<{ o
       if (!signature) return { ok: false, outcome: sent };
       const c = new SolanaClient({ url: o.url, apiKey: o.key, heartbeatMs: 0 });
       try {
-        const forward = await settle(c.waitForward(signature, { ...waitOpts, waitWhileUnknown: true }));
-        return { ok: forwarded(forward), outcome: { ...sent, signature, forward } };
+        const forward = await waitOne(c, signature, { waitWhileUnknown: true });
+        return { ok: forwarded(forward), outcome: { ...sent, signature, [key]: forward } };
       } finally {
         await c.close();
       }
@@ -152,8 +165,8 @@ export function registerSendCommand(program: Command): void {
     .option('-u, --url <url>', 'relay HTTP address', 'http://127.0.0.1:8080')
     .option('--udp-host <host>', 'relay UDP host (resolved once)', '127.0.0.1')
     .option('--udp-port <port>', 'relay UDP port', (v) => Number(v), 16888)
-    .option('--wait', 'after the acknowledgement, wait for the forward outcome (printed as `forward`); exit 0 only when forwarded')
-    .option('--timeout <duration>', 'how long --wait waits: 10s (default), 500ms, 2m', durationMs)
+    .option('--wait [until]', 'after the acknowledgement, wait for the forward outcome (printed as `forward`, exit 0 only when forwarded), or with `landed` for what the chain said (printed as `landing`, exit 0 only when landed)', waitUntil)
+    .option('--timeout <duration>', 'how long --wait waits: 10s (default; 60s for landed), 500ms, 2m', durationMs)
     .action(async (door: string, txArgs: string[], o: SendFlags) => {
       if (!(SEND_DOORS as readonly string[]).includes(door)) throw new Error(`unknown door ${door}; one of ${SEND_DOORS.join(', ')}`);
       const r = await send(door as SendDoor, txArgs, o);

@@ -26,7 +26,7 @@ async function status(ids: string[], o: StatusFlags): Promise<{ ok: boolean; sta
 
 /**
  * `<id> <state> [reason]`, then one indented line per request to an
- * upstream. `id` is the one asked for: the relay answers with the
+ * upstream and one for what the chain said. `id` is the one asked for: the relay answers with the
  * transaction's own id, also when asked by request id.
  */
 function formatStatus(id: string, s: StatusObject): string {
@@ -37,7 +37,30 @@ function formatStatus(id: string, s: StatusObject): string {
     if (f.upstream_error) line += f.upstream_error.code === null ? `, ${f.upstream_error.message}` : `, error ${f.upstream_error.code}: ${f.upstream_error.message}`;
     lines.push(line);
   }
+  const chain = chainLine(s);
+  if (chain !== null) lines.push(chain);
   return lines.join('\n');
+}
+
+/**
+ * What the chain said, one indented line: `chain: slot 318220417 confirmed,
+ * ok, 792 ms after the ack` (Solana), `chain: block 19 0xab…, 2
+ * confirmations, reverted` (EVM), or how it is followed while it has not
+ * landed (`chain: following`, `behind`, `not tracked`).
+ */
+function chainLine(s: StatusObject): string | null {
+  const c = s.onchain;
+  if (!c) return s.landing && s.landing !== 'done' ? `  chain: ${s.landing.replace('_', ' ')}` : null;
+  const parts: string[] = [];
+  if (c.slot !== undefined) parts.push(`slot ${c.slot}${c.confirmation ? ` ${c.confirmation}` : ''}`);
+  if (c.block !== undefined) parts.push(`block ${c.block}${c.block_hash ? ` ${c.block_hash}` : ''}`);
+  if (c.confirmations !== undefined) parts.push(`${c.confirmations} confirmation${c.confirmations === 1 ? '' : 's'}`);
+  if (c.reason) parts.push(c.reason.replace('_', ' ') + (c.replaced_by ? ` by ${c.replaced_by}` : ''));
+  else if (c.err === null || c.err === undefined) parts.push('ok');
+  else parts.push(typeof c.err === 'string' ? c.err : `err ${JSON.stringify(c.err)}`);
+  if (c.ack_to_landed_ms !== null) parts.push(`${Math.round(c.ack_to_landed_ms)} ms after the ack`);
+  if (s.landing === 'following' || s.landing === 'behind') parts.push(`still ${s.landing}`);
+  return `  chain: ${parts.join(', ')}`;
 }
 
 export function registerStatusCommand(program: Command): void {

@@ -37,7 +37,7 @@ export interface Config {
   ws: { enabled: boolean; idle_timeout_s: number; max_buffered_bytes: number; max_subscriptions: number; max_account_subscriptions: number };
   limits: { ip_rps: number; ip_burst: number; queue_capacity: number; queue_target_ms: number; queue_max_ms: number; shed_hold_ms: number };
   dedup: { window_s: number };
-  evm: { enabled: boolean; chain_id: number; upstreams: { paid: string[]; free: string[] }; max_batch: number };
+  evm: { enabled: boolean; chain_id: number; upstreams: { paid: string[]; free: string[] }; max_batch: number; chain_rpc: string; landing_timeout_s: number };
   solana: {
     enabled: boolean;
     rpc_upstreams: string[];
@@ -46,6 +46,8 @@ export interface Config {
     spill_max_age_s: number;
     chain_rpc: string;
     tpu: { enabled: boolean; identity_keypair_file: string; leaders_ahead: number; mode: 'also' | 'only'; slot_ws: string };
+    landing_poll_ms: number;
+    landing_commitment: 'processed' | 'confirmed' | 'finalized';
   };
   plans: { free: PlanConfig; paid: PlanConfig };
   workers: { threads: number; inline: 'auto' | 'never' };

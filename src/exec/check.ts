@@ -18,7 +18,7 @@ import { decodeEvmTransaction, EvmTx } from '../chains/evm/decode.js';
 import { validateEvmTransaction } from '../chains/evm/validate.js';
 import { signingHashAt, txHashAt } from '../chains/evm/hash.js';
 import { recovers, recoversAt } from '../chains/evm/recover.js';
-import { F_CLAIMING, F_OVER_UDP, JobKind, JobResult, KEY_BYTES, S_AUX0, S_AUX1, S_AUX2, S_AUX3, S_AUX4, S_FLAGS, S_KIND, S_LENGTH, S_OFFSET, type JobTable } from './jobs.js';
+import { F_CLAIMING, F_OVER_UDP, JobKind, JobResult, KEY_BYTES, S_AUX0, S_BLOCKHASH, S_AUX1, S_AUX2, S_AUX3, S_AUX4, S_FLAGS, S_KIND, S_LENGTH, S_OFFSET, type JobTable } from './jobs.js';
 
 /**
  * Dedup key domains: a transaction sent alone and inside a bundle are
@@ -95,6 +95,7 @@ function solanaTx(c: CheckContext, s: number, tx: Uint8Array, overUdp: boolean):
   }
   jobs.setField(s, S_AUX0, view.signaturesOffset);
   jobs.setField(s, S_AUX1, view.numSignatures);
+  jobs.setField(s, S_BLOCKHASH, view.recentBlockhashOffset);
   solanaKey[0] = KEY_SOLANA_SINGLE;
   copyInto(solanaKey, 1, tx, view.signaturesOffset, SIGNATURE_BYTES);
   if (c.dedup.peek(solanaKey, c.clock())) return jobs.setResult(s, JobResult.Duplicate, '');
@@ -125,7 +126,8 @@ function evmTx(c: CheckContext, s: number, raw: Uint8Array): void {
   }
   if (peekEvm(c, s)) return jobs.setResult(s, JobResult.Duplicate, '');
   signingHashAt(raw, tx, msg32, 0);
-  if (!recovers(tx, msg32)) return jobs.setResult(s, JobResult.BadSignature, 'signature does not recover a sender');
+  if (!recovers(tx, msg32, jobs.bytes, jobs.senderAt(s))) return jobs.setResult(s, JobResult.BadSignature, 'signature does not recover a sender');
+  jobs.setNonce(s, tx.nonce);
   claim(c, s);
 }
 
@@ -133,7 +135,7 @@ function evmTx(c: CheckContext, s: number, raw: Uint8Array): void {
 function evmRecover(c: CheckContext, s: number, at: number): void {
   const j = c.jobs;
   if (peekEvm(c, s)) return j.setResult(s, JobResult.Duplicate, '');
-  const ok = recoversAt(c.slab, at + j.field(s, S_AUX0), j.field(s, S_AUX1), at + j.field(s, S_AUX2), j.field(s, S_AUX3), j.field(s, S_AUX4), j.bytes, j.msgAt(s));
+  const ok = recoversAt(c.slab, at + j.field(s, S_AUX0), j.field(s, S_AUX1), at + j.field(s, S_AUX2), j.field(s, S_AUX3), j.field(s, S_AUX4), j.bytes, j.msgAt(s), j.bytes, j.senderAt(s));
   if (!ok) return j.setResult(s, JobResult.BadSignature, 'signature does not recover a sender');
   claim(c, s);
 }

@@ -26,11 +26,13 @@
  *
  *   slot (Int32, 16 words): state, kind, offset, length, flags, result,
  *                 aux0-aux4 (what the main thread already decoded), error
- *                 length, worker index, spare...
+ *                 length, worker index, the Solana recent blockhash's offset
+ *                 (what landing follows it by), spare...
  *   slot (Float64, 3): submitted, started, finished (ms, each thread's
  *                 systemClock: wall-clock based, so comparable across threads)
- *   slot (bytes, 192): the transaction hash (32 B), the EVM signing hash
- *                 (32 B), then an error message (128 B)
+ *   slot (bytes, 224): the transaction hash (32 B), the EVM signing hash
+ *                 (32 B), the EVM sender (20 B) and nonce (8 B, big-endian)
+ *                 that landing follows it by, then an error message (128 B)
  *
  * Both rings hold RING entries, a power of two >= the slot count, so neither
  * can overflow: a slot is in at most one ring position at a time.
@@ -67,18 +69,22 @@ export const S_WORKER = 9;
 export const S_AUX2 = 10;
 export const S_AUX3 = 11;
 export const S_AUX4 = 12;
+/** A Solana transaction's recent blockhash, its offset in the transaction: landing ends it `blockhash_expired` by it (docs/protocol.md#status). */
+export const S_BLOCKHASH = 13;
 
 const SLOT_TIMES = 3;
 const T_SUBMIT = 0;
 export const T_START = 1;
 export const T_END = 2;
 
-/** Per-slot bytes: an EVM transaction hash, its signing hash, and 128 of error text, which is all a rejection needs. */
-const SLOT_BYTES = 192;
+/** Per-slot bytes: an EVM transaction hash, its signing hash, sender and nonce, and 128 of error text, which is all a rejection needs. */
+const SLOT_BYTES = 224;
 const KEY_AT = 0;
 export const KEY_BYTES = 32;
 const MSG_AT = 32;
-const ERROR_AT = 64;
+const SENDER_AT = 64;
+const NONCE_AT = 84;
+const ERROR_AT = 96;
 const ERROR_BYTES = 128;
 
 /** Slot states: for ownership checks and crash recovery (a dead worker leaves CLAIMED slots). */
@@ -394,6 +400,28 @@ export class JobTable {
 
   msgAt(s: number): number {
     return s * SLOT_BYTES + MSG_AT;
+  }
+
+  /** Where a checked EVM transaction's 20-byte sender is written (landing matches a taken nonce by it). */
+  senderAt(s: number): number {
+    return s * SLOT_BYTES + SENDER_AT;
+  }
+
+  /** An EVM transaction's nonce, kept for landing (a u64, big-endian in the slot's bytes). */
+  setNonce(s: number, nonce: bigint): void {
+    const at = s * SLOT_BYTES + NONCE_AT;
+    let n = nonce;
+    for (let i = 7; i >= 0; i--) {
+      this.bytes[at + i] = Number(n & 0xffn);
+      n >>= 8n;
+    }
+  }
+
+  nonce(s: number): bigint {
+    const at = s * SLOT_BYTES + NONCE_AT;
+    let n = 0n;
+    for (let i = 0; i < 8; i++) n = (n << 8n) | BigInt(this.bytes[at + i]!);
+    return n;
   }
 
   /** Writes the result and, for a rejection, its message (ASCII; longer text is cut). */

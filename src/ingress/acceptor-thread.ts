@@ -25,6 +25,7 @@ import { attachConnectionCaps, connectionCaps } from './conn-caps.js';
 import type { StatusView } from '../status/tracker.js';
 import { HttpService } from './service.js';
 import { readTls } from './tls.js';
+import { landingFamilies } from '../landing/start.js';
 import type { ToAcceptor, FromAcceptor } from './acceptors.js';
 
 export interface AcceptorData {
@@ -77,6 +78,7 @@ const batches: BatchRecorder = {
 };
 
 const acceptor = loadAcceptor(cfg.http.acceptor);
+let landingBehind: Record<'solana' | 'evm', boolean> = { solana: false, evm: false };
 const service = await HttpService.start({
   cfg,
   uws: acceptor.uws,
@@ -105,6 +107,12 @@ const service = await HttpService.start({
   },
   // The main thread checked the pair before it started the threads.
   tls: readTls('http', cfg.http.tls_cert_file, cfg.http.tls_key_file),
+  // The main thread's landing follows every thread's forwarded transactions and tells this one what the chain said.
+  landing: landingFamilies(cfg).size === 0 ? null : {
+    tracks: (chain) => landingFamilies(cfg).has(chain),
+    behind: (chain) => landingBehind[chain],
+    follow: (t) => post({ t: 'follow', id: t.id, landingRef: t.landingRef!, receivedAt: t.receivedAt }),
+  },
 });
 const caps = connectionCaps(cfg.http, acceptor, log, d.of);
 if (caps) attachConnectionCaps(service.app, caps);
@@ -125,6 +133,11 @@ port.on('message', (m: ToAcceptor) => {
       return service.feed.setRemote(m.account, m.on);
     case 'status-push':
       return service.feed.deliver(m.account, m.json);
+    case 'landed':
+      return service.landed(m.id, m.l);
+    case 'landing-behind':
+      landingBehind = m.behind;
+      return;
     case 'stats':
       return post({ t: 'stats', id: m.id, stats: service.stats() });
     case 'statuses':

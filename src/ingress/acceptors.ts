@@ -22,7 +22,9 @@ import { pack } from 'msgpackr';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../obs/log.js';
 import { scrub } from '../obs/log.js';
-import type { StatusView } from '../status/tracker.js';
+import type { StatusView, Trace } from '../status/tracker.js';
+import type { Landed } from '../status/trace.js';
+import type { Landing } from '../landing/landing.js';
 import type { ServiceStats } from '../obs/service-stats.js';
 import type { AccountRegistry, SeatedRecord } from '../pipeline/accounts.js';
 import type { BatchStore, NewBatch, StoredItem } from '../store/batches.js';
@@ -50,7 +52,11 @@ export type ToAcceptor =
   /** Whether another thread's WebSockets watch this account's status changes. */
   | { t: 'watched'; account: number; on: boolean }
   /** A status change another thread traced, for this thread's subscribers. */
-  | { t: 'status-push'; account: number; json: string };
+  | { t: 'status-push'; account: number; json: string }
+  /** What the chain said about a transaction this thread asked to follow. */
+  | { t: 'landed'; id: string; l: Landed }
+  /** Whether landing tracking has fallen behind, per family (statuses say `landing: "behind"`). */
+  | { t: 'landing-behind'; behind: Record<'solana' | 'evm', boolean> };
 
 export type FromAcceptor =
   | { t: 'ready'; descriptor: number }
@@ -69,7 +75,9 @@ export type FromAcceptor =
   /** This thread's WebSockets started (or stopped) watching an account. */
   | { t: 'watch'; account: number; on: boolean }
   /** A status change for the other threads' subscribers. */
-  | { t: 'status-push'; account: number; json: string };
+  | { t: 'status-push'; account: number; json: string }
+  /** A forwarded transaction to follow on chain: the main thread's landing follows for every thread. */
+  | { t: 'follow'; id: string; landingRef: NonNullable<Trace['landingRef']>; receivedAt: number };
 
 /** A scrape renders without a thread's figures after this. */
 const STATS_TIMEOUT_MS = 2000;
@@ -91,6 +99,8 @@ interface AcceptorOptions {
   localStatuses: (accountId: number, ids: readonly string[]) => StatusView[];
   /** The main thread's feed: told which accounts the threads watch. */
   feed: StatusFeed;
+  /** Null: no family is followed on chain. */
+  landing: Landing | null;
 }
 
 /** A thread that does not answer a status question in this long is left out of the answer. */
@@ -348,7 +358,29 @@ export class AcceptorThreads {
         return this.watch(t.index, m.account, m.on);
       case 'status-push':
         return this.publish(m.account, m.json, t.index);
+      case 'follow': {
+        const list = this.following.get(m.id);
+        if (list === undefined) this.following.set(m.id, [t.index]);
+        else if (!list.includes(t.index)) list.push(t.index);
+        return this.o.landing?.follow(m);
+      }
     }
+  }
+
+  /** Transaction id -> the threads that asked to follow it: what the chain says goes back to them only. */
+  private readonly following = new Map<string, number[]>();
+
+  /** What the chain said about `id`, to the threads following it. */
+  landed(id: string, l: Landed): void {
+    const list = this.following.get(id);
+    if (list === undefined) return;
+    if (!l.following) this.following.delete(id);
+    for (const i of list) this.threads[i]?.post({ t: 'landed', id, l });
+  }
+
+  /** Landing fell behind or caught up: every thread's statuses say so. */
+  landingBehind(behind: Record<'solana' | 'evm', boolean>): void {
+    for (const t of this.threads) t.post({ t: 'landing-behind', behind });
   }
 
   /** A change traced on thread `from` (-1: the main thread) to every other thread watching its account. */

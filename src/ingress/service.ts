@@ -21,7 +21,8 @@ import type { SpillEntry } from '../forward/lane.js';
 import type { TipAccounts } from '../chains/solana/tip.js';
 import { Pipeline } from '../pipeline/admit.js';
 import { Outcome } from '../pipeline/outcome.js';
-import { Tracker, mergeStatuses, unknownStatus, type StatusView } from '../status/tracker.js';
+import { Tracker, mergeStatuses, unknownStatus, type LandingHost, type StatusView } from '../status/tracker.js';
+import type { Landed } from '../status/trace.js';
 import { E, RelayError } from '../errors.js';
 import type { AccountRecord } from '../store/accounts.js';
 import type { Accounts } from '../pipeline/accounts.js';
@@ -71,11 +72,15 @@ interface ServiceDeps {
   tls?: TlsPair | null;
   /** The main thread's TPU route, when on (src/tpu/start.ts). */
   tpu?: LaneTap | null;
+  /** Where forwarded transactions are followed on chain (the main thread's landing, or a thread's link to it); null: not followed. */
+  landing?: LandingHost | null;
 }
 
 export class HttpService {
   /** The statuses this service's tracker holds for an account's ids (the others' asked for them). */
   localStatuses: (accountId: number, ids: readonly string[]) => StatusView[] = () => [];
+  /** What the chain said about transaction `id`, for this service's traces of it. */
+  landed: (id: string, l: Landed) => void = () => {};
 
   private constructor(
     readonly name: string,
@@ -152,7 +157,7 @@ export class HttpService {
       warnDry: d.name === 'main',
     });
     const feed = new StatusFeed(d.feedLink ?? null);
-    const tracker = cfg.status.enabled ? new Tracker({ retentionMs: cfg.status.retention_s * 1000, maxEntries: cfg.status.max_tracked, node: cfg.node.name, feed }) : null;
+    const tracker = cfg.status.enabled ? new Tracker({ retentionMs: cfg.status.retention_s * 1000, maxEntries: cfg.status.max_tracked, node: cfg.node.name, feed, landing: d.landing }) : null;
     const local = (accountId: number, ids: readonly string[]): StatusView[] => ids.map((id) => tracker?.status(id, accountId) ?? unknownStatus(id, cfg.node.name));
     const statuses = (account: AccountRecord, ids: readonly string[], done: (o: Outcome) => void): void => {
       const wait = d.statusReads.tryTake(`account ${account.id}`, 1, clock());
@@ -219,6 +224,7 @@ export class HttpService {
     const ws = mount(app);
     const service = new HttpService(d.name, app, pipeline, verifier, forwarder, reply, slab, d.accounts, accept, feed, ws, bodies, d.uws, mount);
     service.localStatuses = local;
+    if (tracker) service.landed = (id, l) => tracker.landed(id, l);
     return service;
   }
 

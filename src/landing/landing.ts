@@ -83,7 +83,7 @@ export class Landing implements LandingStats, LandingHost {
    * counts from its receipt: its acknowledgement left within that request's
    * own latency.
    */
-  follow(t: Trace): void {
+  follow(t: Pick<Trace, 'id' | 'landingRef' | 'receivedAt'>): void {
     const r = t.landingRef;
     if (r === null) return;
     if ('from' in r) this.followEvm(t.id, r.from, r.nonce, r.lane, t.receivedAt);
@@ -132,7 +132,7 @@ export class Landing implements LandingStats, LandingHost {
     const f = this.followed.get(e.id);
     if (!f) return;
     if (e.final) this.followed.delete(e.id);
-    const ackToLandedMs = e.state === 'not_landed' ? null : Math.max(0, e.at - f.ackAt);
+    const ackToLandedMs = e.state === 'not_landed' ? null : Math.max(0, Math.round(e.at - f.ackAt));
     // Metrics count transactions (a bundle's members too), once each: at the first report.
     if (!this.counted.has(e.id)) {
       this.count(f.lane, e, ackToLandedMs);
@@ -143,7 +143,7 @@ export class Landing implements LandingStats, LandingHost {
       return;
     }
     const b = this.bundles.offer(e);
-    if (b) this.o.onLanding(b.event, { lane: f.lane, ackToLandedMs: b.event.state === 'not_landed' ? null : Math.max(0, b.event.at - f.ackAt), transactions: b.transactions });
+    if (b) this.o.onLanding(b.event, { lane: f.lane, ackToLandedMs: b.event.state === 'not_landed' ? null : Math.max(0, Math.round(b.event.at - f.ackAt)), transactions: b.transactions });
   }
 
   /** Reported at least once, not ended yet. */

@@ -13,7 +13,8 @@ import type { Slab } from '../tables/slab.js';
 import type { Forwarder } from '../forward/forwarder.js';
 import type { LaneName } from '../forward/lane.js';
 import type { Verifier } from '../exec/verifier.js';
-import { F_OVER_UDP, JobKind, JobResult, KEY_BYTES, S_AUX0, S_AUX1, S_AUX2, S_AUX3, S_AUX4, S_RESULT, type JobTable } from '../exec/jobs.js';
+import { F_OVER_UDP, JobKind, JobResult, KEY_BYTES, S_AUX0, S_AUX1, S_AUX2, S_AUX3, S_AUX4, S_BLOCKHASH, S_RESULT, type JobTable } from '../exec/jobs.js';
+import { bundleRef, evmRef, solanaRef } from '../landing/ref.js';
 import { KEY_EVM, KEY_SOLANA_SINGLE } from '../exec/check.js';
 import { CounterSet, LABEL_SEPARATOR } from '../obs/metrics.js';
 import { base58EncodeAt } from '../native/base58.js';
@@ -21,7 +22,7 @@ import { MAX_V1_TX_SIZE } from '../chains/solana/decode.js';
 import type { TipAccounts } from '../chains/solana/tip.js';
 import { Gate, OVER_BOUND, type GateDeps } from './gate.js';
 import { Placer, SLAB_FULL } from './place.js';
-import { MAX_BUNDLE_BODY, bundleVerdict, memberViews, placeBundle, placeBundleTexts, prepareBundle } from './bundle.js';
+import { MAX_BUNDLE_BODY, bundleId, bundleVerdict, memberViews, placeBundle, placeBundleTexts, prepareBundle } from './bundle.js';
 import { prepareItem, type BatchRecorder } from './evm-batch.js';
 import { Outcome } from './outcome.js';
 import { Kind, Submission, type BodySink, type Sink } from './submission.js';
@@ -335,6 +336,7 @@ export class Pipeline implements BodySink {
       this.jobs.setField(s, S_AUX2, v.accountKeysOffset);
       this.jobs.setField(s, S_AUX3, v.messageOffset);
       this.jobs.setField(s, S_AUX4, v.messageLength);
+      this.jobs.setField(s, S_BLOCKHASH, v.recentBlockhashOffset);
       slots.push(s);
     }
     sub.pending = n;
@@ -357,6 +359,8 @@ export class Pipeline implements BodySink {
     }
     const payload = sub.offsets!.map((o, i) => this.place.buf.toString('base64', o, o + sub.lengths![i]!));
     const trace = this.trace(sub, ids[0]!);
+    if (trace) this.d.tracker!.alias(trace, bundleId(key));
+    if (trace && this.d.tracker!.follows('solana')) trace.landingRef = bundleRef(this.jobs, slots, this.place.bytes, sub.offsets!, ids, sub.lane);
     if (!this.d.forwarder.lane('solana-bundle').offer(payload, trace)) {
       if (trace) this.d.tracker!.forget(trace);
       this.d.dedup.release(key, this.clock());
@@ -433,6 +437,7 @@ export class Pipeline implements BodySink {
       // Base64 that decoded is canonical: the client's own text is forwarded, saving an encode.
       payload = sub.textForwarded ? sub.text! : this.place.buf.toString('base64', sub.offset, sub.offset + sub.length);
       const trace = this.trace(sub, id);
+      if (trace && this.d.tracker!.follows('solana')) trace.landingRef = solanaRef(this.jobs, s, this.place.bytes, sub.offset, sub.lane);
       if (!this.d.forwarder.lane(sub.lane).offer(payload, trace)) {
         if (trace) this.d.tracker!.forget(trace);
         this.unclaim(KEY_SOLANA_SINGLE, this.place.bytes, sigAt, SIGNATURE_BYTES);
@@ -451,6 +456,7 @@ export class Pipeline implements BodySink {
       }
       payload = sub.text ?? '0x' + this.place.buf.toString('hex', sub.offset, sub.offset + sub.length);
       const trace = this.trace(sub, id);
+      if (trace && this.d.tracker!.follows('evm')) trace.landingRef = evmRef(this.jobs, s, sub.lane);
       if (!this.d.forwarder.lane(sub.lane).offer(payload, trace)) {
         if (trace) this.d.tracker!.forget(trace);
         this.unclaim(KEY_EVM, this.jobs.bytes, keyAt, KEY_BYTES);

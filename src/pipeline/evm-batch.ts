@@ -50,6 +50,7 @@ export function prepareItem(p: Placer, jobs: JobTable, chainId: bigint, item: Su
     jobs.setField(s, S_AUX2, tx.sAt);
     jobs.setField(s, S_AUX3, tx.sLen);
     jobs.setField(s, S_AUX4, tx.yParity);
+    jobs.setNonce(s, tx.nonce);
   } catch (e) {
     if (!(e instanceof DecodeError)) throw e;
     item.invalid = new RelayError(E.TX_INVALID, e.message);

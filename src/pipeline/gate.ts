@@ -63,7 +63,8 @@ export class Gate {
     // A JSON-RPC body's calls are each refused DRAINING, with their own ids.
     if (sub.kind !== Kind.Calls) {
       if (this.draining) return new RelayError(E.DRAINING);
-      if (!this.d.enabled[sub.family]) return new RelayError(E.NOT_FOUND);
+      // A status read is the account's whichever family's header carried the credential (docs/protocol.md#status).
+      if (!this.d.enabled[sub.family] && sub.kind !== Kind.Query) return new RelayError(E.NOT_FOUND);
     }
     if (!sub.arrived) {
       const shed = this.shed();

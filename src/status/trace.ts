@@ -83,6 +83,8 @@ export class Trace {
   items: readonly string[] | null = null;
   /** Findable by its transaction id (a duplicate of a trace still held is not). */
   indexed = false;
+  /** A second id it is findable by: a bundle's Jito bundle id (its own id is its first signature). */
+  alias: string | null = null;
   /** In the tracker (not evicted nor forgotten). */
   held = false;
   /** Its request's counter (`requestSeq`): where the request ring holds it; -1 for none. */

@@ -2,8 +2,9 @@
  * What happened to each admitted transaction on this node after its
  * acknowledgement (docs/protocol.md#status): queued, each upstream attempt
  * and its answer, and the end (forwarded, upstream_rejected, failed, dropped),
- * or a duplicate naming the first request. Never "landed": the relay does not
- * see inclusion.
+ * or a duplicate naming the first request; then, where the node follows the
+ * family on chain (src/landing/), what the chain said: landed, landed_failed
+ * or not_landed.
  *
  * Per account: traces are found by (account, id), so another account sending
  * the same public transaction never changes what its sender reads.
@@ -143,6 +144,22 @@ export class Tracker {
     if (feed && feed.watched(t.accountId)) feed.publish(t.accountId, this.view(t));
   }
 
+  /** Whether forwarded traces of this family are followed on chain: only then does the pipeline record what landing needs. */
+  follows(chain: 'evm' | 'solana'): boolean {
+    return this.o.landing?.tracks(chain) ?? false;
+  }
+
+  /**
+   * A bundle's trace is findable by the id `sendBundle` answered too (Jito's
+   * bundle id, docs/protocol.md#status), while it is held; like its first
+   * signature, another account's bundle id reads `unknown`.
+   */
+  alias(t: Trace, id: string): void {
+    if (!t.held || !t.indexed || this.idFor(id, t.accountId) !== undefined) return;
+    t.alias = id;
+    this.setId(id, t.accountId, t);
+  }
+
   /** A trace forwarded: followed on chain where its family is and its decode told how. */
   forwarded(t: Trace): void {
     const l = this.o.landing;
@@ -261,6 +278,7 @@ export class Tracker {
       s.q = s.q.slice(s.head);
       s.head = 0;
     }
+    if (t.alias !== null && this.idFor(t.alias, t.accountId) === t) this.unsetId(t.alias, t.accountId);
     if (t.indexed) {
       if (!expire) {
         if (this.idFor(t.id, t.accountId) === t) this.unsetId(t.id, t.accountId);

@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import { secp256k1 as nobleSecp } from '@noble/curves/secp256k1.js';
 import { DecodeError } from '../../errors.js';
 import type { EvmTx } from './decode.js';
-import { keccak256 } from './hash.js';
+import { keccak256, keccak256At } from './hash.js';
 
 /** The part of the `secp256k1` package's API we use (it ships no type declarations). */
 interface NativeSecp256k1 {
@@ -63,11 +63,13 @@ export function recoverSender(tx: EvmTx, hash: Uint8Array): Uint8Array {
 
 /**
  * Whether the signature recovers a public key (false where `recoverSender`
- * throws). The address, a keccak that cannot fail, is unused, so not computed.
+ * throws); with `out`, the sender's 20-byte address is written at out[outAt]
+ * (landing follows the sender's nonce), a keccak that cannot fail.
  */
-export function recovers(tx: EvmTx, hash: Uint8Array): boolean {
+export function recovers(tx: EvmTx, hash: Uint8Array, out?: Uint8Array, outAt = 0): boolean {
   try {
-    recoverPublicKey(tx, hash);
+    const pub = recoverPublicKey(tx, hash);
+    if (out) addressInto(pub, out, outAt);
     return true;
   } catch (e) {
     if (e instanceof DecodeError) return false;
@@ -79,10 +81,11 @@ export function recovers(tx: EvmTx, hash: Uint8Array): boolean {
  * `recovers` for a transaction decoded elsewhere (a batch item decoded on the
  * main thread): r and s as offsets into `raw`, the signing hash at msg[msgAt..+32).
  */
-export function recoversAt(raw: Uint8Array, rAt: number, rLen: number, sAt: number, sLen: number, recid: number, msg: Uint8Array, msgAt: number): boolean {
+export function recoversAt(raw: Uint8Array, rAt: number, rLen: number, sAt: number, sLen: number, recid: number, msg: Uint8Array, msgAt: number, out?: Uint8Array, outAt = 0): boolean {
   for (let i = 0; i < 32; i++) hash32[i] = msg[msgAt + i]!;
   try {
-    recoverFrom(raw, rAt, rLen, sAt, sLen, recid, hash32);
+    const pub = recoverFrom(raw, rAt, rLen, sAt, sLen, recid, hash32);
+    if (out) addressInto(pub, out, outAt);
     return true;
   } catch (e) {
     if (e instanceof DecodeError) return false;
@@ -91,6 +94,13 @@ export function recoversAt(raw: Uint8Array, rAt: number, rLen: number, sAt: numb
 }
 
 const hash32 = new Uint8Array(32);
+const addr32 = new Uint8Array(32);
+
+/** The address of an uncompressed public key: the last 20 bytes of keccak-256 of the key without its 0x04. */
+function addressInto(pub: Uint8Array, out: Uint8Array, outAt: number): void {
+  keccak256At(pub, 1, 64, addr32, 0);
+  for (let i = 0; i < 20; i++) out[outAt + i] = addr32[12 + i]!;
+}
 
 /** The uncompressed public key (65 bytes; with libsecp256k1, this thread's scratch, valid until the next call). */
 function recoverPublicKey(tx: EvmTx, hash: Uint8Array): Uint8Array {

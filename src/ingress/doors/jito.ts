@@ -1,6 +1,7 @@
 /**
  * Jito's JSON-RPC API as a drop-in (docs/protocol.md#jito-compatible-api):
- * `POST /api/v1/bundles` (`sendBundle`, `getTipAccounts`) and
+ * `POST /api/v1/bundles` (`sendBundle`, `getTipAccounts`, `getBundleStatuses`,
+ * `getInflightBundleStatuses`) and
  * `POST /api/v1/transactions` (`sendTransaction`), so Jito's clients work by
  * changing only their base URL to `<relay>/api/v1`. What is Jito's here is
  * only where the credential is and which methods each path serves; the calls
@@ -8,23 +9,65 @@
  */
 import { E, RelayError } from '../../errors.js';
 import type { HttpRequest } from '../uws.js';
+import type { StatusObject } from '../../shared/status.js';
+import type { Submission } from '../../pipeline/submission.js';
 
 export const JITO_BUNDLES = '/api/v1/bundles';
 export const JITO_TRANSACTIONS = '/api/v1/transactions';
 
-export const JITO_BUNDLE_METHODS: ReadonlySet<string> = new Set(['sendBundle', 'getTipAccounts']);
+export const JITO_BUNDLE_METHODS: ReadonlySet<string> = new Set(['sendBundle', 'getTipAccounts', 'getBundleStatuses', 'getInflightBundleStatuses']);
 export const JITO_TRANSACTION_METHODS: ReadonlySet<string> = new Set(['sendTransaction']);
 
-/** Jito's bundle status methods: the relay forwards and never learns whether a bundle landed. */
-const STATUS_METHODS: ReadonlySet<string> = new Set(['getBundleStatuses', 'getInflightBundleStatuses']);
+/** Jito's bundle status methods, answered from the node's statuses (docs/protocol.md#jito-compatible-api). */
+export const JITO_STATUS_METHODS: ReadonlySet<string> = new Set(['getBundleStatuses', 'getInflightBundleStatuses']);
+/** Ids per call, as Jito takes them. */
+const MAX_JITO_IDS = 5;
 
-/** The refusal of a status method (-32601), naming what the relay does answer; null for any other method. */
-export function jitoStatusRefusal(method: string): RelayError | null {
-  if (!STATUS_METHODS.has(method)) return null;
-  return new RelayError(
-    E.METHOD_NOT_FOUND,
-    `${method}: the relay cannot know whether a bundle landed; txrelay_getStatuses on POST / (with the api-key header) says what became of it on this node, by its first signature`,
-  );
+/** A Jito status read: its ids are status ids (the bundle ids `sendBundle` answered). */
+export interface JitoStatusOp {
+  op: 'jito-statuses';
+  inflight: boolean;
+}
+
+/** A Jito status read (`sub`, a Solana query): the account's statuses of `[[id, ...]]`, 1 to 5 ids, answered in Jito's shapes. */
+export function jitoStatusRead(sub: Submission, method: string, params: unknown): Submission {
+  const ids = Array.isArray(params) && params.length === 1 ? params[0] : undefined;
+  if (!Array.isArray(ids) || ids.length < 1 || ids.length > MAX_JITO_IDS || !ids.every((x) => typeof x === 'string' && x.length > 0 && x.length <= 128)) {
+    sub.invalid = new RelayError(E.INVALID_PARAMS, `params must be [[bundle id, ...]], 1 to ${MAX_JITO_IDS} ids`);
+  } else sub.queryIds = ids as string[];
+  sub.ctx = { op: 'jito-statuses', inflight: method === 'getInflightBundleStatuses' } satisfies JitoStatusOp;
+  return sub;
+}
+
+/**
+ * Jito's answer shapes from the node's statuses. `getBundleStatuses`: null
+ * until the bundle landed, then its slot, confirmation, `err` as `{"Ok":null}`
+ * or `{"Err":…}`, and its signatures. `getInflightBundleStatuses`: `Invalid`
+ * (an id this account never sent here, or past retention), `Pending`,
+ * `Failed` (it will not land), `Landed` with `landed_slot`. `context.slot` is
+ * the highest slot among the answer's statuses (0 when none landed): the
+ * relay reads no slot of its own.
+ */
+export function jitoStatuses(views: readonly StatusObject[], ids: readonly string[], inflight: boolean): string {
+  let slot = 0;
+  const value = views.map((v, i) => {
+    const on = v.onchain;
+    const landed = (v.state === 'landed' || v.state === 'landed_failed') && on?.slot !== undefined;
+    if (landed) slot = Math.max(slot, on!.slot!);
+    if (inflight) {
+      const status = landed ? 'Landed' : v.state === 'unknown' || v.state === 'expired' ? 'Invalid' : v.state === 'queued' || v.state === 'forwarded' || v.state === 'duplicate' ? 'Pending' : 'Failed';
+      return { bundle_id: ids[i], status, landed_slot: landed ? on!.slot! : null };
+    }
+    if (!landed) return null;
+    return {
+      bundle_id: ids[i],
+      transactions: on!.transactions?.map((t) => t.id) ?? [v.id],
+      slot: on!.slot,
+      confirmation_status: on!.confirmation ?? null,
+      err: v.state === 'landed' ? { Ok: null } : { Err: on!.err ?? null },
+    };
+  });
+  return JSON.stringify({ context: { slot }, value });
 }
 
 /** A query string longer than this is refused unread: Jito's clients send `uuid` and `bundleOnly`, nothing long. */

@@ -36,7 +36,7 @@ import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
 import { BEARER_FORM, bearer } from './evm.js';
 import { TOO_DEEP_DETAIL, scanCall, tooDeep } from './rpc-scan.js';
-import { JITO_BUNDLES, JITO_BUNDLE_METHODS, JITO_TRANSACTIONS, JITO_TRANSACTION_METHODS, jitoHead, jitoStatusRefusal } from './jito.js';
+import { JITO_BUNDLES, JITO_BUNDLE_METHODS, JITO_STATUS_METHODS, JITO_TRANSACTIONS, JITO_TRANSACTION_METHODS, jitoHead, jitoStatusRead, jitoStatuses, type JitoStatusOp } from './jito.js';
 
 export interface RpcCall {
   method: string;
@@ -98,13 +98,13 @@ interface RpcRequest {
 /** A socket call that is no submission: answered by the socket itself once the gate let it through. */
 type SocketOp = { op: 'subscribe' } | { op: 'unsubscribe'; id: number };
 /** A read answered by the door once the gate let it through: Jito's `getTipAccounts`. */
-type ReadOp = SocketOp | { op: 'tips' };
+type ReadOp = SocketOp | { op: 'tips' } | JitoStatusOp;
 /** A `sendTransaction` admitted as a bundle of one (`ctx` of its Submission): answered with its signature. */
 const BUNDLE_OF_ONE = 'bundle-of-one';
 
 const ARRAY_METHODS = new Set(['eth_sendRawTransaction']);
-const SOLANA_METHODS = new Set(['sendTransaction', 'sendBundle']);
-const METHODS = new Set(['eth_sendRawTransaction', 'svc_sendRawTransactionBatch', 'sendTransaction', 'sendBundle', 'txrelay_getStatuses']);
+const SOLANA_METHODS = new Set(['sendTransaction', 'sendBundle', ...JITO_STATUS_METHODS]);
+const METHODS = new Set(['eth_sendRawTransaction', 'svc_sendRawTransactionBatch', 'sendTransaction', 'sendBundle', 'txrelay_getStatuses', ...JITO_STATUS_METHODS]);
 const SOCKET_METHODS = new Set(['txrelay_subscribe', 'txrelay_unsubscribe']);
 /** The wrong family's header names the right one. */
 const EVM_HEADER = ' (EVM methods take `Authorization: Bearer <uuid>`; the api-key header is for Solana methods)';
@@ -163,7 +163,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     const m = c.method;
     if (SOCKET_METHODS.has(m) && rq.socket === null) return refusedCall(new RelayError(E.METHOD_NOT_FOUND, `${m} (only on the WebSocket door, /ws)`), id, io, door);
     if (!rq.route.methods.has(m) && !(rq.socket !== null && SOCKET_METHODS.has(m))) {
-      return refusedCall((rq.route.jito ? jitoStatusRefusal(m) : null) ?? new RelayError(E.METHOD_NOT_FOUND, m.slice(0, 64) + ONLY_SENDS), id, io, door);
+      return refusedCall(new RelayError(E.METHOD_NOT_FOUND, m.slice(0, 64) + ONLY_SENDS), id, io, door);
     }
     if (rq.array && !ARRAY_METHODS.has(m)) return refusedCall(new RelayError(E.INVALID_REQUEST, `${m} cannot be sent inside a JSON-RPC array`), id, io, door);
     const p = c.params;
@@ -196,6 +196,8 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       sub.credential = rq.apiKey;
       sub.queryIds = [];
       sub.ctx = { op: 'tips' } satisfies ReadOp;
+    } else if (JITO_STATUS_METHODS.has(m)) {
+      sub = jitoStatusRead(solanaCall(rq, Kind.Query, io), m, p);
     } else if (m === 'txrelay_getStatuses') {
       // Either family's credential: the statuses are the account's, whichever door sent them.
       sub = new Submission(Kind.Query, sk?.family ?? (rq.apiKey !== null ? 'solana' : 'evm'), io);
@@ -304,6 +306,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       const op = c.ctx as ReadOp | null;
       if (op === null) return [200, JSON_TYPE, solanaResult(statusesJson(o), c.rpcId), undefined];
       if (op.op === 'tips') return [200, JSON_TYPE, solanaResult(tips, c.rpcId), undefined];
+      if (op.op === 'jito-statuses') return [200, JSON_TYPE, solanaResult(jitoStatuses(o.statuses!, c.queryIds!, op.inflight), c.rpcId), undefined];
       const result = op.op === 'subscribe' ? rq.socket!.subscribe() : rq.socket!.unsubscribe(op.id);
       if (result instanceof RelayError) return [result.spec.http, JSON_TYPE, rpcError(result, c.rpcId), undefined];
       return [200, JSON_TYPE, solanaResult(String(result), c.rpcId), undefined];
