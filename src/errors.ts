@@ -6,6 +6,7 @@
  * credential.
  */
 import { RPC_UNAVAILABLE, RPC_RATE_LIMITED, type Retry } from './shared/codes.js';
+import { uuidTextWords } from './shared/uuid.js';
 
 // Shared with the client (src/shared/codes.ts), which imports nothing from the server.
 export type { Retry };
@@ -29,7 +30,10 @@ function spec(code: string, http: number, rpc: number, message: string, extra: P
 
 const DO_NOT_RETRY = { retry: 'do_not_retry_automatically' } as const;
 /** AUTH_MISSING's detail for a Solana call that came with only the EVM header: which one to use. */
-export const SOLANA_HEADER = ' (Solana methods take the api-key header; Authorization: Bearer is for EVM methods)';
+export const SOLANA_HEADER = ' (Solana methods take the api-key header or ?api-key=; Authorization: Bearer is for EVM methods)';
+
+/** AUTH_INVALID's detail for a credential that is not a UUID at all, not merely unknown. */
+export const NOT_A_UUID = ' (not a UUID)';
 
 export const E = {
   // Request shape.
@@ -48,7 +52,8 @@ export const E = {
   // Authentication: the Solana bodies are the fixed texts its clients know.
   // Detail: how this door takes the credential, where the request came with the other family's (SOLANA_HEADER, or the doors' EVM forms).
   AUTH_MISSING: spec('TXR_AUTH_MISSING', 401, -32010, 'Unauthorized: account UUID missing{}', { text: 'Not Found api-key{}' }),
-  AUTH_INVALID: spec('TXR_AUTH_INVALID', 401, -32010, 'Unauthorized: account UUID not recognised', { text: 'Invalid Api-Key' }),
+  // Detail: NOT_A_UUID where the key is not a UUID at all.
+  AUTH_INVALID: spec('TXR_AUTH_INVALID', 401, -32010, 'Unauthorized: account UUID not recognised{}', { text: 'Invalid Api-Key{}' }),
 
   // Rate limits; `{}` is the limit in requests per second.
   RATE_ACCOUNT: spec('TXR_RATE_ACCOUNT', 429, RPC_RATE_LIMITED, 'Account rate limit: {} per second', { text: 'Exceed Rate Limit: {} per second', retry: 'retry_safe' }),
@@ -71,7 +76,8 @@ export const E = {
     ...DO_NOT_RETRY,
   }),
   BATCH_DECODE: spec('TXR_BATCH_DECODE', 605, -32602, 'Batch Decode Error: {}', DO_NOT_RETRY),
-  TIP_NOT_FOUND: spec('TXR_TIP_NOT_FOUND', 606, -32602, 'Tip Instruction Not Found', DO_NOT_RETRY),
+  // Detail: the tip accounts, added by the door's answer (answers/answer.ts).
+  TIP_NOT_FOUND: spec('TXR_TIP_NOT_FOUND', 606, -32602, 'Tip Instruction Not Found{}', DO_NOT_RETRY),
   TIP_TOO_LOW: spec('TXR_TIP_TOO_LOW', 607, -32602, 'Please add a minimum tip of {} lamports (batch total)', DO_NOT_RETRY),
 
   // Admin API (JSON bodies `{"error":{"code","message"}}`).
@@ -150,6 +156,13 @@ export class RelayError {
   toString(): string {
     return `${this.name} ${this.code}: ${this.message}`;
   }
+}
+
+const scratch = new Int32Array(4);
+
+/** A credential no live account has: said to be no UUID at all where it is not one (docs/protocol.md#authentication). */
+export function unknownKey(credential: string | null): RelayError {
+  return new RelayError(E.AUTH_INVALID, credential === null || uuidTextWords(credential, scratch) ? '' : NOT_A_UUID);
 }
 
 /** The thrown form, off the hot path (admin API, start-up, store): an Error carrying its table entry. */

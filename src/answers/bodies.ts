@@ -6,7 +6,7 @@
  */
 import type { ErrorSpec, RelayError } from '../errors.js';
 import type { Outcome } from '../pipeline/outcome.js';
-import { fixedHeaders, joinHeaders, type Headers } from './headers.js';
+import { fixedHeaders, joinHeaders, type Headers } from '../ingress/headers.js';
 
 /** Display text only: clients must not read state from it. */
 const FORWARDED_MESSAGE = 'Successfully forwarded';
@@ -91,10 +91,3 @@ export const PREFLIGHT: Headers = fixedHeaders([
   ['access-control-allow-headers', 'authorization, content-type'],
   ['access-control-max-age', '86400'],
 ]);
-
-// ---- admin API ----------------------------------------------------------------
-
-/** An internal error's own message is never shown. */
-export function adminError(spec: ErrorSpec, message: string): string {
-  return JSON.stringify({ error: { code: spec.code, message: spec.http === 500 ? 'internal error' : message } });
-}
