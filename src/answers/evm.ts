@@ -5,8 +5,7 @@
 import { joinHeaders, retryHeaders } from '../ingress/headers.js';
 import { JSON_TYPE } from '../ingress/reply.js';
 import type { Outcome } from '../pipeline/outcome.js';
-import { answer, blank, inDoorWords, type Answer, type DoorWords, type Facts } from './answer.js';
-import { CORS, QUEUED_CORS, QUEUED_DUPLICATE_CORS, evmAccepted, rpcError, withDryRun } from './bodies.js';
+import { answer, blank, inDoorWords, CORS, QUEUED_CORS, QUEUED_DUPLICATE_CORS, evmAccepted, rpcError, withDryRun, type Answer, type DoorWords, type Facts } from './answer.js';
 
 const out = blank();
 

@@ -13,8 +13,7 @@ import { E, type RelayError } from '../errors.js';
 import { joinHeaders, retryAfterHeaders, retryHeaders, type Headers } from '../ingress/headers.js';
 import { JSON_TYPE } from '../ingress/reply.js';
 import type { Outcome } from '../pipeline/outcome.js';
-import { answer, blank, inDoorWords, type Answer, type DoorWords, type Facts } from './answer.js';
-import { DUPLICATE, QUEUED, QUEUED_DUPLICATE, evmAccepted, evmBatch, rpcError, signaturesJson, solanaResult, statusesJson, withDryRun } from './bodies.js';
+import { answer, blank, inDoorWords, DUPLICATE, QUEUED, QUEUED_DUPLICATE, evmAccepted, evmBatch, rpcError, signaturesJson, solanaResult, statusesJson, withDryRun, type Answer, type DoorWords, type Facts } from './answer.js';
 import { plainRefusal } from './solana.js';
 
 /** What a call asked for, as far as its answer's shape goes. */

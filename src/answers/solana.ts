@@ -7,8 +7,7 @@ import type { RelayError } from '../errors.js';
 import { retryHeaders } from '../ingress/headers.js';
 import { JSON_TYPE, TEXT_TYPE } from '../ingress/reply.js';
 import type { Outcome } from '../pipeline/outcome.js';
-import { answer, blank, inDoorWords, type Answer, type DoorWords, type Facts } from './answer.js';
-import { DUPLICATE, signaturesJson, solanaResult, withDryRun } from './bodies.js';
+import { answer, blank, inDoorWords, DUPLICATE, signaturesJson, solanaResult, withDryRun, type Answer, type DoorWords, type Facts } from './answer.js';
 
 const out = blank();
 

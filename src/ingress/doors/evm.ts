@@ -6,8 +6,7 @@
 import { E, RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
 import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
-import { TAKES_EVM, write, type DoorWords } from '../../answers/answer.js';
-import { PREFLIGHT } from '../../answers/bodies.js';
+import { TAKES_EVM, write, PREFLIGHT, type DoorWords } from '../../answers/answer.js';
 import { renderEvmText } from '../../answers/evm.js';
 import type { Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';

@@ -28,15 +28,14 @@ import { E, RelayError, SOLANA_HEADER } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
 import type { Family } from '../../pipeline/accounts.js';
 import { Encoding, Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
-import { TAKES_JITO, TAKES_RPC, tipsWords, write, type Answer, type DoorWords } from '../../answers/answer.js';
-import { rpcError } from '../../answers/bodies.js';
+import { TAKES_JITO, TAKES_RPC, tipsWords, write, rpcError, type Answer, type DoorWords } from '../../answers/answer.js';
 import { Shape, renderCall, renderWhole, type Call } from '../../answers/rpc.js';
 import { MAX_BUNDLE, bundleId } from '../../pipeline/bundle.js';
 import { JSON_TYPE, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
 import { BEARER_FORM, bearer } from './evm.js';
-import { TOO_DEEP_DETAIL, scanCall, tooDeep } from './rpc-scan.js';
+import { TOO_DEEP_DETAIL, scanCall, tooDeep, topLevelElements } from './rpc-scan.js';
 import { apiKeyQuery } from './api-key.js';
 import { JITO_BUNDLES, JITO_BUNDLE_METHODS, JITO_TRANSACTIONS, JITO_TRANSACTION_METHODS, jitoHead, jitoStatusRefusal } from './jito.js';
 
@@ -142,7 +141,8 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
         rq.bundleOnly = head.bundleOnly;
       } else {
         // `?api-key=` (docs/protocol.md#authentication), read with the header before the shed decision (route below).
-        const fromQuery = apiKeyQuery(req.getQuery() ?? '');
+        const query = req.getQuery();
+        const fromQuery = query ? apiKeyQuery(query) : null;
         if (fromQuery instanceof RelayError) return fromQuery;
         if (fromQuery !== null && req.getHeader('api-key') !== '') return new RelayError(E.INVALID_REQUEST, 'send the account UUID in one of the api-key header or ?api-key=');
       }
@@ -361,7 +361,8 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       sub.door = rt.door;
       // The api-key header is read before the shed decision: it says how a shed is answered (plain text for a Solana caller).
       // Jito's paths read their credential with the rest of the head (jito.ts): their sheds are plain text anyway.
-      const apiKey = rt.jito ? null : req.getHeader('api-key') || queryKey(req.getQuery() ?? '');
+      const query = rt.jito ? '' : req.getQuery();
+      const apiKey = rt.jito ? null : req.getHeader('api-key') || (query ? queryKey(query) : null);
       sub.ctx = { res, socket: null, route: rt, apiKey, authorization: null, bundleOnly: false, array: false, message: null, t0: 0 } satisfies RpcRequest;
       sub.req = req;
       sub.maxBody = ctx.maxBody;
@@ -471,45 +472,6 @@ export function readCall(m: unknown): RpcCall | RelayError {
     return new RelayError(E.INVALID_REQUEST, 'id must be a number, a string or null');
   }
   return { method: o.method, params: o.params, id: idOf(m) };
-}
-
-const LBRACKET = 0x5b;
-const RBRACKET = 0x5d;
-const LBRACE = 0x7b;
-const RBRACE = 0x7d;
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-
-/**
- * Elements of a top-level JSON array, counted from the bytes in one pass,
- * max + 1 once past `max`; 0 for anything else or malformed (JSON.parse
- * decides that).
- */
-export function topLevelElements(b: Uint8Array, max: number): number {
-  let i = 0;
-  while (i < b.length && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
-  if (b[i] !== LBRACKET) return 0;
-  let depth = 0;
-  let n = 0;
-  let seen = false;
-  for (; i < b.length; i++) {
-    const c = b[i]!;
-    if (c === QUOTE) {
-      for (i++; i < b.length && b[i] !== QUOTE; i++) if (b[i] === BACKSLASH) i++;
-      if (depth === 1) seen = true;
-    } else if (c === LBRACKET || c === LBRACE) {
-      if (depth === 1) seen = true;
-      depth++;
-    } else if (c === RBRACKET || c === RBRACE) {
-      if (--depth === 0) return seen ? n + 1 : 0;
-    } else if (c === COMMA) {
-      if (depth === 1 && ++n >= max) return max + 1;
-    } else if (depth === 1 && c > 0x20) {
-      seen = true;
-    }
-  }
-  return 0;
 }
 
 function idOf(m: unknown): string {

@@ -23,7 +23,9 @@ export function registerSolanaDoors(ctx: DoorContext): void {
     /** The api-key header or `?api-key=` (docs/protocol.md#authentication). */
     head: (sub) => {
       const req = sub.req as HttpRequest;
-      const fromQuery = apiKeyQuery(req.getQuery() ?? '');
+      const query = req.getQuery();
+      // Most requests have no query string: the parser is not even entered.
+      const fromQuery = query ? apiKeyQuery(query) : null;
       if (fromQuery instanceof RelayError) return fromQuery;
       const fromHeader = req.getHeader('api-key') || null;
       if (fromQuery !== null && fromHeader !== null) return new RelayError(E.INVALID_REQUEST, 'send the account UUID in one of the api-key header or ?api-key=');

@@ -28,7 +28,8 @@ export function registerStatusDoor(ctx: DoorContext): void {
     ...httpIo(ctx),
     head: (sub) => {
       const req = sub.req as HttpRequest;
-      const fromQuery = apiKeyQuery(req.getQuery() ?? '');
+      const query = req.getQuery();
+      const fromQuery = query ? apiKeyQuery(query) : null;
       if (fromQuery instanceof RelayError) return fromQuery;
       sub.credential = req.getHeader('api-key') || bearer(req.getHeader('authorization') || null) || fromQuery;
       return null;

@@ -33,8 +33,7 @@ import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submiss
 import type { AccountRecord } from '../../store/accounts.js';
 import type { StatusFeed, Subscriber } from '../../status/feed.js';
 import { refusalLimits } from '../../pipeline/accounts.js';
-import { TAKES_WS, write, type DoorWords } from '../../answers/answer.js';
-import { rpcError } from '../../answers/bodies.js';
+import { TAKES_WS, write, rpcError, type DoorWords } from '../../answers/answer.js';
 import { rpcRefusal } from '../../answers/rpc.js';
 import { watchAbort, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse, WebSocket } from '../uws.js';
