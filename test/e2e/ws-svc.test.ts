@@ -62,9 +62,9 @@ async function overWs(ws: WsClient, method: string, params: unknown): Promise<Fa
   return { duplicate: svc.duplicate === true, dry_run: svc.dry_run === true, request_id: svc.request_id ?? null };
 }
 
-/** What a status read by `id` names as its request. */
+/** What a status read by `id` names as its request (the key as `?api-key=`, which the status API takes too). */
 async function requestOf(key: string, id: string): Promise<string> {
-  const r = await fetch(`${relay.base}/v1/status/${encodeURIComponent(id)}`, { headers: { authorization: `Bearer ${key}` } });
+  const r = await fetch(`${relay.base}/v1/status/${encodeURIComponent(id)}?api-key=${key}`);
   assert.equal(r.status, 200);
   return ((await r.json()) as { request_id: string }).request_id;
 }
