@@ -36,7 +36,7 @@ import { Metrics } from './obs/metrics.js';
 import { mergeStats, type ServiceStats } from './obs/service-stats.js';
 import { registerRelayMetrics } from './obs/relay-metrics.js';
 import { silentLogger, scrub, type Logger } from './obs/log.js';
-import { E, DataDirError } from './errors.js';
+import { DataDirError } from './errors.js';
 import { base58Backend } from './native/base58.js';
 import { Replay, writeSpill } from './forward/spill.js';
 import type { SpillEntry } from './forward/lane.js';

@@ -6,7 +6,7 @@
  * version for upload, and a version is marked uploaded only after PostgreSQL
  * committed it, so an outcome written meanwhile is uploaded again, not lost.
  */
-import { E, RelayError, BatchNotFoundError, StoreFailedError } from '../errors.js';
+import { E, RelayError, BatchNotFoundError } from '../errors.js';
 import type { Store } from './db.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { BATCH_ID_PATTERN, batchIdFloor, batchIdTime, nextBatchId } from './ids.js';
