@@ -69,7 +69,7 @@ const DIST_SRC = join(ROOT, 'dist/src') + '/';
  * or wiring, in no layer: calls into or out of them never count as up.
  */
 export const LAYERS = [
-  ['ingress', ['ingress/']],
+  ['ingress', ['ingress/', 'answers/']],
   ['pipeline', ['pipeline/']],
   ['exec', ['exec/']],
   ['forward', ['forward/']],

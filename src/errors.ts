@@ -3,9 +3,11 @@
  * start-up, store): a stable code, HTTP status, JSON-RPC code, Solana
  * plain-text body and retry advice (docs/protocol.md#errors). Answers are
  * rendered from it and tests assert against it. Messages never hold a
- * credential.
+ * credential. The thrown errors (start-up, store, admin) live here too, each
+ * carrying its entry.
  */
 import { RPC_UNAVAILABLE, RPC_RATE_LIMITED, type Retry } from './shared/codes.js';
+import { uuidTextWords } from './shared/uuid.js';
 
 // Shared with the client (src/shared/codes.ts), which imports nothing from the server.
 export type { Retry };
@@ -29,7 +31,10 @@ function spec(code: string, http: number, rpc: number, message: string, extra: P
 
 const DO_NOT_RETRY = { retry: 'do_not_retry_automatically' } as const;
 /** AUTH_MISSING's detail for a Solana call that came with only the EVM header: which one to use. */
-export const SOLANA_HEADER = ' (Solana methods take the api-key header; Authorization: Bearer is for EVM methods)';
+export const SOLANA_HEADER = ' (Solana methods take the api-key header or ?api-key=; Authorization: Bearer is for EVM methods)';
+
+/** AUTH_INVALID's detail for a credential that is not a UUID at all, not merely unknown. */
+export const NOT_A_UUID = ' (not a UUID)';
 
 export const E = {
   // Request shape.
@@ -48,7 +53,8 @@ export const E = {
   // Authentication: the Solana bodies are the fixed texts its clients know.
   // Detail: how this door takes the credential, where the request came with the other family's (SOLANA_HEADER, or the doors' EVM forms).
   AUTH_MISSING: spec('TXR_AUTH_MISSING', 401, -32010, 'Unauthorized: account UUID missing{}', { text: 'Not Found api-key{}' }),
-  AUTH_INVALID: spec('TXR_AUTH_INVALID', 401, -32010, 'Unauthorized: account UUID not recognised', { text: 'Invalid Api-Key' }),
+  // Detail: NOT_A_UUID where the key is not a UUID at all.
+  AUTH_INVALID: spec('TXR_AUTH_INVALID', 401, -32010, 'Unauthorized: account UUID not recognised{}', { text: 'Invalid Api-Key{}' }),
 
   // Rate limits; `{}` is the limit in requests per second.
   RATE_ACCOUNT: spec('TXR_RATE_ACCOUNT', 429, RPC_RATE_LIMITED, 'Account rate limit: {} per second', { text: 'Exceed Rate Limit: {} per second', retry: 'retry_safe' }),
@@ -71,7 +77,8 @@ export const E = {
     ...DO_NOT_RETRY,
   }),
   BATCH_DECODE: spec('TXR_BATCH_DECODE', 605, -32602, 'Batch Decode Error: {}', DO_NOT_RETRY),
-  TIP_NOT_FOUND: spec('TXR_TIP_NOT_FOUND', 606, -32602, 'Tip Instruction Not Found', DO_NOT_RETRY),
+  // Detail: the tip accounts, added by the door's answer (answers/answer.ts).
+  TIP_NOT_FOUND: spec('TXR_TIP_NOT_FOUND', 606, -32602, 'Tip Instruction Not Found{}', DO_NOT_RETRY),
   TIP_TOO_LOW: spec('TXR_TIP_TOO_LOW', 607, -32602, 'Please add a minimum tip of {} lamports (batch total)', DO_NOT_RETRY),
 
   // Admin API (JSON bodies `{"error":{"code","message"}}`).
@@ -152,6 +159,13 @@ export class RelayError {
   }
 }
 
+const scratch = new Int32Array(4);
+
+/** A credential no live account has: said to be no UUID at all where it is not one (docs/protocol.md#authentication). */
+export function unknownKey(credential: string | null): RelayError {
+  return new RelayError(E.AUTH_INVALID, credential === null || uuidTextWords(credential, scratch) ? '' : NOT_A_UUID);
+}
+
 /** The thrown form, off the hot path (admin API, start-up, store): an Error carrying its table entry. */
 export class TxrelayError extends Error {
   readonly spec: ErrorSpec;
@@ -164,6 +178,145 @@ export class TxrelayError extends Error {
 
   get code(): string {
     return this.spec.code;
+  }
+}
+
+// ---- The thrown errors, each an entry of the table --------------------------
+
+/**
+ * A configuration that cannot start the relay (TXR_CONFIG). The message is
+ * one line, `<what> — <what to do>` (several joined by `; `), naming the key.
+ */
+export class ConfigError extends TxrelayError {
+  constructor(message: string) {
+    super(E.CONFIG, message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** `storage.data_dir` (resolved) that cannot be created or written (TXR_DATA_DIR); `errno` is the system's code. */
+export class DataDirError extends TxrelayError {
+  constructor(
+    readonly path: string,
+    readonly errno: string,
+    /** Whether the directory was there: not writable, or not creatable. */
+    readonly exists: boolean,
+    cause: unknown,
+  ) {
+    super(E.DATA_DIR, `storage.data_dir ${path}: ${errno}`, { cause });
+    this.name = 'DataDirError';
+  }
+}
+
+/** Another live process holds `storage.data_dir` (TXR_DATA_DIR). */
+export class DataDirLockedError extends TxrelayError {
+  constructor(
+    readonly path: string,
+    readonly pid: number,
+  ) {
+    super(E.DATA_DIR, `storage.data_dir ${path} is in use by pid ${pid}`);
+    this.name = 'DataDirLockedError';
+  }
+}
+
+type AccountErrorCode = 'TXR_ACCOUNT_INVALID' | 'TXR_ACCOUNT_NOT_FOUND' | 'TXR_ACCOUNT_LIMIT' | 'TXR_ACCOUNT_REVOKED';
+
+const ACCOUNT_SPECS: Record<AccountErrorCode, ErrorSpec> = {
+  TXR_ACCOUNT_INVALID: E.ACCOUNT_INVALID,
+  TXR_ACCOUNT_NOT_FOUND: E.ACCOUNT_NOT_FOUND,
+  TXR_ACCOUNT_LIMIT: E.ACCOUNT_LIMIT,
+  TXR_ACCOUNT_REVOKED: E.ACCOUNT_REVOKED,
+};
+
+/** An account refused by the registry (TXR_ACCOUNT_*): invalid input, not found, over the cap, revoked. */
+export class AccountError extends TxrelayError {
+  /** Dotted path of the offending field (invalid input only). */
+  readonly field: string | undefined;
+  constructor(code: AccountErrorCode, message: string, field?: string) {
+    super(ACCOUNT_SPECS[code], message);
+    this.name = 'AccountError';
+    this.field = field;
+  }
+
+  override get code(): AccountErrorCode {
+    return this.spec.code as AccountErrorCode;
+  }
+}
+
+/** updateOutcome for a batch id this store has no record of (stable code, as the admin API's 404). */
+export class BatchNotFoundError extends TxrelayError {
+  constructor() {
+    super(E.BATCH_NOT_FOUND);
+    this.name = 'BatchNotFoundError';
+  }
+}
+
+/** The rejection every write gets once the store has failed (TXR_STORE_FAILED). */
+export class StoreFailedError extends TxrelayError {
+  constructor(cause: unknown) {
+    super(E.STORE_FAILED, '', { cause });
+    this.name = 'StoreFailedError';
+  }
+}
+
+/** A listener's TLS certificate or key that cannot serve (TXR_TLS). */
+export class TlsError extends TxrelayError {
+  constructor(
+    readonly listener: 'http' | 'admin',
+    message: string,
+  ) {
+    super(E.TLS, message);
+    this.name = 'TlsError';
+  }
+}
+
+/** Why a port could not be had, in words. */
+const LISTEN_REASONS: Record<string, string> = {
+  EADDRINUSE: 'in use',
+  EACCES: 'not permitted',
+  EADDRNOTAVAIL: 'address not on this machine',
+  ENOTFOUND: 'host not found',
+};
+
+/** A listener that could not have its port (TXR_LISTEN): which one, where, and the system's reason. */
+export class ListenError extends TxrelayError {
+  constructor(
+    /** The listener, named as its configuration section. */
+    readonly listener: 'http' | 'admin' | 'udp',
+    readonly host: string,
+    readonly port: number,
+    /** The system error code (EADDRINUSE, EACCES, ...); '' when it could not be learned. */
+    readonly errno: string,
+  ) {
+    super(E.LISTEN, `${listener}: cannot listen on ${host}:${port} (${LISTEN_REASONS[errno] ?? (errno || 'reason unknown')})`);
+    this.name = 'ListenError';
+  }
+}
+
+/** `metrics.listen` could not be bound; `errno` is the system's reason. */
+export class MetricsListenError extends TxrelayError {
+  constructor(
+    readonly value: string,
+    readonly errno: string,
+  ) {
+    super(E.LISTEN, `metrics.listen ${value}: cannot listen (${errno || 'reason unknown'})`);
+    this.name = 'MetricsListenError';
+  }
+}
+
+/** No usable uWS build for this platform (TXR_ACCEPTOR): the message names what was tried. */
+export class AcceptorError extends TxrelayError {
+  constructor(message: string) {
+    super(E.ACCEPTOR, message);
+    this.name = 'AcceptorError';
+  }
+}
+
+/** Thrown at construction for a configuration that cannot work; the message names the lane and index, never the URL. */
+export class ForwardConfigError extends TxrelayError {
+  constructor(message: string) {
+    super(E.FORWARD_CONFIG, message);
+    this.name = 'ForwardConfigError';
   }
 }
 

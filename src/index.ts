@@ -6,6 +6,6 @@
  */
 export const VERSION = '0.1.0';
 export { Relay, type RelayOptions, type RelayPorts } from './relay.js';
-export { loadConfig, ConfigError, describeKeys, type LoadOptions } from './config/load.js';
+export { loadConfig, describeKeys, type LoadOptions } from './config/load.js';
 export type { Config } from './config/schema.js';
-export { E as Errors, RelayError, DecodeError, type ErrorSpec } from './errors.js';
+export { E as Errors, RelayError, DecodeError, ConfigError, type ErrorSpec } from './errors.js';

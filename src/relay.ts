@@ -26,7 +26,7 @@ import { ed25519Backend, ed25519FallbackReason } from './chains/solana/verify.js
 import { loadAcceptor, describeAcceptor, type TemplatedApp, type us_listen_socket } from './ingress/uws.js';
 import { attachConnectionCaps, connectionCaps, type ConnectionCaps } from './ingress/conn-caps.js';
 import { readTls, uwsTlsOptions, type TlsListener, type TlsPair } from './ingress/tls.js';
-import { listenOn, ListenError } from './ingress/listen.js';
+import { listenOn, probeListen } from './ingress/listen.js';
 import { HttpService, ACCEPT_BUCKETS } from './ingress/service.js';
 import { AcceptorThreads } from './ingress/acceptors.js';
 import { UdpIngress } from './ingress/udp.js';
@@ -36,7 +36,7 @@ import { Metrics } from './obs/metrics.js';
 import { mergeStats, type ServiceStats } from './obs/service-stats.js';
 import { registerRelayMetrics } from './obs/relay-metrics.js';
 import { silentLogger, scrub, type Logger } from './obs/log.js';
-import { E, TxrelayError } from './errors.js';
+import { DataDirError } from './errors.js';
 import { base58Backend } from './native/base58.js';
 import { Replay, writeSpill } from './forward/spill.js';
 import type { SpillEntry } from './forward/lane.js';
@@ -358,7 +358,7 @@ export class Relay {
       if (cfg.metrics.listen) ports.metrics = await listenMetrics(uws, metrics, service.reply, cfg.metrics.listen, listen, relay.parts.apps);
       if (udp) {
         const u = await udp.listen(cfg.udp.host, cfg.udp.port, cfg.udp.sockets).catch(async (e: unknown) => {
-          throw await ListenError.probe('udp', cfg.udp.host, cfg.udp.port, e);
+          throw await probeListen('udp', cfg.udp.host, cfg.udp.port, e);
         });
         ports.udp = u.port;
         if (u.sockets === 1 && cfg.udp.sockets !== 1 && !u.reusePort && availableParallelism() > 1) {
@@ -443,20 +443,6 @@ function makeDir(dir: string): void {
   const parent = dirname(dir);
   if (parent !== dir) makeDir(parent);
   mkdirSync(dir, { mode: 0o700 });
-}
-
-/** `storage.data_dir` (resolved) that cannot be created or written (TXR_DATA_DIR); `errno` is the system's code. */
-export class DataDirError extends TxrelayError {
-  constructor(
-    readonly path: string,
-    readonly errno: string,
-    /** Whether the directory was there: not writable, or not creatable. */
-    readonly exists: boolean,
-    cause: unknown,
-  ) {
-    super(E.DATA_DIR, `storage.data_dir ${path}: ${errno}`, { cause });
-    this.name = 'DataDirError';
-  }
 }
 
 /** File-system refusals become a DataDirError; anything else is not the directory's fault and stays as it is. */

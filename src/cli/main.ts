@@ -6,13 +6,14 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { loadConfig, ConfigError, describeKeys } from '../config/load.js';
+import { loadConfig, describeKeys } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import type { Relay } from '../relay.js';
 import type { AccountRecord } from '../store/accounts.js';
 import { registerSendCommand } from './send.js';
 import { registerStatusCommand } from './status.js';
 import { registerBenchCommands } from '../bench/cli.js';
+import { ConfigError } from '../errors.js';
 
 // Each subcommand imports what only it needs when it runs (the relay, the stores, pg, undici):
 // a `send` or `status` process then starts without loading the whole server.

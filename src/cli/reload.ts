@@ -8,8 +8,9 @@
  * file changes nothing: the relay keeps running on what it had.
  */
 import type { Logger } from 'pino';
-import { loadConfig, ConfigError } from '../config/load.js';
+import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
+import { ConfigError } from '../errors.js';
 
 /** Keys a running relay applies at once. */
 const LIVE = new Set(['log.level']);

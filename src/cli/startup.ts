@@ -6,13 +6,9 @@
  * the rest (docs/operations.md#start-up-failures).
  */
 import { dirname } from 'node:path';
-import { E, TxrelayError } from '../errors.js';
+import { E, TxrelayError, DataDirError, DataDirLockedError, ListenError, MetricsListenError } from '../errors.js';
 import { envNameOf } from '../config/load.js';
-import { ListenError } from '../ingress/listen.js';
-import { DataDirError } from '../relay.js';
 import { scrub } from '../obs/log.js';
-import { DataDirLockedError } from '../store/dir-lock.js';
-import { MetricsListenError } from '../ingress/metrics-listener.js';
 
 /** A key with its variable: `http.port (TXRELAY_HTTP_PORT)`. */
 function named(key: string): string {

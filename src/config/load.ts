@@ -14,22 +14,11 @@ import { configSchema } from './schema.js';
 import { PATTERN_WORDS } from './schema-fields.js';
 import type { Config } from './types.js';
 import { OTHER_ENV, isOtherEnv } from './env-allowlist.js';
-import { E, TxrelayError } from '../errors.js';
+import { ConfigError } from '../errors.js';
 
 const require = createRequire(import.meta.url);
 // ajv ships CommonJS with a default export that NodeNext typing resolves oddly; require keeps it simple.
 const Ajv = require('ajv').default as typeof import('ajv').default;
-
-/**
- * A configuration that cannot start the relay (TXR_CONFIG). The message is
- * one line, `<what> — <what to do>` (several joined by `; `), naming the key.
- */
-export class ConfigError extends TxrelayError {
-  constructor(message: string) {
-    super(E.CONFIG, message);
-    this.name = 'ConfigError';
-  }
-}
 
 // verbose: each error carries the offending value and its schema, for messages in words.
 // Compiled on first use: CLI commands that never read a configuration (send, status) skip it.

@@ -35,11 +35,12 @@ import { PostStatus, type PostResult } from './result.js';
 import { MAX_UPSTREAMS, Ring, Verdict } from './ring.js';
 import { laneStats, type LaneStats } from './stats.js';
 import { UPSTREAM_CONNECTIONS, UpstreamClient, type UpstreamOptions } from './upstream.js';
-import { ForwardConfigError, parseUpstreamUrl } from './url.js';
+import { parseUpstreamUrl } from './url.js';
 import { CallKind, Encoder } from './wire.js';
 import type { SpillEntry } from './spill.js';
 import type { Trace } from '../status/tracker.js';
 import type { LaneTap } from './tap.js';
+import { ForwardConfigError } from '../errors.js';
 
 export type { LaneStats } from './stats.js';
 export type { SpillEntry } from './spill.js';

@@ -1,13 +1,5 @@
 /** Upstream URLs: parsed once at start-up, and shown only as their origin, since paths and queries carry API keys. */
-import { E, TxrelayError } from '../errors.js';
-
-/** Thrown at construction for a configuration that cannot work; the message names the lane and index, never the URL. */
-export class ForwardConfigError extends TxrelayError {
-  constructor(message: string) {
-    super(E.FORWARD_CONFIG, message);
-    this.name = 'ForwardConfigError';
-  }
-}
+import { ForwardConfigError } from '../errors.js';
 
 /** Scheme, host and port; anything after is shown as `/…` because paths and queries carry API keys. */
 export function upstreamLabel(url: URL): string {

@@ -4,13 +4,14 @@
  * Account changes are in effect on every thread before the answer.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { E, TxrelayError, specOf, type ErrorSpec } from '../errors.js';
+import { E, TxrelayError, type ErrorSpec } from '../errors.js';
 import type { AccountInput, Registry } from '../store/accounts.js';
 import type { Plans } from '../store/accounts.js';
 import type { Metrics } from '../obs/metrics.js';
 import type { Uws, HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 import { readBodyTo, type BodyTarget } from './body.js';
-import { adminError } from './render.js';
+import { write } from '../answers/answer.js';
+import { adminRefusal, renderAdminError, renderAdminResult } from '../answers/admin.js';
 import { JSON_TYPE, TEXT_TYPE, type Replier, type Res } from './reply.js';
 import { TOO_DEEP_DETAIL, tooDeep } from './doors/rpc-scan.js';
 import { uwsTlsOptions, type TlsPair } from './tls.js';
@@ -53,12 +54,12 @@ export function createAdminApp(d: AdminDeps): TemplatedApp {
     return got.length === expected.length && timingSafeEqual(got, expected);
   };
 
-  const fail = (res: Res, spec: ErrorSpec, message = spec.message): void => reply.send(res, spec.http, JSON_TYPE, adminError(spec, message));
+  const fail = (res: Res, spec: ErrorSpec, message = spec.message): void => write(reply, res, adminRefusal(spec, message));
 
   const run = (res: Res, fn: Handler, params: string[], body: unknown): void => {
     fn(params, body).then(
-      ([status, out, headers]) => reply.send(res, status, JSON_TYPE, JSON.stringify(out, publicFields), headers),
-      (e: unknown) => fail(res, specOf(e), (e as Error).message),
+      ([status, out, headers]) => write(reply, res, renderAdminResult(status, out, headers, publicFields)),
+      (e: unknown) => write(reply, res, renderAdminError(e)),
     );
   };
 
@@ -131,7 +132,7 @@ export function createAdminApp(d: AdminDeps): TemplatedApp {
     '/admin/batches/:id',
     route(false, async ([id]) => {
       const rec = d.batches?.get(id!);
-      if (!rec) return [404, JSON.parse(adminError(E.BATCH_NOT_FOUND, E.BATCH_NOT_FOUND.message))];
+      if (!rec) throw new TxrelayError(E.BATCH_NOT_FOUND);
       return [200, rec];
     }),
   );

@@ -3,37 +3,15 @@ import net from 'node:net';
 import dgram from 'node:dgram';
 import { LISTEN_EXCLUSIVE_PORT, type TemplatedApp, type Uws, type us_listen_socket } from './uws.js';
 import { attachConnectionCaps, type ConnectionCaps } from './conn-caps.js';
-import { E, TxrelayError } from '../errors.js';
+import { ListenError } from '../errors.js';
 
-const REASONS: Record<string, string> = {
-  EADDRINUSE: 'in use',
-  EACCES: 'not permitted',
-  EADDRNOTAVAIL: 'address not on this machine',
-  ENOTFOUND: 'host not found',
-};
-
-/** A listener that could not have its port (TXR_LISTEN): which one, where, and the system's reason. */
-export class ListenError extends TxrelayError {
-  constructor(
-    /** The listener, named as its configuration section. */
-    readonly listener: 'http' | 'admin' | 'udp',
-    readonly host: string,
-    readonly port: number,
-    /** The system error code (EADDRINUSE, EACCES, ...); '' when it could not be learned. */
-    readonly errno: string,
-  ) {
-    super(E.LISTEN, `${listener}: cannot listen on ${host}:${port} (${REASONS[errno] ?? (errno || 'reason unknown')})`);
-    this.name = 'ListenError';
-  }
-
-  /**
-   * uWS (and the node:http stand-in) report a failed listen without a reason:
-   * binding the same address once more with node's own sockets tells it.
-   */
-  static async probe(listener: 'http' | 'admin' | 'udp', host: string, port: number, cause?: unknown): Promise<ListenError> {
-    const known = (cause as NodeJS.ErrnoException | undefined)?.code;
-    return new ListenError(listener, host, port, known ?? (await bindError(listener === 'udp', host, port)));
-  }
+/**
+ * uWS (and the node:http stand-in) report a failed listen without a reason:
+ * binding the same address once more with node's own sockets tells it.
+ */
+export async function probeListen(listener: 'http' | 'admin' | 'udp', host: string, port: number, cause?: unknown): Promise<ListenError> {
+  const known = (cause as NodeJS.ErrnoException | undefined)?.code;
+  return new ListenError(listener, host, port, known ?? (await bindError(listener === 'udp', host, port)));
 }
 
 function bindError(udp: boolean, host: string, port: number): Promise<string> {
@@ -54,7 +32,7 @@ export function listenOn(uws: Uws, app: TemplatedApp, host: string, port: number
   if (caps) attachConnectionCaps(app, caps);
   return new Promise((resolve, reject) => {
     app.listen(host, port, LISTEN_EXCLUSIVE_PORT, (s) => {
-      if (!s) return void ListenError.probe(what, host, port).then(reject);
+      if (!s) return void probeListen(what, host, port).then(reject);
       sockets.push(s);
       const bound = uws.us_socket_local_port(s);
       caps?.listening(host, bound);

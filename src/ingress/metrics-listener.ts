@@ -3,22 +3,11 @@
  * so a remote Prometheus can scrape a node without the admin API being
  * reachable from its network (docs/operations.md#prometheus-across-regions).
  */
-import { E, TxrelayError } from '../errors.js';
+import { MetricsListenError } from '../errors.js';
 import type { Metrics } from '../obs/metrics.js';
-import { ListenError } from './listen.js';
+import { probeListen } from './listen.js';
 import { TEXT_TYPE, type Replier } from './reply.js';
 import { LISTEN_EXCLUSIVE_PORT, type TemplatedApp, type Uws, type us_listen_socket } from './uws.js';
-
-/** `metrics.listen` could not be bound; `errno` is the system's reason. */
-export class MetricsListenError extends TxrelayError {
-  constructor(
-    readonly value: string,
-    readonly errno: string,
-  ) {
-    super(E.LISTEN, `metrics.listen ${value}: cannot listen (${errno || 'reason unknown'})`);
-    this.name = 'MetricsListenError';
-  }
-}
 
 /** `host:port` (IPv6 in brackets) into its parts; the schema's pattern already checked the shape. */
 function splitListen(value: string): { host: string; port: number } {
@@ -41,7 +30,7 @@ export async function listenMetrics(uws: Uws, metrics: Metrics, reply: Replier, 
   app.any('/*', (r) => reply.send(reply.guard(r), 404, TEXT_TYPE, 'this listener serves only GET /metrics'));
   return new Promise<number>((resolve, reject) => {
     app.listen(host, port, LISTEN_EXCLUSIVE_PORT, (s) => {
-      if (!s) return void ListenError.probe('http', host, port).then((e) => reject(new MetricsListenError(value, e.errno)));
+      if (!s) return void probeListen('http', host, port).then((e) => reject(new MetricsListenError(value, e.errno)));
       sockets.push(s);
       resolve(uws.us_socket_local_port(s));
     });

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
-import { E, TxrelayError } from '../errors.js';
+import { TlsError } from '../errors.js';
 
 export type TlsListener = 'http' | 'admin';
 
@@ -26,16 +26,6 @@ export interface TlsPair {
 
 export const TLS_MIN_VERSION = 'TLSv1.2';
 export const TLS_ALPN = ['http/1.1'];
-
-class TlsError extends TxrelayError {
-  constructor(
-    readonly listener: TlsListener,
-    message: string,
-  ) {
-    super(E.TLS, message);
-    this.name = 'TlsError';
-  }
-}
 
 const REASONS: Record<string, string> = {
   ENOENT: 'is missing',

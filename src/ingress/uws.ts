@@ -20,7 +20,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createNodeAcceptor } from './node-acceptor.js';
-import { E, TxrelayError } from '../errors.js';
+import { AcceptorError } from '../errors.js';
 
 export interface HttpRequest {
   /** The first when repeated; '' when absent. */
@@ -219,13 +219,6 @@ const CANDIDATES: Candidate[] = [
     binDir: () => join(dirname(require.resolve('@trufflesuite/uws-js-unofficial/package.json')), 'binaries'),
   },
 ];
-
-export class AcceptorError extends TxrelayError {
-  constructor(message: string) {
-    super(E.ACCEPTOR, message);
-    this.name = 'AcceptorError';
-  }
-}
 
 /** '' on musl, macOS, Windows. */
 export function glibcVersion(): string {

@@ -15,7 +15,7 @@
  * credits come later, in order (evm-batch.ts). Refusals are returned, never
  * thrown: a throw in a uWS handler makes V8 walk the stack (~2% of a shed's CPU).
  */
-import { E, RelayError } from '../errors.js';
+import { E, RelayError, unknownKey } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { IpLimiter } from '../tables/ip-limiter.js';
 import type { Forwarder } from '../forward/forwarder.js';
@@ -118,7 +118,7 @@ export class Gate {
     if (sub.keyBytes !== null) rec = this.d.accounts.byBytes(sub.keyBytes, sub.keyOffset);
     else if (sub.credential === null || sub.credential === '') return new RelayError(E.AUTH_MISSING);
     else rec = this.d.accounts.byText(sub.credential);
-    if (rec === undefined) return new RelayError(E.AUTH_INVALID);
+    if (rec === undefined) return unknownKey(sub.credential);
     if (sub.kind === Kind.Query) {
       // Reads are the account's, whichever family it has enabled.
       if (!rec.evm.enabled && !rec.solana.enabled) return new RelayError(E.AUTH_INVALID);
@@ -141,7 +141,8 @@ export class Gate {
   private knownCredential(sub: Submission): RelayError | null {
     if (sub.credential === null || sub.credential === '') return new RelayError(E.AUTH_MISSING);
     const rec = this.d.accounts.byText(sub.credential);
-    if (rec === undefined || (!rec.evm.enabled && !rec.solana.enabled)) return new RelayError(E.AUTH_INVALID);
+    if (rec === undefined) return unknownKey(sub.credential);
+    if (!rec.evm.enabled && !rec.solana.enabled) return new RelayError(E.AUTH_INVALID);
     // Whose refusals the body's are (Pipeline.chargeRefusal); each call is still authenticated for its family.
     sub.account = rec;
     return this.refusalsLeft(rec);

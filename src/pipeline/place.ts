@@ -13,6 +13,8 @@ import { decodeHexInto, hexTransactionLength, parseHexTransaction } from '../cha
 import { Encoding, type Submission } from './submission.js';
 
 /** base58 of 4096 bytes is at most ~5600 characters (log 256 / log 58 = 1.366 per byte). */
+/** Base64's alphabet with a character base58 leaves out: base64 sent without saying so (docs/protocol.md#solana-bundles). */
+const BASE64_LOOK = /^(?=[^]*[0OIl+/=])[A-Za-z0-9+/]+={0,2}$/;
 const MAX_BASE58_CHARS = Math.ceil(MAX_V1_TX_SIZE * 1.3658) + 1;
 
 export const SLAB_FULL = 'slab full';
@@ -71,7 +73,7 @@ export class Placer {
     if (sub.encoding === Encoding.Base58) {
       if (text.length > MAX_BASE58_CHARS) return bad('transaction too large');
       const bytes = base58Decode(text, MAX_V1_TX_SIZE);
-      if (bytes === null) return bad('invalid base58');
+      if (bytes === null) return bad(BASE64_LOOK.test(text) ? 'invalid base58 (this looks like base64: pass {"encoding":"base64"})' : 'invalid base58');
       const offset = this.copy(bytes, 0, bytes.length);
       if (offset < 0) return new RelayError(E.CAPACITY, SLAB_FULL);
       sub.offset = offset;

@@ -89,7 +89,7 @@ export function statusView(t: Trace, node: string, find: (id: string, accountId:
         upstream: a.upstream,
         attempt: a.attempt,
         sent_at: iso(a.sentAt),
-        latency_ms: a.answeredAt === 0 ? null : a.answeredAt - a.sentAt,
+        latency_ms: a.answeredAt === 0 ? null : hundredths(a.answeredAt - a.sentAt),
         http_status: a.httpStatus,
         ...(a.outcome === 'ok' ? { upstream_result: 'accepted' as const } : {}),
         ...(a.outcome === 'rejected' || a.outcome === 'failed' ? { upstream_error: errorOf(a.error ?? a.outcome) } : {}),
@@ -98,7 +98,7 @@ export function statusView(t: Trace, node: string, find: (id: string, accountId:
         upstream: l.upstream,
         attempt: 1,
         sent_at: iso(l.sentAt),
-        latency_ms: l.doneAt === 0 ? null : l.doneAt - l.sentAt,
+        latency_ms: l.doneAt === 0 ? null : hundredths(l.doneAt - l.sentAt),
         http_status: null,
         slot: l.slot,
         address: l.address,
@@ -125,4 +125,9 @@ function landingOf(t: Trace, l: LandingInfo): NonNullable<StatusView['landing']>
   if (!l.tracks || (t.landingRef === null && t.landed === null)) return 'not_tracked';
   if (t.landed !== null && !t.landed.following) return 'done';
   return l.behind ? 'behind' : 'following';
+}
+
+/** Milliseconds to 0.01 ms (docs/protocol.md#status): the clock's further digits are noise, not precision. */
+function hundredths(ms: number): number {
+  return Math.round(ms * 100) / 100;
 }

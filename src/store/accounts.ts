@@ -13,7 +13,7 @@ import type { PlanConfig } from '../config/schema.js';
 import type { Store } from './db.js';
 import { uuidByteWords, uuidTextWords, type UuidWords } from './ids.js';
 import { KeyIndex } from './key-index.js';
-import { E, TxrelayError, type ErrorSpec } from '../errors.js';
+import { AccountError } from '../errors.js';
 
 type Plan = 'free' | 'paid';
 export type Plans = Readonly<Record<Plan, PlanConfig>>;
@@ -77,8 +77,6 @@ export interface AccountInput {
   solana?: { enabled?: boolean; tps?: number; burst?: number; min_tip_lamports?: number };
 }
 
-type AccountErrorCode = 'TXR_ACCOUNT_INVALID' | 'TXR_ACCOUNT_NOT_FOUND' | 'TXR_ACCOUNT_LIMIT' | 'TXR_ACCOUNT_REVOKED';
-
 /**
  * ~650 B of heap (200k records loaded) and 96 B of token-bucket table per
  * account: ~0.7 GB of heap at the cap, inside Node's default heap limit, which binds.
@@ -88,27 +86,6 @@ const MAX_LIVE_ACCOUNTS = 1 << 20;
 interface AccountStoreOptions {
   /** Live (not revoked) accounts this node accepts; default MAX_LIVE_ACCOUNTS. Tests use small caps. */
   maxLive?: number;
-}
-
-const ACCOUNT_SPECS: Record<AccountErrorCode, ErrorSpec> = {
-  TXR_ACCOUNT_INVALID: E.ACCOUNT_INVALID,
-  TXR_ACCOUNT_NOT_FOUND: E.ACCOUNT_NOT_FOUND,
-  TXR_ACCOUNT_LIMIT: E.ACCOUNT_LIMIT,
-  TXR_ACCOUNT_REVOKED: E.ACCOUNT_REVOKED,
-};
-
-export class AccountError extends TxrelayError {
-  /** Dotted path of the offending field (invalid input only). */
-  readonly field: string | undefined;
-  constructor(code: AccountErrorCode, message: string, field?: string) {
-    super(ACCOUNT_SPECS[code], message);
-    this.name = 'AccountError';
-    this.field = field;
-  }
-
-  override get code(): AccountErrorCode {
-    return this.spec.code as AccountErrorCode;
-  }
 }
 
 // Token buckets keep milli-tokens in an i32 (2^31 / 1000 = 2.1M): TPS up to 1M, burst up to 2M.

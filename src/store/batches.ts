@@ -6,7 +6,7 @@
  * version for upload, and a version is marked uploaded only after PostgreSQL
  * committed it, so an outcome written meanwhile is uploaded again, not lost.
  */
-import { E, RelayError, TxrelayError } from '../errors.js';
+import { E, RelayError, BatchNotFoundError } from '../errors.js';
 import type { Store } from './db.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import { BATCH_ID_PATTERN, batchIdFloor, batchIdTime, nextBatchId } from './ids.js';
@@ -49,14 +49,6 @@ type UploadedVersion = Pick<StoredBatch, 'batch_id' | 'version'>;
 export const RETENTION_MS = 7 * 24 * 3600 * 1000;
 /** Removals per commit while pruning: keeps each transaction (and its pause of other writers) short. */
 const PRUNE_CHUNK = 1000;
-
-/** updateOutcome for a batch id this store has no record of (stable code, as the admin API's 404). */
-class BatchNotFoundError extends TxrelayError {
-  constructor() {
-    super(E.BATCH_NOT_FOUND);
-    this.name = 'BatchNotFoundError';
-  }
-}
 
 /** The stored and uploaded form of a batch's outcomes: status, duplicate flag, and a not-sent item's JSON-RPC code. */
 export function storedItems(outcomes: readonly Outcome[]): StoredItem[] {

@@ -34,23 +34,14 @@
 import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
-import { E, TxrelayError } from '../errors.js';
+import { StoreFailedError } from '../errors.js';
 import { lockDataDir, type DirLock } from './dir-lock.js';
-
 
 /** Minimal log sink; a pino logger fits. Messages never carry account UUIDs. */
 export interface StoreLog {
   info(msg: string): void;
   warn(msg: string): void;
   error(msg: string): void;
-}
-
-/** The rejection every write gets once the store has failed (TXR_STORE_FAILED). */
-class StoreFailedError extends TxrelayError {
-  constructor(cause: unknown) {
-    super(E.STORE_FAILED, '', { cause });
-    this.name = 'StoreFailedError';
-  }
 }
 
 interface StoreOptions {

@@ -12,20 +12,9 @@
  */
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { E, TxrelayError } from '../errors.js';
+import { DataDirLockedError } from '../errors.js';
 
 const LOCK_FILE = 'txrelay.pid';
-
-/** Another live process holds `storage.data_dir` (TXR_DATA_DIR). */
-export class DataDirLockedError extends TxrelayError {
-  constructor(
-    readonly path: string,
-    readonly pid: number,
-  ) {
-    super(E.DATA_DIR, `storage.data_dir ${path} is in use by pid ${pid}`);
-    this.name = 'DataDirLockedError';
-  }
-}
 
 /** The process's start time in clock ticks since boot, or '' where /proc is not there. */
 function startTime(pid: number): string {

@@ -9,8 +9,9 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { loadConfig } from '../../src/config/load.js';
 import { ADMIN_TOKEN, startTestRelay } from '../helpers/relay.js';
+import { ConfigError } from '../../src/errors.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 

@@ -17,9 +17,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
 import dgram from 'node:dgram';
-import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { loadConfig } from '../../src/config/load.js';
 import { startupLine } from '../../src/cli/startup.js';
-import { E } from '../../src/errors.js';
+import { ConfigError, E } from '../../src/errors.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 const isRoot = process.getuid?.() === 0;

@@ -10,8 +10,9 @@ import { mkdtempSync, writeFileSync, rmSync, readFileSync, readdirSync, statSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, ConfigError, describeKeys } from '../../src/config/load.js';
+import { loadConfig, describeKeys } from '../../src/config/load.js';
 import { isOtherEnv } from '../../src/config/env-allowlist.js';
+import { ConfigError } from '../../src/errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'txrelay-config-'));
 const file = (name: string, text: string) => {

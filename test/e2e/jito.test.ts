@@ -80,7 +80,7 @@ test('sendBundle answers the bundle id and the upstream receives exactly one sen
 test('a bundle with no tip is refused with -32602 and the 606 message, and not forwarded', { skip }, async () => {
   const a = legacyTransfer();
   const r = await client.sendBundle([[b64(a.bytes)], { encoding: 'base64' }]);
-  assert.deepEqual(r.error, { code: -32602, message: 'Tip Instruction Not Found', data: { retry: 'do_not_retry_automatically' } });
+  assert.deepEqual(r.error, { code: -32602, message: `Tip Instruction Not Found (tip one of: ${TIPS.join(', ')})`, data: { retry: 'do_not_retry_automatically' } });
   assert.equal(bundlesStartingWith(bundleUp, a.bytes).length, 0);
 });
 
@@ -117,19 +117,20 @@ test('sendTransaction on /api/v1/transactions is forwarded to the single lane; b
   assert.deepEqual(b, { jsonrpc: '2.0', result: tipped.signature, id: 1 });
   await eventually(() => bundlesStartingWith(bundleUp, tipped.bytes).length === 1, 5000, 'the bundle of one forwarded');
   const untipped = await client.sendTxn([b64(legacyTransfer().bytes), { encoding: 'base64' }], true);
-  assert.equal(untipped.error?.message, 'Tip Instruction Not Found');
+  assert.equal(untipped.error?.message, `Tip Instruction Not Found (tip one of: ${TIPS.join(', ')})`);
   // sendBundle is not served on the transactions path.
   const wrong = await post('/api/v1/transactions', { jsonrpc: '2.0', id: 1, method: 'sendBundle', params: [[b64(tipped.bytes)]] }, { 'api-key': key });
   assert.equal(wrong.status, 200);
   assert.equal(wrong.json.error.code, -32601);
 });
 
-test('credentials: the api-key header, the x-jito-auth header or ?uuid=, exactly one of them', { skip }, async () => {
+test('credentials: the api-key header, the x-jito-auth header, ?uuid= or ?api-key=, exactly one of them', { skip }, async () => {
   const call = { jsonrpc: '2.0', id: 5, method: 'getTipAccounts', params: [] };
   for (const [path, headers] of [
     ['/api/v1/bundles', { 'x-jito-auth': key }],
     ['/api/v1/bundles', { 'api-key': key }],
     [`/api/v1/bundles?uuid=${key}`, {}],
+    [`/api/v1/bundles?api-key=${key}`, {}],
   ] as const) {
     const r = await post(path, call, headers);
     assert.equal(r.status, 200, `${path} ${Object.keys(headers)}`);
@@ -143,11 +144,13 @@ test('credentials: the api-key header, the x-jito-auth header or ?uuid=, exactly
   const two = await post(`/api/v1/bundles?uuid=${key}`, call, { 'x-jito-auth': key });
   assert.equal(two.status, 200);
   assert.equal(two.json.error.code, -32600);
-  assert.match(two.json.error.message, /one of the api-key header, the x-jito-auth header or \?uuid=/);
+  assert.match(two.json.error.message, /one of the api-key header, the x-jito-auth header, \?uuid= or \?api-key=/);
+  const both = await post(`/api/v1/bundles?uuid=${key}&api-key=${key}`, call, {});
+  assert.equal(both.json.error.code, -32600);
 
   const none = await post('/api/v1/bundles', call, {});
   assert.equal(none.status, 401);
-  assert.equal(none.text, 'Not Found api-key');
+  assert.equal(none.text, 'Not Found api-key (send the account UUID in the api-key header, the x-jito-auth header, ?uuid= or ?api-key=)');
   const bearerOnly = await post('/api/v1/bundles', call, { authorization: `Bearer ${key}` });
   assert.equal(bearerOnly.status, 401);
   assert.match(bearerOnly.text, /^Not Found api-key \(Solana methods take the api-key header/);

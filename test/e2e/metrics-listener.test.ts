@@ -6,12 +6,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { ADMIN_TOKEN, startTestRelay } from '../helpers/relay.js';
-import { loadConfig, ConfigError } from '../../src/config/load.js';
+import { loadConfig } from '../../src/config/load.js';
 import { Relay } from '../../src/relay.js';
 import { startupLine } from '../../src/cli/startup.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ConfigError } from '../../src/errors.js';
 
 test('metrics.listen serves GET /metrics only: no admin route, not even with the token', { timeout: 30_000 }, async (t) => {
   const r = await startTestRelay({ metrics: { listen: '127.0.0.1:0' } });

@@ -158,19 +158,29 @@ test('GET /ping answers 200 pong', async () => {
   assert.equal(await r.text(), 'pong');
 });
 
-test('missing api-key is 401 "Not Found api-key"; unknown is 401 "Invalid Api-Key"', async () => {
+test('missing api-key is 401 "Not Found api-key" naming where it goes; unknown is "Invalid Api-Key"; not a UUID says so', async () => {
   const tx = legacyTransfer();
   for (const path of ['/v2', '/v2/batch']) {
     let r = await post(path, path === '/v2' ? tx.bytes : bundleBody([tx.bytes]), {});
     assert.equal(r.status, 401);
-    assert.equal(r.text, 'Not Found api-key');
+    assert.equal(r.text, 'Not Found api-key (send the account UUID in the api-key header or as ?api-key=)');
     r = await post(path, tx.bytes, { 'api-key': '00000000-0000-4000-8000-000000000000' });
     assert.equal(r.status, 401);
     assert.equal(r.text, 'Invalid Api-Key');
+    r = await post(`${path}?api-key=00000000-0000-4000-8000-000000000000`, tx.bytes, {});
+    assert.equal(r.status, 401);
+    assert.equal(r.text, 'Invalid Api-Key');
+    r = await post(path, tx.bytes, { 'api-key': 'not-a-uuid' });
+    assert.equal(r.status, 401);
+    assert.equal(r.text, 'Invalid Api-Key (not a UUID)');
   }
-  const r = await rpc({ jsonrpc: '2.0', id: 1, method: 'sendTransaction', params: [b64(tx.bytes)] }, { 'api-key': 'not-a-uuid' });
+  let r = await rpc({ jsonrpc: '2.0', id: 1, method: 'sendTransaction', params: [b64(tx.bytes)] }, { 'api-key': 'not-a-uuid' });
   assert.equal(r.status, 401);
-  assert.equal(r.text, 'Invalid Api-Key');
+  assert.equal(r.text, 'Invalid Api-Key (not a UUID)');
+  r = await rpc({ jsonrpc: '2.0', id: 1, method: 'sendTransaction', params: [b64(tx.bytes)] }, {});
+  assert.equal(r.status, 401);
+  // No credential at all says nothing of the family: the JSON-RPC error, naming both forms.
+  assert.match(r.json.error.message, /^Unauthorized: account UUID missing \(Solana methods take the api-key header or \?api-key=; EVM methods take/);
 });
 
 test('a revoked key is refused at once', async () => {
@@ -239,7 +249,8 @@ test('an undecodable or badly signed transaction in a bundle is 605 naming its i
 test('no transfer to a tip account is 606; tips summed over the batch below the minimum is 607', async () => {
   let r = await post('/v2/batch', bundleBody([legacyTransfer().bytes]));
   assert.equal(r.status, 606);
-  assert.equal(r.text, 'Tip Instruction Not Found');
+  // The seed's text, then the accounts a tip may go to.
+  assert.equal(r.text, `Tip Instruction Not Found (tip one of: ${TIP})`);
   r = await post('/v2/batch', bundleBody([tipTransfer(TIP, 2000).bytes, tipTransfer(TIP, 2999).bytes]));
   assert.equal(r.status, 607);
   assert.equal(r.text, 'Please add a minimum tip of 5000 lamports (batch total)');
@@ -498,6 +509,29 @@ function bundleIdOf(signatures: string[]): string {
   return createHash('sha256').update(Buffer.concat(signatures.map((s) => bs58.decode(s)))).digest('hex');
 }
 
+test('@solana/web3.js with the key in its URL (?api-key=), as hosted providers hand it out; /v2 and /v2/batch take it too', async () => {
+  const conn = new Connection(`${relay.base}/?api-key=${key}`, { disableRetryOnRateLimit: true });
+  const tx = legacyTransfer();
+  assert.equal(await conn.sendRawTransaction(tx.bytes, { skipPreflight: true }), tx.signature);
+  // A wrong key in the URL is the plain-text 401 web3.js reports with its status.
+  const wrong = new Connection(`${relay.base}/?api-key=00000000-0000-4000-8000-000000000000`, { disableRetryOnRateLimit: true });
+  await assert.rejects(wrong.sendRawTransaction(legacyTransfer().bytes, { skipPreflight: true }), /401/);
+
+  const raw = legacyTransfer();
+  let r = await post(`/v2?api-key=${key}`, raw.bytes, {});
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.result, raw.signature);
+  const tipped = tipTransfer(TIP, 6000);
+  r = await post(`/v2/batch?other=1&api-key=${key}`, bundleBody([tipped.bytes]), {});
+  assert.equal(r.status, 200, r.text);
+  // Two places at once is refused, as on Jito's paths.
+  r = await post(`/v2?api-key=${key}`, legacyTransfer().bytes, { 'api-key': key });
+  assert.equal(r.status, 400);
+  assert.match(r.text, /one of the api-key header or \?api-key=/);
+  r = await post(`/v2?api-key=${key}&api-key=${key}`, legacyTransfer().bytes, {});
+  assert.equal(r.status, 400);
+});
+
 test('@solana/web3.js sendRawTransaction: a bad signature is -32003 with the relay\'s message, a garbage transaction -32602', async () => {
   const conn = new Connection(relay.base, { httpHeaders: { 'api-key': key }, disableRetryOnRateLimit: true });
   const forged = legacyTransfer().bytes;
@@ -525,7 +559,7 @@ test('a Solana call with only Authorization: Bearer is 401 "Not Found api-key" n
   const tx = legacyTransfer();
   const r = await rpc({ jsonrpc: '2.0', id: 1, method: 'sendTransaction', params: [b64(tx.bytes)] }, { authorization: `Bearer ${key}` });
   assert.equal(r.status, 401);
-  assert.equal(r.text, 'Not Found api-key (Solana methods take the api-key header; Authorization: Bearer is for EVM methods)');
+  assert.equal(r.text, 'Not Found api-key (Solana methods take the api-key header or ?api-key=; Authorization: Bearer is for EVM methods)');
   const b = await sendBundleRpc([b64(tipTransfer(TIP, 6000).bytes)], { encoding: 'base64' }, 2, { authorization: `Bearer ${key}` });
   assert.equal(b.status, 401);
   assert.match(b.text, /^Not Found api-key \(/);
@@ -533,7 +567,7 @@ test('a Solana call with only Authorization: Bearer is 401 "Not Found api-key" n
   for (const path of ['/v2', '/v2/batch']) {
     const raw = await post(path, tx.bytes, { authorization: `Bearer ${key}` });
     assert.equal(raw.status, 401);
-    assert.equal(raw.text, 'Not Found api-key (Solana methods take the api-key header; Authorization: Bearer is for EVM methods)');
+    assert.equal(raw.text, 'Not Found api-key (Solana methods take the api-key header or ?api-key=; Authorization: Bearer is for EVM methods)');
   }
   // With the api-key header the same call is accepted: the hint is only for the wrong header.
   assert.equal((await sendTx(tx.bytes)).json.result, tx.signature);
@@ -568,13 +602,14 @@ test('sendBundle takes base58 when no encoding is given, as Jito does', async ()
   const wrong = await sendBundleRpc([b64(tipTransfer(TIP, 6000).bytes)]);
   assert.equal(wrong.status, 200);
   assert.equal(wrong.json.error.code, -32602);
-  assert.equal(wrong.json.error.message, 'Batch Decode Error: transaction 0: invalid base58');
+  // It reads as base64: the message says how to say so.
+  assert.equal(wrong.json.error.message, 'Batch Decode Error: transaction 0: invalid base58 (this looks like base64: pass {"encoding":"base64"})');
 });
 
 test('sendBundle refusals are HTTP 200 JSON-RPC errors with -32602 and the bundle rules\' messages', async () => {
   const enc = { encoding: 'base64' };
   const cases: [string, unknown[], string | RegExp][] = [
-    ['no tip', [[b64(legacyTransfer().bytes)], enc], 'Tip Instruction Not Found'],
+    ['no tip', [[b64(legacyTransfer().bytes)], enc], `Tip Instruction Not Found (tip one of: ${TIP})`],
     ['tip too low', [[b64(tipTransfer(TIP, 4999).bytes)], enc], 'Please add a minimum tip of 5000 lamports (batch total)'],
     ['five transactions', [Array.from({ length: 5 }, () => b64(tipTransfer(TIP, 6000).bytes)), enc], /^Invalid params: a bundle is an array of 1 to 4/],
     ['no transactions', [[], enc], /^Invalid params: /],

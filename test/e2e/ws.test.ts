@@ -41,6 +41,14 @@ describe('the WebSocket door', { concurrency: true }, () => {
     await eventually(async () => (await r.metric('txrelay_websockets_open')) === 0, 5000, 'sockets counted closed');
   });
 
+  /** The HTTP body, with `svc` after it saying what HTTP's headers say (docs/protocol.md#websocket; parity in ws-svc.test.ts). */
+  const sameBody = (socket: string, http: string): void => {
+    const { svc } = JSON.parse(socket) as { svc: { request_id: string; duplicate: boolean } };
+    assert.equal(svc.duplicate, true);
+    assert.match(svc.request_id, /^[0-9a-f]{32}$/);
+    assert.equal(socket, `${http.slice(0, -1)},"svc":${JSON.stringify(svc)}}`);
+  };
+
   test('each family submits over one socket with the same answer bodies as HTTP, in the same dedup and lanes', async (t) => {
     const { r, up } = await setup(t);
     const acct = await r.createAccount({ plan: 'paid', solana: { tps: 100, burst: 100 } });
@@ -64,14 +72,14 @@ describe('the WebSocket door', { concurrency: true }, () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: e2.id, method: 'eth_sendRawTransaction', params: [evm.hex] }),
     });
     assert.equal(http.headers.get('x-svc-duplicate'), 'true');
-    assert.equal(c.rawOf(e2.id), await http.text());
+    sameBody(c.rawOf(e2.id), await http.text());
     const s2 = await c.call('sendTransaction', [b64]);
     const httpSol = await fetch(r.base + '/', {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'api-key': acct.uuid },
       body: JSON.stringify({ jsonrpc: '2.0', id: s2.id, method: 'sendTransaction', params: [b64] }),
     });
-    assert.equal(c.rawOf(s2.id), await httpSol.text());
+    sameBody(c.rawOf(s2.id), await httpSol.text());
     assert.equal(await r.metric('txrelay_duplicates_total'), 4);
     assert.equal(up.calls().length, 2, 'each transaction forwarded once');
 

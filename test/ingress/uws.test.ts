@@ -7,10 +7,11 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AcceptorError, describeAcceptor, glibcVersion, loadAcceptor, type Candidate } from '../../src/ingress/uws.js';
+import { describeAcceptor, glibcVersion, loadAcceptor, type Candidate } from '../../src/ingress/uws.js';
 import { startTestRelay, type TestRelay } from '../helpers/relay.js';
 import { legacyTransfer } from '../helpers/solana.js';
 import { signed1559 } from '../helpers/evm.js';
+import { AcceptorError } from '../../src/errors.js';
 
 const ABI = process.versions.modules;
 const pkgDir = (spec: string) => dirname(fileURLToPath(import.meta.resolve(spec)));

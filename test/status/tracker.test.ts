@@ -38,7 +38,11 @@ test('through a real lane: an accepting upstream ends it forwarded, with the att
   assert.equal(s.forwards[0]!.upstream, new URL(up.url).origin);
   assert.equal(s.forwards[0]!.http_status, 200);
   assert.equal(s.forwards[0]!.upstream_result, 'accepted');
-  assert.ok(s.forwards[0]!.latency_ms! >= 0);
+  const ms = s.forwards[0]!.latency_ms!;
+  assert.ok(ms >= 0);
+  // To 0.01 ms, as documented: no further digits.
+  assert.equal(ms, Math.round(ms * 100) / 100);
+  assert.ok(!/\.\d{3}/.test(JSON.stringify(ms)), JSON.stringify(ms));
   assert.deepEqual(t.status(RQ['rq-1']!, 1), s, 'the request id finds it too');
 });
 

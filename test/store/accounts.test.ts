@@ -4,8 +4,9 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Store } from '../../src/store/db.js';
-import { AccountError, AccountStore, type AccountRecord, type Plans } from '../../src/store/accounts.js';
+import { AccountStore, type AccountRecord, type Plans } from '../../src/store/accounts.js';
 import { uuidToBytes } from '../../src/store/ids.js';
+import { AccountError } from '../../src/errors.js';
 
 // The configured plan defaults.
 const plans: Plans = {

@@ -10,6 +10,7 @@
 
 import bs58 from 'bs58';
 import { IX_ACCOUNTS_LENGTH, IX_ACCOUNTS_OFFSET, IX_DATA_LENGTH, IX_DATA_OFFSET, IX_PROGRAM, IX_STRIDE, type SolanaTxView } from './decode.js';
+import { ConfigError } from '../../errors.js';
 
 /** SystemInstruction::Transfer { lamports: u64 }; accounts [from, to]. */
 const TRANSFER = 2;
@@ -30,14 +31,14 @@ export class TipAccounts {
     const seen = new Set<string>();
     for (let i = 0; i < addresses.length; i++) {
       const a = addresses[i]!;
-      if (typeof a !== 'string' || a.length === 0) throw new Error(`tip account #${i} is empty`);
+      if (typeof a !== 'string' || a.length === 0) throw new ConfigError(`solana.tip_accounts: tip account #${i} is empty`);
       let raw: Uint8Array;
       try {
         raw = bs58.decode(a);
       } catch {
-        throw new Error(`tip account #${i} "${a}" is not valid base58`);
+        throw new ConfigError(`solana.tip_accounts: tip account #${i} "${a}" is not valid base58`);
       }
-      if (raw.length !== KEY_BYTES) throw new Error(`tip account #${i} "${a}" decodes to ${raw.length} bytes, expected 32`);
+      if (raw.length !== KEY_BYTES) throw new ConfigError(`solana.tip_accounts: tip account #${i} "${a}" decodes to ${raw.length} bytes, expected 32`);
       const canonical = bs58.encode(raw);
       if (seen.has(canonical)) continue;
       seen.add(canonical);

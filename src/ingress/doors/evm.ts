@@ -6,9 +6,9 @@
 import { E, RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
 import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
-import { joinHeaders, retryHeaders } from '../headers.js';
-import { CORS, PREFLIGHT, QUEUED_CORS, QUEUED_DUPLICATE_CORS, evmAccepted, rpcError, withDryRun } from '../render.js';
-import { JSON_TYPE, type Res } from '../reply.js';
+import { TAKES_EVM, write, PREFLIGHT, type DoorWords } from '../../answers/answer.js';
+import { renderEvmText } from '../../answers/evm.js';
+import type { Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
 
@@ -80,6 +80,7 @@ function plainValue(s: string, from: number): boolean {
 
 export function registerEvmTextDoor(ctx: DoorContext): void {
   const { app, pipeline, reply } = ctx;
+  const words: DoorWords = { takes: TAKES_EVM, tips: '' };
   const io: DoorIo = {
     ...httpIo(ctx),
     /** Plain text, and exactly one of `?auth=` or Bearer (docs/protocol.md#authentication). */
@@ -96,16 +97,10 @@ export function registerEvmTextDoor(ctx: DoorContext): void {
     },
   };
 
-  // Answers are JSON-RPC bodies with id null, readable by browsers.
   const sink: Sink = (sub: Submission, o: Outcome) => {
     const res = sub.ctx as Res;
-    if (o.error !== null) {
-      const err = o.error;
-      return reply.sendHeld(res, err.holdMs, err.spec.http, JSON_TYPE, rpcError(err, 'null'), joinHeaders(retryHeaders(err), CORS));
-    }
-    res.requestId = sub.requestId;
-    const dry = pipeline.dry(sub.lane);
-    reply.send(res, 202, JSON_TYPE, evmAccepted(o.id!, 'null', dry), withDryRun(dry, o.status === 'duplicate' ? QUEUED_DUPLICATE_CORS : QUEUED_CORS));
+    if (o.error === null) res.requestId = sub.requestId;
+    write(reply, res, renderEvmText(o, { dry: o.error === null && pipeline.dry(sub.lane), requestId: sub.requestId }, words));
   };
 
   app.options('/v2/svc_send_raw_transaction', (res) => {

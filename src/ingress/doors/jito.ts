@@ -84,7 +84,7 @@ interface JitoHead {
 
 /**
  * The credential from exactly one of the `api-key` header, the `x-jito-auth`
- * header or `?uuid=`, and `?bundleOnly=`; other query parameters are ignored,
+ * header, `?uuid=` or `?api-key=`, and `?bundleOnly=`; other query parameters are ignored,
  * as Jito does.
  */
 export function jitoHead(req: HttpRequest): JitoHead | RelayError {
@@ -99,7 +99,7 @@ export function jitoHead(req: HttpRequest): JitoHead | RelayError {
     for (const p of parts) {
       const eq = p.indexOf('=');
       const key = eq < 0 ? p : p.slice(0, eq);
-      if (key !== 'uuid' && key !== 'bundleOnly') continue;
+      if (key !== 'uuid' && key !== 'bundleOnly' && key !== 'api-key') continue;
       let value: string;
       try {
         value = eq < 0 ? '' : decodeURIComponent(p.slice(eq + 1).replace(/\+/g, ' '));
@@ -107,14 +107,14 @@ export function jitoHead(req: HttpRequest): JitoHead | RelayError {
         return bad('malformed percent-encoding in the query string');
       }
       if (key === 'bundleOnly') bundleOnly = value === 'true';
-      else if (uuid !== null) return bad('duplicate uuid parameter');
+      else if (uuid !== null) return bad(key === 'uuid' ? 'duplicate uuid parameter' : 'send the account UUID in one of ?uuid= or ?api-key=');
       else uuid = value;
     }
   }
   const apiKey = req.getHeader('api-key') || null;
   const jitoAuth = req.getHeader('x-jito-auth') || null;
   const given = (apiKey !== null ? 1 : 0) + (jitoAuth !== null ? 1 : 0) + (uuid !== null ? 1 : 0);
-  if (given > 1) return bad('send the account UUID in one of the api-key header, the x-jito-auth header or ?uuid=');
+  if (given > 1) return bad('send the account UUID in one of the api-key header, the x-jito-auth header, ?uuid= or ?api-key=');
   return { credential: apiKey ?? jitoAuth ?? uuid, bundleOnly };
 }
 

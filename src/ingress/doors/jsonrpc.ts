@@ -28,14 +28,15 @@ import { E, RelayError, SOLANA_HEADER } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
 import type { Family } from '../../pipeline/accounts.js';
 import { Encoding, Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
-import { joinHeaders, retryAfterHeaders, retryHeaders, type Headers } from '../headers.js';
-import { DUPLICATE, QUEUED, QUEUED_DUPLICATE, evmAccepted, evmBatch, rpcError, signaturesJson, solanaResult, statusesJson, withDryRun } from '../render.js';
+import { TAKES_JITO, TAKES_RPC, tipsWords, write, rpcError, type Answer, type DoorWords } from '../../answers/answer.js';
+import { Shape, renderCall, renderWhole, type Call } from '../../answers/rpc.js';
 import { MAX_BUNDLE, bundleId } from '../../pipeline/bundle.js';
-import { JSON_TYPE, TEXT_TYPE, type Res } from '../reply.js';
+import { JSON_TYPE, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
 import { BEARER_FORM, bearer } from './evm.js';
-import { TOO_DEEP_DETAIL, scanCall, tooDeep } from './rpc-scan.js';
+import { TOO_DEEP_DETAIL, scanCall, tooDeep, topLevelElements } from './rpc-scan.js';
+import { apiKeyQuery } from './api-key.js';
 import { JITO_BUNDLES, JITO_BUNDLE_METHODS, JITO_STATUS_METHODS, JITO_TRANSACTIONS, JITO_TRANSACTION_METHODS, jitoHead, jitoStatusRead, jitoStatuses, type JitoStatusOp } from './jito.js';
 
 export interface RpcCall {
@@ -122,6 +123,8 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
   const maxArray = ctx.maxBatch;
   const root: RpcRoute = { door: 'jsonrpc', methods, jito: false };
   const tips = JSON.stringify(ctx.tipAccounts);
+  const rootWords: DoorWords = { takes: TAKES_RPC, tips: tipsWords(ctx.tipAccounts) };
+  const jitoWords: DoorWords = { takes: TAKES_JITO, tips: rootWords.tips };
 
   const io: DoorIo = {
     ...httpIo(ctx, (sub) => (sub.ctx as RpcRequest).res!),
@@ -136,6 +139,12 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
         if (head instanceof RelayError) return head;
         rq.apiKey = head.credential;
         rq.bundleOnly = head.bundleOnly;
+      } else {
+        // `?api-key=` (docs/protocol.md#authentication), read with the header before the shed decision (route below).
+        const query = req.getQuery();
+        const fromQuery = query ? apiKeyQuery(query) : null;
+        if (fromQuery instanceof RelayError) return fromQuery;
+        if (fromQuery !== null && req.getHeader('api-key') !== '') return new RelayError(E.INVALID_REQUEST, 'send the account UUID in one of the api-key header or ?api-key=');
       }
       // Checked by the gate before the body is read: a stranger's body is never buffered or parsed.
       sub.credential = rq.route.jito ? rq.apiKey : (rq.apiKey ?? bearer(rq.authorization));
@@ -274,45 +283,36 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     return msg.map((m) => callOf(rq, readCall(m), idOf(m), sub.io));
   };
 
-  const answerOf = (rq: RpcRequest, c: Submission, o: Outcome): [number, string, string, Headers | undefined] => {
-    const err = o.error;
-    if (c.kind === Kind.EvmBatch && err === null) {
-      const status = o.httpStatus(202);
-      const batchId: Headers = [['x-svc-batch-id', o.id!]];
-      const dry = pipeline.dry(c.lane);
-      const headers = status === 429 ? joinHeaders(batchId, retryAfterHeaders(o.retryAfterMs)) : status === 202 ? withDryRun(dry, batchId) : batchId;
-      return [status, JSON_TYPE, evmBatch(o, c.rpcId, dry), headers];
-    }
-    if (err !== null) {
-      // Solana: 401 and 429 are the plain text its clients know; every other error is HTTP 200 with
-      // the JSON-RPC error object, the only form Solana clients show the code and message of.
-      // A method the relay does not serve, asked by a Solana client (a read, usually), is answered the same way.
-      const solanaCaller = rq.apiKey !== null && rq.authorization === null && err.spec === E.METHOD_NOT_FOUND;
-      if (rq.socket === null && (rq.route.jito || c.kind === Kind.SolanaTx || c.kind === Kind.Bundle || solanaCaller)) {
-        if (err.spec.http === 401 || err.spec.http === 429) return [err.spec.http, TEXT_TYPE, err.text, retryHeaders(err)];
-        return [200, JSON_TYPE, rpcError(err, c.rpcId), undefined];
-      }
-      return [err.spec.http, JSON_TYPE, rpcError(err, c.rpcId), retryHeaders(err)];
-    }
-    if (c.kind === Kind.SolanaTx) return [200, JSON_TYPE, solanaResult(signaturesJson(o), c.rpcId), withDryRun(pipeline.dry(c.lane), o.status === 'duplicate' ? DUPLICATE : undefined)];
-    if (c.kind === Kind.Bundle) {
-      const id = bundleId(c.key!);
-      const dup = o.status === 'duplicate' ? DUPLICATE : undefined;
-      // A bundle of one answers as Jito's sendTransaction does: the signature, the bundle id in a header.
-      if (c.ctx === BUNDLE_OF_ONE) return [200, JSON_TYPE, solanaResult(`"${o.id}"`, c.rpcId), withDryRun(pipeline.dry(c.lane), [['x-bundle-id', id], ...(dup ?? [])])];
-      return [200, JSON_TYPE, solanaResult(`"${id}"`, c.rpcId), withDryRun(pipeline.dry(c.lane), dup)];
-    }
-    if (c.kind === Kind.Query) {
+  /** What a call's answer depends on, refilled per call (answers/rpc.ts renders it). */
+  const view: Call = { shape: Shape.EvmTx, rpcId: 'null', solanaWire: false, solanaClient: false, socket: false, bundleId: '', result: null };
+  const answerOf = (rq: RpcRequest, c: Submission, o: Outcome, requestId: string | null): Answer => {
+    const ok = o.error === null;
+    view.rpcId = c.rpcId;
+    view.socket = rq.socket !== null;
+    view.solanaWire = rq.route.jito || c.kind === Kind.SolanaTx || c.kind === Kind.Bundle;
+    view.solanaClient = rq.apiKey !== null && rq.authorization === null;
+    view.bundleId = '';
+    view.result = null;
+    if (c.kind === Kind.EvmBatch) view.shape = Shape.EvmBatch;
+    else if (c.kind === Kind.SolanaTx) view.shape = Shape.SolanaTx;
+    else if (c.kind === Kind.Bundle) {
+      view.shape = c.ctx === BUNDLE_OF_ONE ? Shape.BundleOfOne : Shape.Bundle;
+      if (ok) view.bundleId = bundleId(c.key!);
+    } else if (c.kind === Kind.Query) {
       const op = c.ctx as ReadOp | null;
-      if (op === null) return [200, JSON_TYPE, solanaResult(statusesJson(o), c.rpcId), undefined];
-      if (op.op === 'tips') return [200, JSON_TYPE, solanaResult(tips, c.rpcId), undefined];
-      if (op.op === 'jito-statuses') return [200, JSON_TYPE, solanaResult(jitoStatuses(o.statuses!, c.queryIds!, op.inflight), c.rpcId), undefined];
-      const result = op.op === 'subscribe' ? rq.socket!.subscribe() : rq.socket!.unsubscribe(op.id);
-      if (result instanceof RelayError) return [result.spec.http, JSON_TYPE, rpcError(result, c.rpcId), undefined];
-      return [200, JSON_TYPE, solanaResult(String(result), c.rpcId), undefined];
-    }
-    const dry = pipeline.dry(c.lane);
-    return [202, JSON_TYPE, evmAccepted(o.id!, c.rpcId, dry), withDryRun(dry, o.status === 'duplicate' ? QUEUED_DUPLICATE : QUEUED)];
+      view.shape = op === null ? Shape.Statuses : Shape.Read;
+      // A subscription is made (or dropped) only once the gate let the call through.
+      if (op !== null && ok) {
+        view.result =
+          op.op === 'tips'
+            ? tips
+            : op.op === 'jito-statuses'
+              ? jitoStatuses(o.statuses!, c.queryIds!, op.inflight)
+              : resultJson(op.op === 'subscribe' ? rq.socket!.subscribe() : rq.socket!.unsubscribe(op.id));
+      }
+    } else view.shape = Shape.EvmTx;
+    const dry = ok && c.kind !== Kind.Query && pipeline.dry(c.lane);
+    return renderCall(view, o, { dry, requestId }, rq.route.jito ? jitoWords : rootWords);
   };
 
   const sink: Sink = (sub: Submission, o: Outcome) => {
@@ -322,26 +322,20 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     if (rq.socket !== null) return socketAnswer(rq, sub, o);
     const res = rq.res!;
     if (calls === null && err !== null) {
-      // The request as a whole: a shed, a per-IP 429 or a 401 is the plain text a Solana caller (api-key, Jito's paths) knows.
-      const jito = rq.route.jito;
-      const plain = (rq.apiKey !== null || jito) && (err.spec.http === 429 || err.spec.http === 401 || err.spec === E.CAPACITY);
-      if (plain) return reply.sendHeld(res, err.holdMs, err.spec.http, TEXT_TYPE, err.text, retryHeaders(err));
-      return reply.sendHeld(res, err.holdMs, jito ? 200 : err.spec.http, JSON_TYPE, rpcError(err, 'null'), err.spec.http === 429 ? retryHeaders(err) : undefined);
+      // The request as a whole, refused before its calls were read.
+      return write(reply, res, renderWhole(err, rq.apiKey !== null, rq.route.jito, rq.route.jito ? jitoWords : rootWords));
     }
     if (calls === null) return;
     // A request that queued anything carries its id, for status reads.
     if (o.sent) res.requestId = sub.requestId;
-    if (!rq.array) {
-      const [status, type, body, headers] = answerOf(rq, calls[0]!, o);
-      return reply.send(res, status, type, body, headers);
-    }
-    reply.send(res, o.httpStatus(202), JSON_TYPE, arrayBody(rq, calls));
+    if (!rq.array) return write(reply, res, answerOf(rq, calls[0]!, o, sub.requestId));
+    reply.send(res, o.httpStatus(202), JSON_TYPE, arrayBody(rq, calls, o.sent ? sub.requestId : null));
   };
 
   /** Standard JSON-RPC array: an array of single answers, in order (over HTTP the status by the batch rule). */
-  const arrayBody = (rq: RpcRequest, calls: Submission[]): string => {
+  const arrayBody = (rq: RpcRequest, calls: Submission[], requestId: string | null): string => {
     let body = '[';
-    for (let i = 0; i < calls.length; i++) body += (i > 0 ? ',' : '') + answerOf(rq, calls[i]!, calls[i]!.outcome!)[2];
+    for (let i = 0; i < calls.length; i++) body += (i > 0 ? ',' : '') + answerOf(rq, calls[i]!, calls[i]!.outcome!, requestId).body;
     return body + ']';
   };
 
@@ -356,7 +350,10 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       if (err === null) return;
       body = rpcError(err, 'null');
       hold = err.holdMs;
-    } else body = rq.array ? arrayBody(rq, calls) : answerOf(rq, calls[0]!, o)[2];
+    } else {
+      const requestId = o.sent ? sub.requestId : null;
+      body = rq.array ? arrayBody(rq, calls, requestId) : answerOf(rq, calls[0]!, o, requestId).body;
+    }
     // What the answer says of the client's pace: any call that went through, every call refused for the rate, or neither.
     const pace = calls === null
       ? (err!.spec === E.RATE_ACCOUNT ? Pace.Limited : Pace.Refused)
@@ -373,7 +370,8 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       sub.door = rt.door;
       // The api-key header is read before the shed decision: it says how a shed is answered (plain text for a Solana caller).
       // Jito's paths read their credential with the rest of the head (jito.ts): their sheds are plain text anyway.
-      const apiKey = rt.jito ? null : req.getHeader('api-key') || null;
+      const query = rt.jito ? '' : req.getQuery();
+      const apiKey = rt.jito ? null : req.getHeader('api-key') || (query ? queryKey(query) : null);
       sub.ctx = { res, socket: null, route: rt, apiKey, authorization: null, bundleOnly: false, array: false, message: null, t0: 0 } satisfies RpcRequest;
       sub.req = req;
       sub.maxBody = ctx.maxBody;
@@ -404,6 +402,17 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       rq.message = null;
     }
   };
+}
+
+/** `?api-key=`'s value where well-formed; a malformed query is refused with the head (io.head above). */
+function queryKey(query: string): string | null {
+  const k = apiKeyQuery(query);
+  return typeof k === 'string' ? k : null;
+}
+
+/** A subscription's id or `true`/`false` as JSON text, or why not. */
+function resultJson(r: number | boolean | RelayError): string | RelayError {
+  return r instanceof RelayError ? r : String(r);
 }
 
 /** `txrelay_subscribe` takes `["statuses"]`; `txrelay_unsubscribe` a subscription id. */
@@ -472,45 +481,6 @@ export function readCall(m: unknown): RpcCall | RelayError {
     return new RelayError(E.INVALID_REQUEST, 'id must be a number, a string or null');
   }
   return { method: o.method, params: o.params, id: idOf(m) };
-}
-
-const LBRACKET = 0x5b;
-const RBRACKET = 0x5d;
-const LBRACE = 0x7b;
-const RBRACE = 0x7d;
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-
-/**
- * Elements of a top-level JSON array, counted from the bytes in one pass,
- * max + 1 once past `max`; 0 for anything else or malformed (JSON.parse
- * decides that).
- */
-export function topLevelElements(b: Uint8Array, max: number): number {
-  let i = 0;
-  while (i < b.length && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
-  if (b[i] !== LBRACKET) return 0;
-  let depth = 0;
-  let n = 0;
-  let seen = false;
-  for (; i < b.length; i++) {
-    const c = b[i]!;
-    if (c === QUOTE) {
-      for (i++; i < b.length && b[i] !== QUOTE; i++) if (b[i] === BACKSLASH) i++;
-      if (depth === 1) seen = true;
-    } else if (c === LBRACKET || c === LBRACE) {
-      if (depth === 1) seen = true;
-      depth++;
-    } else if (c === RBRACKET || c === RBRACE) {
-      if (--depth === 0) return seen ? n + 1 : 0;
-    } else if (c === COMMA) {
-      if (depth === 1 && ++n >= max) return max + 1;
-    } else if (depth === 1 && c > 0x20) {
-      seen = true;
-    }
-  }
-  return 0;
 }
 
 function idOf(m: unknown): string {

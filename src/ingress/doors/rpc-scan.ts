@@ -292,3 +292,34 @@ export function tooDeep(body: Uint8Array, max = MAX_JSON_DEPTH): boolean {
 
 /** The refusal of a body `tooDeep` found. */
 export const TOO_DEEP_DETAIL = `JSON nested more than ${MAX_JSON_DEPTH} levels deep`;
+
+/**
+ * Elements of a top-level JSON array, counted from the bytes in one pass,
+ * max + 1 once past `max`; 0 for anything else or malformed (JSON.parse
+ * decides that).
+ */
+export function topLevelElements(b: Uint8Array, max: number): number {
+  let i = 0;
+  while (i < b.length && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
+  if (b[i] !== LBRACKET) return 0;
+  let depth = 0;
+  let n = 0;
+  let seen = false;
+  for (; i < b.length; i++) {
+    const c = b[i]!;
+    if (c === QUOTE) {
+      for (i++; i < b.length && b[i] !== QUOTE; i++) if (b[i] === BACKSLASH) i++;
+      if (depth === 1) seen = true;
+    } else if (c === LBRACKET || c === LBRACE) {
+      if (depth === 1) seen = true;
+      depth++;
+    } else if (c === RBRACKET || c === RBRACE) {
+      if (--depth === 0) return seen ? n + 1 : 0;
+    } else if (c === COMMA) {
+      if (depth === 1 && ++n >= max) return max + 1;
+    } else if (depth === 1 && c > 0x20) {
+      seen = true;
+    }
+  }
+  return 0;
+}

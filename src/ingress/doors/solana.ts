@@ -8,23 +8,28 @@ import type { Outcome } from '../../pipeline/outcome.js';
 import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
 import { MAX_V1_TX_SIZE } from '../../chains/solana/decode.js';
 import { MAX_BUNDLE_BODY } from '../../pipeline/bundle.js';
-import { retryHeaders } from '../headers.js';
-import { DUPLICATE, withDryRun, signaturesJson, solanaResult } from '../render.js';
-import { JSON_TYPE, TEXT_TYPE, type Replier, type Res } from '../reply.js';
+import { TAKES_SOLANA, tipsWords, write, type DoorWords } from '../../answers/answer.js';
+import { renderSolana } from '../../answers/solana.js';
+import { TEXT_TYPE, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
-
-function sendPlainError(reply: Replier, res: Res, err: RelayError): void {
-  reply.sendHeld(res, err.holdMs, err.spec.http, TEXT_TYPE, err.text, retryHeaders(err));
-}
+import { apiKeyQuery } from './api-key.js';
 
 export function registerSolanaDoors(ctx: DoorContext): void {
   const { app, pipeline, reply } = ctx;
+  const words: DoorWords = { takes: TAKES_SOLANA, tips: tipsWords(ctx.tipAccounts) };
   const io: DoorIo = {
     ...httpIo(ctx),
+    /** The api-key header or `?api-key=` (docs/protocol.md#authentication). */
     head: (sub) => {
       const req = sub.req as HttpRequest;
-      sub.credential = req.getHeader('api-key') || null;
+      const query = req.getQuery();
+      // Most requests have no query string: the parser is not even entered.
+      const fromQuery = query ? apiKeyQuery(query) : null;
+      if (fromQuery instanceof RelayError) return fromQuery;
+      const fromHeader = req.getHeader('api-key') || null;
+      if (fromQuery !== null && fromHeader !== null) return new RelayError(E.INVALID_REQUEST, 'send the account UUID in one of the api-key header or ?api-key=');
+      sub.credential = fromHeader ?? fromQuery;
       // Only the EVM header: name the one to use (the body still begins with `Not Found api-key`).
       if (sub.credential === null && req.getHeader('authorization') !== '') return new RelayError(E.AUTH_MISSING, SOLANA_HEADER);
       return null;
@@ -33,10 +38,8 @@ export function registerSolanaDoors(ctx: DoorContext): void {
 
   const sink: Sink = (sub: Submission, o: Outcome) => {
     const res = sub.ctx as Res;
-    if (o.error !== null) return sendPlainError(reply, res, o.error);
-    res.requestId = sub.requestId;
-    const headers = withDryRun(pipeline.dry(sub.lane), o.status === 'duplicate' ? DUPLICATE : undefined);
-    reply.send(res, 200, JSON_TYPE, solanaResult(signaturesJson(o), 'null'), headers);
+    if (o.error === null) res.requestId = sub.requestId;
+    write(reply, res, renderSolana(o, { dry: o.error === null && pipeline.dry(sub.lane), requestId: sub.requestId }, words));
   };
 
   const door = (path: string, label: string, kind: Kind, maxBody: number): void => {

@@ -8,26 +8,30 @@
 import { E, RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
 import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
-import { retryHeaders } from '../headers.js';
-import { rpcError, statusesJson } from '../render.js';
-import { JSON_TYPE, watchAbort, type Res } from '../reply.js';
+import { TAKES_STATUS, write, type DoorWords } from '../../answers/answer.js';
+import { renderStatuses } from '../../answers/rpc.js';
+import { watchAbort, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import { httpIo, type DoorContext } from './context.js';
 import { bearer } from './evm.js';
 import { statusIds } from './jsonrpc.js';
 import { TOO_DEEP_DETAIL, tooDeep } from './rpc-scan.js';
+import { apiKeyQuery } from './api-key.js';
 
 /** `{"ids": [100 ids of 128 characters]}` fits with room to spare. */
 const MAX_STATUS_BODY = 16 * 1024;
 
 export function registerStatusDoor(ctx: DoorContext): void {
   const { app, pipeline, reply } = ctx;
+  const words: DoorWords = { takes: TAKES_STATUS, tips: '' };
   const io: DoorIo = {
     ...httpIo(ctx),
     head: (sub) => {
       const req = sub.req as HttpRequest;
-      const apiKey = req.getHeader('api-key') || null;
-      sub.credential = apiKey ?? bearer(req.getHeader('authorization') || null);
+      const query = req.getQuery();
+      const fromQuery = query ? apiKeyQuery(query) : null;
+      if (fromQuery instanceof RelayError) return fromQuery;
+      sub.credential = req.getHeader('api-key') || bearer(req.getHeader('authorization') || null) || fromQuery;
       return null;
     },
     query: (_sub, body) => {
@@ -42,14 +46,7 @@ export function registerStatusDoor(ctx: DoorContext): void {
     },
   };
 
-  const answer = (one: boolean): Sink => (sub: Submission, o: Outcome) => {
-    const res = sub.ctx as Res;
-    const err = o.error;
-    if (err !== null) return reply.sendHeld(res, err.holdMs, err.spec.http, JSON_TYPE, rpcError(err, 'null'), retryHeaders(err));
-    const body = statusesJson(o);
-    // One object for GET; `{"statuses": [...]}` for POST.
-    reply.send(res, 200, JSON_TYPE, one ? body.slice(1, -1) : `{"statuses":${body}}`);
-  };
+  const answer = (one: boolean): Sink => (sub: Submission, o: Outcome) => write(reply, sub.ctx as Res, renderStatuses(o, one, words));
   const one = answer(true);
   const many = answer(false);
 

@@ -32,10 +32,10 @@ import type { Family } from '../../pipeline/accounts.js';
 import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
 import type { AccountRecord } from '../../store/accounts.js';
 import type { StatusFeed, Subscriber } from '../../status/feed.js';
-import { retryHeaders } from '../headers.js';
 import { refusalLimits } from '../../pipeline/accounts.js';
-import { rpcError } from '../render.js';
-import { JSON_TYPE, watchAbort, type Res } from '../reply.js';
+import { TAKES_WS, write, rpcError, type DoorWords } from '../../answers/answer.js';
+import { rpcRefusal } from '../../answers/rpc.js';
+import { watchAbort, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse, WebSocket } from '../uws.js';
 import type { DoorContext } from './context.js';
 import { addressKey, upgradedClosed } from '../conn-caps.js';
@@ -314,6 +314,7 @@ class Door implements WsDoor {
 
 export function registerWsDoor(ctx: DoorContext, message: RpcMessage, feed: StatusFeed, o: WsOptions): WsDoor {
   const { app, pipeline, reply } = ctx;
+  const words: DoorWords = { takes: TAKES_WS, tips: '' };
   const door = new Door(o, feed, ctx.maxBody);
   door.setHandler(message);
   const enabled = ctx.enabled;
@@ -326,14 +327,13 @@ export function registerWsDoor(ctx: DoorContext, message: RpcMessage, feed: Stat
   const upgraded: Sink = (sub: Submission, out: Outcome) => {
     const u = sub.ctx as Upgrade;
     const err = out.error;
-    if (err !== null) return reply.sendHeld(u.res, err.holdMs, err.spec.http, JSON_TYPE, rpcError(err, 'null'), retryHeaders(err));
+    if (err !== null) return write(reply, u.res, rpcRefusal(err, words));
     const rec = sub.account!;
     // An account whose socket was just closed for flooding waits before its next one: reconnecting at once
     // would put the flood straight back on the acceptor.
     const wait = door.cooldownLeft(rec.id);
     if (wait > 0) {
-      const e = new RelayError(E.RATE_ACCOUNT, String(refusalLimits(rec).tps), wait);
-      return reply.send(u.res, e.spec.http, JSON_TYPE, rpcError(e, 'null'), retryHeaders(e));
+      return write(reply, u.res, rpcRefusal(new RelayError(E.RATE_ACCOUNT, String(refusalLimits(rec).tps), wait), words));
     }
     if (u.res.aborted || u.res.done) return;
     u.res.done = true;

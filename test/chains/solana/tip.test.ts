@@ -44,6 +44,8 @@ describe('TipAccounts', () => {
   test('an entry that does not decode to 32 bytes is refused, naming the entry', () => {
     assert.throws(() => new TipAccounts(['3yZe7d']), /tip account #0 "3yZe7d" decodes to 4 bytes, expected 32/);
     assert.throws(() => new TipAccounts(['']), /tip account #0 is empty/);
+    // A configuration error of the table's (TXR_CONFIG), as every start-up refusal.
+    assert.throws(() => new TipAccounts(['']), (e: any) => e.code === 'TXR_CONFIG' && /^solana\.tip_accounts: /.test(e.message));
   });
 
   test('has() matches whole keys only, not a shared prefix', () => {

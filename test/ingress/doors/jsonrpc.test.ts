@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { topLevelElements } from '../../../src/ingress/doors/jsonrpc.js';
+import { topLevelElements } from '../../../src/ingress/doors/rpc-scan.js';
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
