@@ -115,6 +115,10 @@ export class Submission {
   // ---- set by the pipeline ------------------------------------------------
   sink: Sink | null = null;
   body: BodySink | null = null;
+  /** The next of its kind's stages to run (stages.ts). */
+  step = 0;
+  /** The body as read, once it arrived; null when the payload came with the head. */
+  received: Uint8Array | null = null;
   account: AccountRecord | null = null;
   lane: LaneName = 'solana-single';
   /** The transaction's bytes in the shared slab (-1: none yet). */
