@@ -23,7 +23,7 @@ import { MAX_BUNDLE_BODY } from './bundle.js';
 import type { BatchRecorder } from './evm-batch.js';
 import { runStages } from './stages.js';
 import { Outcome } from './outcome.js';
-import { Kind, Submission, type BodySink, type Sink } from './submission.js';
+import { Kind, Submission, type BodySink, type Next, type Sink } from './submission.js';
 import type { Trace, Tracker } from '../status/tracker.js';
 import { nextRequestId } from '../status/request-id.js';
 import type { AccountRecord } from '../store/accounts.js';
@@ -103,11 +103,21 @@ export class Pipeline implements BodySink {
     this.gate.draining = on;
   }
 
-  /** The one way in. `sink` gets the outcome exactly once, possibly before `admit` returns. */
-  admit(sub: Submission, sink: Sink): void {
+  /**
+   * The one way in. `sink` gets the outcome exactly once, possibly before
+   * `admit` returns. What it returns the door does at once, while its
+   * request is readable: `Next.Head`, read the head and peer and `resume`;
+   * `Next.Body`, read the body into `sub` (src/ingress/body.ts).
+   */
+  admit(sub: Submission, sink: Sink): Next {
     sub.sink = sink;
     sub.step = 0;
-    runStages(this, sub);
+    return runStages(this, sub);
+  }
+
+  /** After `Next.Head`: the head and peer are read into `sub` (`sub.refused` if the head is not this door's). */
+  resume(sub: Submission): Next {
+    return runStages(this, sub);
   }
 
   // ---- the body (src/ingress/body.ts, through the submission) ---------------
@@ -128,7 +138,7 @@ export class Pipeline implements BodySink {
   /** The body is here: the stages go on from the one after `read`. */
   bodyArrived(sub: Submission, bytes: Uint8Array): void {
     sub.received = bytes;
-    runStages(this, sub);
+    void runStages(this, sub);
   }
 
   bodyTooLarge(sub: Submission, n: number): void {
@@ -231,7 +241,7 @@ export class Pipeline implements BodySink {
     this.bySlot[s] = undefined;
     // A bundle goes on once its last member is checked.
     if (sub.kind === Kind.Bundle && --sub.pending > 0) return;
-    runStages(this, sub);
+    void runStages(this, sub);
   };
 
   /**
@@ -242,7 +252,7 @@ export class Pipeline implements BodySink {
    */
   gone(sub: Submission): boolean {
     const root = this.answeredBy(sub);
-    return root !== null && (root.io.gone?.(root) ?? false);
+    return root !== null && root.conn?.aborted === true;
   }
 
   /** The submission whose answer tells of `sub` (its JSON-RPC array's, or its own); null for an EVM batch's item. */

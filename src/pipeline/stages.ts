@@ -3,8 +3,9 @@
  * in order, and the one loop that runs them (docs/architecture.md#the-pipeline).
  * A stage returns NEXT to go on, an Outcome to stop there (the pipeline's
  * `finish` answers it), or WAIT when it handed the submission to something
- * that resumes it later (a body being read, a check, a durable write); the
- * resumption calls `Pipeline.run`, which goes on from the stage after.
+ * that resumes it later (a check, a durable write), or HEAD / READ when the
+ * door is to read the head / the body now (the door reads, the pipeline
+ * never calls it to); the resumption runs the loop again, from the stage after.
  * Stages are plain functions of (pipeline, submission): the table is shared,
  * so running it makes nothing per request.
  */
@@ -17,13 +18,17 @@ import { SLAB_FULL } from './place.js';
 import { bundleVerdict, memberViews, placeBundle, placeBundleTexts, prepareBundle } from './bundle.js';
 import { prepareItem } from './evm-batch.js';
 import { Outcome } from './outcome.js';
-import { Kind, Submission } from './submission.js';
+import { Kind, Next, Submission } from './submission.js';
 
 /** Go on to the next stage. */
 export const NEXT = null;
-/** Stop here: something else resumes the submission (`Pipeline.run`) or finishes it. */
+/** Stop here: something else resumes the submission or finishes it. */
 export const WAIT = 1;
-type Step = Outcome | typeof NEXT | typeof WAIT;
+/** Stop here: the door reads the body (`Next.Body`), whose arrival resumes the submission. */
+export const READ = 2;
+/** Stop here: the door reads the head and the peer (`Next.Head`), then resumes the submission. */
+export const HEAD = 3;
+type Step = Outcome | typeof NEXT | typeof WAIT | typeof READ | typeof HEAD;
 type Stage = (p: Pipeline, sub: Submission) => Step;
 
 const SIGNATURE_BYTES = 64;
@@ -37,8 +42,17 @@ export function door(_p: Pipeline, sub: Submission): Step {
   return sub.refused === null ? NEXT : Outcome.refused(sub.refused);
 }
 
-/** Draining, shed, per-IP, the account and its lane, its credit (gate.ts). */
+/** Draining and shed (gate.ts), before anything of the request is read; then the door reads its head and peer. */
+export function arrive(p: Pipeline, sub: Submission): Step {
+  if (sub.arrived) return NEXT;
+  const refused = p.gate.arrive(sub);
+  if (refused !== null) return Outcome.refused(refused);
+  return sub.ip === null ? HEAD : NEXT;
+}
+
+/** The head's refusal, per-IP, the account and its lane, its credit (gate.ts). */
 export function gate(p: Pipeline, sub: Submission): Step {
+  if (sub.refused !== null) return Outcome.refused(sub.refused);
   const refused = p.gate.pass(sub);
   return refused === null ? NEXT : Outcome.refused(refused, sub.hash);
 }
@@ -48,12 +62,11 @@ export function invalid(_p: Pipeline, sub: Submission): Step {
   return sub.invalid === null ? NEXT : Outcome.refused(sub.invalid, sub.hash);
 }
 
-/** The body, when the payload did not come with the head: read, then `bodyArrived` resumes. */
+/** The body, when the payload did not come with the head: the door reads it (`admit` says so), then `bodyArrived` resumes. */
 export function read(p: Pipeline, sub: Submission): Step {
   if (sub.maxBody === 0) return NEXT;
   sub.body = p;
-  sub.io.read(sub);
-  return WAIT;
+  return READ;
 }
 
 // ---- place: the payload into the slab -----------------------------------------
@@ -298,23 +311,29 @@ export function status(p: Pipeline, sub: Submission): Step {
  * whose ids came in its query has no body: `read` passes it on at once.
  */
 export const STAGES: readonly (readonly Stage[])[] = [
-  /* SolanaTx */ [door, gate, invalid, read, solanaBody, place, check, enqueue],
-  /* Bundle   */ [door, gate, invalid, read, placeMembers, checkMembers, enqueueBundle],
-  /* EvmTx    */ [door, gate, invalid, read, evmBody, place, check, enqueue],
-  /* EvmBatch */ [door, gate, invalid, record],
-  /* Calls    */ [door, gate, read, expand],
-  /* Query    */ [door, gate, invalid, read, status],
+  /* SolanaTx */ [door, arrive, gate, invalid, read, solanaBody, place, check, enqueue],
+  /* Bundle   */ [door, arrive, gate, invalid, read, placeMembers, checkMembers, enqueueBundle],
+  /* EvmTx    */ [door, arrive, gate, invalid, read, evmBody, place, check, enqueue],
+  /* EvmBatch */ [door, arrive, gate, invalid, record],
+  /* Calls    */ [door, arrive, gate, read, expand],
+  /* Query    */ [door, arrive, gate, invalid, read, status],
 ];
 
-/** The loop: runs `sub`'s stages from `sub.step` until one stops it; an Outcome is its answer. */
-export function runStages(p: Pipeline, sub: Submission): void {
+/**
+ * The loop: runs `sub`'s stages from `sub.step` until one stops it; an
+ * Outcome is its answer. Returns what the door does next.
+ */
+export function runStages(p: Pipeline, sub: Submission): Next {
   const stages = STAGES[sub.kind]!;
   for (let i = sub.step; i < stages.length; i++) {
-    // Set first: a stage that waits may be resumed before it returns (a body already buffered, an inline check).
+    // Set first: a stage that waits may be resumed before it returns (an inline check).
     sub.step = i + 1;
     const r = stages[i]!(p, sub);
     if (r === NEXT) continue;
+    if (r === READ) return Next.Body;
+    if (r === HEAD) return Next.Head;
     if (r !== WAIT) p.finish(sub, r);
-    return;
+    return Next.Done;
   }
+  return Next.Done;
 }

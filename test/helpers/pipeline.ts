@@ -26,7 +26,7 @@ import { TipAccounts } from '../../src/chains/solana/tip.js';
 import { initKeccak } from '../../src/chains/evm/hash.js';
 import { Pipeline } from '../../src/pipeline/admit.js';
 import { Outcome as OutcomeClass, type Outcome } from '../../src/pipeline/outcome.js';
-import { Kind, Submission, type DoorIo } from '../../src/pipeline/submission.js';
+import { Kind, Next, Submission, type DoorIo } from '../../src/pipeline/submission.js';
 import * as sol from './solana.js';
 
 const PLANS = {
@@ -103,11 +103,17 @@ export async function harness(opts: { ipRps?: number; ipBurst?: number; slabByte
     admit: (sub) =>
       new Promise((resolve) => {
         const got: Outcome[] = [];
-        pipeline.admit(sub, (_s, o) => {
+        let next = pipeline.admit(sub, (_s, o) => {
           got.push(o);
           // Any second call would land in `got` before the next turn.
           setImmediate(() => resolve(got));
         });
+        // What an HTTP door does (src/ingress/doors/context.ts admitHttp).
+        if (next === Next.Head) {
+          sub.ip = sub.io.peer(sub);
+          next = pipeline.resume(sub);
+        }
+        if (next === Next.Body) readStandIn(sub);
       }),
     async close() {
       await verifier.close();
@@ -118,21 +124,25 @@ export async function harness(opts: { ipRps?: number; ipBurst?: number; slabByte
   };
 }
 
-/** A door whose request body is `body`, arriving whole as soon as the pipeline asks for it. */
-export function bodyDoor(body: Uint8Array): DoorIo {
-  return {
-    peer: () => '192.0.2.1',
-    read: (sub) => {
-      if (body.length > sub.maxBody) return sub.tooLarge(body.length);
-      if (sub.wantsInto) {
-        const into = sub.into(body.length);
-        if (into === null) return;
-        into.set(body);
-        return sub.bodyBytes(into);
-      }
-      sub.bodyBytes(body);
-    },
-  };
+/** A stand-in door and the request body it holds. */
+type StandIn = DoorIo & { body: Uint8Array };
+
+/** A door whose request body is `body`, arriving whole as soon as the pipeline says to read it. */
+export function bodyDoor(body: Uint8Array): StandIn {
+  return { peer: () => '192.0.2.1', body };
+}
+
+/** What an HTTP door's body reader does (src/ingress/body.ts), with the whole body here at once. */
+function readStandIn(sub: Submission): void {
+  const body = (sub.io as StandIn).body;
+  if (body.length > sub.maxBody) return sub.tooLarge(body.length);
+  if (sub.wantsInto) {
+    const into = sub.into(body.length);
+    if (into === null) return;
+    into.set(body);
+    return sub.bodyBytes(into);
+  }
+  sub.bodyBytes(body);
 }
 
 export function v2(tx: Uint8Array, key: string | null): Submission {

@@ -5,7 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { E, RelayError } from '../../src/errors.js';
-import { Encoding, Kind, Submission, type DoorIo } from '../../src/pipeline/submission.js';
+import { Encoding, Kind, Next, Submission, type DoorIo } from '../../src/pipeline/submission.js';
+import type { Outcome } from '../../src/pipeline/outcome.js';
 import * as sol from '../helpers/solana.js';
 import * as evm from '../helpers/evm.js';
 import { TIP, assertNothingHeld, bodyDoor, harness, v2 } from '../helpers/pipeline.js';
@@ -33,10 +34,12 @@ test('a client gone before its answer (uWS closing a pipelining connection) has 
   const key = (await h.account()).uuid;
   const sol1 = sol.legacyTransfer();
   const evm1 = await evm.signed1559({ nonce: 61 });
-  const goneV2 = new Submission(Kind.SolanaTx, 'solana', { ...bodyDoor(sol1.bytes), gone: () => true });
+  const goneV2 = new Submission(Kind.SolanaTx, 'solana', bodyDoor(sol1.bytes));
+  goneV2.conn = { aborted: true };
   goneV2.credential = key;
   goneV2.maxBody = 4096;
-  const goneEvm = new Submission(Kind.EvmTx, 'evm', { ...bodyDoor(new Uint8Array(0)), gone: () => true });
+  const goneEvm = new Submission(Kind.EvmTx, 'evm', bodyDoor(new Uint8Array(0)));
+  goneEvm.conn = { aborted: true };
   goneEvm.credential = key;
   goneEvm.text = evm1.hex;
   for (const sub of [goneV2, goneEvm]) {
@@ -88,10 +91,11 @@ test('draining refuses before the gate reads anything, retry-safe', async (t) =>
   const h = await harness();
   t.after(() => h.close());
   h.pipeline.draining = true;
-  const io: DoorIo = { peer: () => assert.fail('the peer address is not read'), read: () => assert.fail('the body is not read') };
+  const io: DoorIo = { peer: () => assert.fail('the peer address is not read') };
   const sub = new Submission(Kind.SolanaTx, 'solana', io);
   sub.maxBody = 4096;
-  const [o] = await h.admit(sub);
+  let o: Outcome | undefined;
+  assert.equal(h.pipeline.admit(sub, (_s, x) => (o = x)), Next.Done, 'neither the head nor the body is read');
   assert.equal(o!.error?.spec, E.DRAINING);
   assert.equal(o!.retry, 'retry_safe');
 });
@@ -118,10 +122,13 @@ test('a full slab refuses for capacity, retry-safe, before the body is read; the
   t.after(() => h.close());
   const key = (await h.account({ solana: { tps: 100, burst: 100 } })).uuid;
   // A client that declared its body and is still sending it: its block is reserved.
-  const slow = new Submission(Kind.SolanaTx, 'solana', { peer: () => '192.0.2.1', read: (sub) => void sub.into(900) });
+  const slow = new Submission(Kind.SolanaTx, 'solana', { peer: () => '192.0.2.1' });
   slow.credential = key;
   slow.maxBody = 4096;
-  h.pipeline.admit(slow, () => assert.fail('a body that never completes is never answered'));
+  assert.equal(h.pipeline.admit(slow, () => assert.fail('a body that never completes is never answered')), Next.Head);
+  slow.ip = '192.0.2.1';
+  assert.equal(h.pipeline.resume(slow), Next.Body, 'the door reads the body');
+  slow.into(900);
   assert.equal(h.slab.live, 1);
   const [full] = await h.admit(v2(sol.legacyTransfer().bytes, key));
   assert.equal(full!.error?.spec, E.CAPACITY);
@@ -285,12 +292,11 @@ test('a JSON-RPC body\'s calls are queued together: a client gone after the firs
   const txs = await Promise.all([71, 72, 73].map((nonce) => evm.signed1559({ nonce })));
   // The connection closes between the first member's check and the second's (settle is asked once per check).
   let checks = 0;
-  let gone = false;
+  const conn = { aborted: false };
   const io: DoorIo = {
     ...bodyDoor(new Uint8Array(2)),
-    gone: () => gone,
     settle: () => {
-      if (++checks === 2) gone = true;
+      if (++checks === 2) conn.aborted = true;
       return false;
     },
     calls: () =>
@@ -302,6 +308,7 @@ test('a JSON-RPC body\'s calls are queued together: a client gone after the firs
       }),
   };
   const sub = new Submission(Kind.Calls, 'evm', io);
+  sub.conn = conn;
   sub.maxBody = 1024;
   sub.credential = key;
   const [o] = await h.admit(sub);

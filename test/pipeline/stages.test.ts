@@ -8,23 +8,16 @@ import assert from 'node:assert/strict';
 import { E, RelayError } from '../../src/errors.js';
 import { JobKind, JobResult, S_RESULT } from '../../src/exec/jobs.js';
 import { Outcome } from '../../src/pipeline/outcome.js';
-import { Kind, Submission, type DoorIo } from '../../src/pipeline/submission.js';
+import { Kind, Next, Submission, type DoorIo } from '../../src/pipeline/submission.js';
 import * as stages from '../../src/pipeline/stages.js';
-import { NEXT, STAGES, WAIT, runStages } from '../../src/pipeline/stages.js';
+import { HEAD, NEXT, READ, STAGES, WAIT, runStages } from '../../src/pipeline/stages.js';
 import * as sol from '../helpers/solana.js';
 import * as evm from '../helpers/evm.js';
 import { TIP, assertNothingHeld, bodyDoor, harness, type Harness } from '../helpers/pipeline.js';
 
-/** A door that records what the pipeline asked of it and sends nothing back. */
-function quietDoor(): DoorIo & { reads: number } {
-  const io = {
-    reads: 0,
-    peer: () => '192.0.2.7',
-    read: () => {
-      io.reads++;
-    },
-  };
-  return io;
+/** A door with a peer address and nothing else. */
+function quietDoor(): DoorIo {
+  return { peer: () => '192.0.2.7' };
 }
 
 /** A submission ready for the stage at `name` of its kind, whose sink collects outcomes. */
@@ -39,6 +32,7 @@ function at(kind: Kind, family: 'evm' | 'solana', name: string, io: DoorIo = qui
 
 async function authenticated(h: Harness, sub: Submission, key: string): Promise<void> {
   sub.credential = key;
+  sub.ip = '192.0.2.7';
   assert.equal(stages.gate(h.pipeline, sub), NEXT);
 }
 
@@ -47,12 +41,12 @@ const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 test('the table: every kind passes the door and the gate first, and ends in the stage that waits for or queues it', () => {
   const names = STAGES.map((list) => list.map((s) => s.name));
   assert.deepEqual(names, [
-    ['door', 'gate', 'invalid', 'read', 'solanaBody', 'place', 'check', 'enqueue'],
-    ['door', 'gate', 'invalid', 'read', 'placeMembers', 'checkMembers', 'enqueueBundle'],
-    ['door', 'gate', 'invalid', 'read', 'evmBody', 'place', 'check', 'enqueue'],
-    ['door', 'gate', 'invalid', 'record'],
-    ['door', 'gate', 'read', 'expand'],
-    ['door', 'gate', 'invalid', 'read', 'status'],
+    ['door', 'arrive', 'gate', 'invalid', 'read', 'solanaBody', 'place', 'check', 'enqueue'],
+    ['door', 'arrive', 'gate', 'invalid', 'read', 'placeMembers', 'checkMembers', 'enqueueBundle'],
+    ['door', 'arrive', 'gate', 'invalid', 'read', 'evmBody', 'place', 'check', 'enqueue'],
+    ['door', 'arrive', 'gate', 'invalid', 'record'],
+    ['door', 'arrive', 'gate', 'read', 'expand'],
+    ['door', 'arrive', 'gate', 'invalid', 'read', 'status'],
   ]);
   assert.equal(Kind.SolanaTx, 0);
   assert.equal(Kind.Query, STAGES.length - 1, 'one row per kind, indexed by it');
@@ -84,21 +78,50 @@ test('gate: an account and its lane on the submission, or the refusal as an outc
   assert.equal(sub.lane, 'solana-single');
   assert.equal(sub.ip, '192.0.2.7', 'the peer read at the gate');
   const none = new Submission(Kind.EvmTx, 'evm', quietDoor());
+  none.ip = '192.0.2.7';
   const o = stages.gate(h.pipeline, none) as Outcome;
   assert.equal(o.error?.spec, E.AUTH_MISSING);
+  const wrongHead = new Submission(Kind.EvmTx, 'evm', quietDoor());
+  wrongHead.refused = new RelayError(E.UNSUPPORTED_MEDIA, 'use text/plain');
+  assert.equal((stages.gate(h.pipeline, wrongHead) as Outcome).error, wrongHead.refused, 'the head the door read, refused before the IP bucket');
 });
 
-test('read: a payload that came with the head goes on; a body to come is asked of the door and waited for', async (t) => {
+test('arrive: draining and shed before anything of the request is read; then the door reads the head, unless it knew the peer already', async (t) => {
   const h = await harness();
   t.after(() => h.close());
-  const io = quietDoor();
-  const sub = new Submission(Kind.SolanaTx, 'solana', io);
+  const sub = new Submission(Kind.SolanaTx, 'solana', quietDoor());
+  assert.equal(stages.arrive(h.pipeline, sub), HEAD);
+  sub.ip = '192.0.2.7';
+  assert.equal(stages.arrive(h.pipeline, sub), NEXT, 'a datagram, a WebSocket message: the peer is known');
+  sub.arrived = true;
+  h.pipeline.draining = true;
+  assert.equal(stages.arrive(h.pipeline, sub), NEXT, 'a call of a body that arrived: its gate says draining');
+  sub.arrived = false;
+  assert.equal((stages.arrive(h.pipeline, sub) as Outcome).error?.spec, E.DRAINING);
+});
+
+test('read: a payload that came with the head goes on; a body to come stops the run, and admit tells the door to read it', async (t) => {
+  const h = await harness();
+  t.after(() => h.close());
+  const key = (await h.account()).uuid;
+  const sub = new Submission(Kind.SolanaTx, 'solana', quietDoor());
   assert.equal(stages.read(h.pipeline, sub), NEXT);
-  assert.equal(io.reads, 0);
   sub.maxBody = 4096;
-  assert.equal(stages.read(h.pipeline, sub), WAIT);
-  assert.equal(io.reads, 1);
+  assert.equal(stages.read(h.pipeline, sub), READ);
   assert.equal(sub.body, h.pipeline, 'the body comes back to the pipeline');
+  const whole = new Submission(Kind.SolanaTx, 'solana', quietDoor());
+  whole.credential = key;
+  whole.ip = '192.0.2.7';
+  whole.maxBody = 4096;
+  const got: Outcome[] = [];
+  assert.equal(
+    h.pipeline.admit(whole, (_s, o) => got.push(o)),
+    Next.Body,
+  );
+  assert.equal(got.length, 0, 'nothing answered before the body');
+  assert.equal(STAGES[Kind.SolanaTx]![whole.step], stages.solanaBody, 'the body resumes at the stage after read');
+  whole.tooLarge(5000);
+  assert.equal(got[0]!.error?.spec, E.SOL_DECODE);
 });
 
 test('solanaBody and evmBody: a body read is turned into what place takes; none read passes', async (t) => {
@@ -283,7 +306,9 @@ test('runStages: the first outcome ends the run and is answered, counted, once',
   const sub = new Submission(Kind.EvmTx, 'evm', quietDoor());
   const got: Outcome[] = [];
   sub.sink = (_s, o) => got.push(o);
-  runStages(h.pipeline, sub);
+  assert.equal(runStages(h.pipeline, sub), Next.Head, 'the door reads the head first');
+  sub.ip = '192.0.2.7';
+  assert.equal(runStages(h.pipeline, sub), Next.Done);
   assert.equal(got.length, 1);
   assert.equal(got[0]!.error?.spec, E.AUTH_MISSING);
   assert.equal(sub.step, STAGES[Kind.EvmTx]!.indexOf(stages.gate) + 1, 'stopped at the gate');

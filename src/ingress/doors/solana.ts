@@ -12,7 +12,7 @@ import { retryHeaders } from '../headers.js';
 import { DUPLICATE, withDryRun, signaturesJson, solanaResult } from '../render.js';
 import { JSON_TYPE, TEXT_TYPE, type Replier, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
-import { httpIo, type DoorContext } from './context.js';
+import { admitHttp, httpIo, type DoorContext } from './context.js';
 
 function sendPlainError(reply: Replier, res: Res, err: RelayError): void {
   reply.sendHeld(res, err.holdMs, err.spec.http, TEXT_TYPE, err.text, retryHeaders(err));
@@ -45,10 +45,10 @@ export function registerSolanaDoors(ctx: DoorContext): void {
     app.post(path, (r: HttpResponse, req: HttpRequest) => {
       const sub = new Submission(kind, 'solana', io);
       sub.door = label;
-      sub.ctx = reply.begin(r, timer);
+      sub.ctx = sub.conn = reply.begin(r, timer);
       sub.req = req;
       sub.maxBody = maxBody;
-      pipeline.admit(sub, sink);
+      admitHttp(ctx, sub, sink, sub.ctx as Res);
     });
   };
   door('/v2', 'solana-v2', Kind.SolanaTx, MAX_V1_TX_SIZE);

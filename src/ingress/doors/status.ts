@@ -12,7 +12,7 @@ import { retryHeaders } from '../headers.js';
 import { rpcError, statusesJson } from '../render.js';
 import { JSON_TYPE, watchAbort, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
-import { httpIo, type DoorContext } from './context.js';
+import { admitHttp, httpIo, type DoorContext } from './context.js';
 import { bearer } from './evm.js';
 import { statusIds } from './jsonrpc.js';
 import { TOO_DEEP_DETAIL, tooDeep } from './rpc-scan.js';
@@ -21,7 +21,7 @@ import { TOO_DEEP_DETAIL, tooDeep } from './rpc-scan.js';
 const MAX_STATUS_BODY = 16 * 1024;
 
 export function registerStatusDoor(ctx: DoorContext): void {
-  const { app, pipeline, reply } = ctx;
+  const { app, reply } = ctx;
   const io: DoorIo = {
     ...httpIo(ctx),
     head: (sub) => {
@@ -75,11 +75,11 @@ export function registerStatusDoor(ctx: DoorContext): void {
     else sub.queryIds = ids;
     // With acceptor threads the answer waits for the others' trackers: the abort handler first.
     watchAbort(sub.ctx as Res);
-    pipeline.admit(sub, one);
+    admitHttp(ctx, sub, one, sub.ctx as Res);
   });
   app.post('/v1/status', (r: HttpResponse, req: HttpRequest) => {
     const sub = start(r, req);
     sub.maxBody = MAX_STATUS_BODY;
-    pipeline.admit(sub, many);
+    admitHttp(ctx, sub, many, sub.ctx as Res);
   });
 }
