@@ -35,9 +35,6 @@ interface UdpListenResult {
 
 const UDP_IO: DoorIo = {
   peer: (sub) => sub.ip!,
-  read: () => {
-    throw new Error('a datagram has no body to read');
-  },
 };
 
 export class UdpIngress {

@@ -58,24 +58,34 @@ export class Gate {
 
   constructor(private readonly d: GateDeps) {}
 
-  /** Steps 1-6 for `sub`: its refusal, or null with `sub.account` and `sub.lane` set (a JSON-RPC body: steps 1-3). */
+  /**
+   * Steps 1-2 for an arrival, before anything of it is read: its refusal, or
+   * null. The door then reads the head and the peer: a shed answer costs no
+   * more than a bare request.
+   */
+  arrive(sub: Submission): RelayError | null {
+    const off = this.off(sub);
+    return off !== null ? off : this.shed();
+  }
+
+  /** Step 1, and whether the node serves the family. A JSON-RPC body's calls are each refused DRAINING, with their own ids. */
+  private off(sub: Submission): RelayError | null {
+    if (sub.kind === Kind.Calls) return null;
+    if (this.draining) return new RelayError(E.DRAINING);
+    // A status read is the account's whichever family's header carried the credential (docs/protocol.md#status).
+    if (!this.d.enabled[sub.family] && sub.kind !== Kind.Query) return new RelayError(E.NOT_FOUND);
+    return null;
+  }
+
+  /** Steps 3-6 for `sub` (a call of a JSON-RPC body: 1 and 4-6): its refusal, or null with `sub.account` and `sub.lane` set (a JSON-RPC body: step 3). */
   pass(sub: Submission): RelayError | null {
-    // A JSON-RPC body's calls are each refused DRAINING, with their own ids.
-    if (sub.kind !== Kind.Calls) {
-      if (this.draining) return new RelayError(E.DRAINING);
-      // A status read is the account's whichever family's header carried the credential (docs/protocol.md#status).
-      if (!this.d.enabled[sub.family] && sub.kind !== Kind.Query) return new RelayError(E.NOT_FOUND);
-    }
     if (!sub.arrived) {
-      const shed = this.shed();
-      if (shed !== null) return shed;
-      // The head and the peer are read only now: a shed answer costs no more than a bare request.
-      const wrong = sub.io.head?.(sub) ?? null;
-      if (wrong !== null) return wrong;
-      const ip = sub.ip ?? (sub.ip = sub.io.peer(sub));
-      const limited = this.limitIp(sub, ip, sub.ipCredits);
+      const limited = this.limitIp(sub, sub.ip!, sub.ipCredits);
       if (limited !== null) return limited;
       sub.arrived = true;
+    } else {
+      const off = this.off(sub);
+      if (off !== null) return off;
     }
     if (sub.kind === Kind.Calls) return this.knownCredential(sub);
     if (sub.account === null) {

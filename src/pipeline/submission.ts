@@ -32,6 +32,16 @@ export const enum Encoding {
   Hex = 2,
 }
 
+/** What the door does next, as `Pipeline.admit` and `resume` return it: the door reads; the pipeline never calls it to. */
+export const enum Next {
+  /** Nothing: the sink has the outcome, or will. */
+  Done = 0,
+  /** Read the head (`io.head`) and the peer's address into it, then `resume`: it was not shed. */
+  Head = 1,
+  /** Read the body (at most `maxBody` bytes) into it; its arrival goes on. */
+  Body = 2,
+}
+
 /** The door turns the outcome into its wire answer; one function per door, not per request. */
 export type Sink = (sub: Submission, outcome: Outcome) => void;
 
@@ -39,22 +49,19 @@ export type Sink = (sub: Submission, outcome: Outcome) => void;
 export interface DoorIo {
   /**
    * Reads the request's head into `sub` (its credential), or the refusal of
-   * a request that is not this door's wire format. Called after the shed
-   * decision, so a shed costs no header read.
+   * a request that is not this door's wire format. The door calls it when
+   * `admit` says `Next.Head`: after the shed decision, so a shed costs no
+   * header read.
    */
   head?(sub: Submission): RelayError | null;
-  /** Read only after the shed decision: on uWS it is a system call. */
+  /** Read by the door only after the shed decision (`Next.Head`): on uWS it is a system call. */
   peer(sub: Submission): string;
-  /** The client went away: its answer can no longer be written (asked of the outermost submission). */
-  gone?(sub: Submission): boolean;
   /**
    * Called before a checked transaction is queued: true when queueing must
    * wait until an answer written then cannot be dropped unseen (uWS, see
    * Replier.settle); `commit` then runs later.
    */
   settle?(sub: Submission, commit: () => void): boolean;
-  /** Starts reading at most `sub.maxBody` bytes of body into `sub`. */
-  read(sub: Submission): void;
   /** A JSON-RPC body's calls, in order, or why the body is refused. */
   calls?(sub: Submission, body: Uint8Array): Submission[] | RelayError;
   /** A status read's body: the ids it asks for, or why it is refused. */
@@ -76,7 +83,7 @@ export class Submission {
   /** The credential as 16 raw UUID bytes at `keyOffset` (UDP). */
   keyBytes: Uint8Array | null = null;
   keyOffset = 0;
-  /** Null until the gate reads it through `io.peer`. */
+  /** Null until the door reads it (`Next.Head`); a door that knows it at once sets it first. */
   ip: string | null = null;
   ipCredits = 1;
   /** Shed and per-IP checks already passed (a call inside a JSON-RPC body). */
@@ -100,6 +107,12 @@ export class Submission {
   /** The body limit; 0 when the payload is already here. */
   maxBody = 0;
 
+  /**
+   * Where its answer goes (a uWS response, a WebSocket): once `aborted`, the
+   * client went away and nothing of it is queued (read on the outermost
+   * submission). Null: nothing to watch.
+   */
+  conn: { readonly aborted?: boolean } | null = null;
   /** The door's context for its answer; never read by the pipeline. */
   ctx: unknown = null;
   /** The door's request handle, valid only until `admit` returns (uWS forbids reading it later). */
@@ -115,6 +128,10 @@ export class Submission {
   // ---- set by the pipeline ------------------------------------------------
   sink: Sink | null = null;
   body: BodySink | null = null;
+  /** The next of its kind's stages to run (stages.ts). */
+  step = 0;
+  /** The body as read, once it arrived; null when the payload came with the head. */
+  received: Uint8Array | null = null;
   account: AccountRecord | null = null;
   lane: LaneName = 'solana-single';
   /** The transaction's bytes in the shared slab (-1: none yet). */

@@ -1,156 +1,15 @@
 /**
- * The admission pipeline without a socket: real tables, a real job table and
- * verifier (checks inline), real forwarding lanes with no upstream (they
- * admit and discard), a real store on disk for accounts and batch records,
- * and transactions signed by @solana/web3.js and viem. A door here is a
- * stand-in DoorIo whose body arrives at once; everything behind it is the
- * relay's own code.
+ * The admission pipeline without a socket (test/helpers/pipeline.ts), with
+ * transactions signed by @solana/web3.js and viem.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { E, RelayError } from '../../src/errors.js';
-import { systemClock } from '../../src/clock.js';
-import { Slab } from '../../src/tables/slab.js';
-import { DedupFilter } from '../../src/tables/dedup.js';
-import { IpLimiter } from '../../src/tables/ip-limiter.js';
-import { JobTable } from '../../src/exec/jobs.js';
-import { Verifier } from '../../src/exec/verifier.js';
-import { Forwarder } from '../../src/forward/forwarder.js';
-import { Store } from '../../src/store/db.js';
-import { AccountStore, type NewAccount } from '../../src/store/accounts.js';
-import { Tracker } from '../../src/status/tracker.js';
-import { BatchStore, storedItems } from '../../src/store/batches.js';
-import { nextBatchId } from '../../src/store/ids.js';
-import { AccountRegistry } from '../../src/pipeline/accounts.js';
-import { TipAccounts } from '../../src/chains/solana/tip.js';
-import { initKeccak } from '../../src/chains/evm/hash.js';
-import { Pipeline } from '../../src/pipeline/admit.js';
-import { Outcome } from '../../src/pipeline/outcome.js';
-import { Encoding, Kind, Submission, type DoorIo } from '../../src/pipeline/submission.js';
+import { Encoding, Kind, Next, Submission, type DoorIo } from '../../src/pipeline/submission.js';
+import type { Outcome } from '../../src/pipeline/outcome.js';
 import * as sol from '../helpers/solana.js';
 import * as evm from '../helpers/evm.js';
-
-const PLANS = {
-  free: { evm_tps: 5, solana_tps: 2, min_tip_lamports: 1000 },
-  paid: { evm_tps: 50, solana_tps: 2, min_tip_lamports: 1000 },
-};
-const TIP = sol.randomAddress().toBase58();
-
-interface Harness {
-  pipeline: Pipeline;
-  tracker: Tracker;
-  slab: Slab;
-  jobs: JobTable;
-  verifier: Verifier;
-  forwarder: Forwarder;
-  batches: BatchStore;
-  account(input?: Record<string, unknown>): Promise<NewAccount>;
-  /** Admits `sub` and resolves with the outcomes its sink got (more than one would be a bug). */
-  admit(sub: Submission): Promise<Outcome[]>;
-  close(): Promise<void>;
-}
-
-async function harness(opts: { ipRps?: number; ipBurst?: number; slabBytes?: number } = {}): Promise<Harness> {
-  await initKeccak();
-  const dir = mkdtempSync(join(tmpdir(), 'txrelay-pipeline-'));
-  const db = Store.open(dir);
-  const accounts = AccountStore.open(db);
-  const batches = new BatchStore(db);
-  const clock = systemClock;
-  const slab = Slab.create({ capacity: opts.slabBytes ?? 1 << 20 });
-  const jobs = JobTable.create(64);
-  const dedup = DedupFilter.create({ windowMs: 60_000, capacity: 4096 });
-  const verifier = new Verifier({ threads: 0, jobs, slab, dedup, chainId: 1n, clock });
-  await verifier.start();
-  const forwarder = new Forwarder({ lanes: {} });
-  const registry = AccountRegistry.create(accounts, clock);
-  const ip = () => IpLimiter.create({ nowMs: clock(), rate: opts.ipRps ?? 1000, burst: opts.ipBurst ?? 2000 });
-  const tracker = new Tracker({ retentionMs: 60_000, maxEntries: 1000, node: 'test' });
-  const pipeline = new Pipeline({
-    clock,
-    accounts: registry,
-    ipLimiter: ip(),
-    ipRps: opts.ipRps ?? 1000,
-    udpIpLimiter: ip(),
-    udpIpRps: 1000,
-    verifier,
-    forwarder,
-    enabled: { evm: true, solana: true },
-    shedHoldMs: 0,
-    heldRefusals: () => 0,
-    dedup,
-    slab,
-    jobs,
-    tips: new TipAccounts([TIP]),
-    evmChainId: 1n,
-    batches: {
-      newId: nextBatchId,
-      persist: (r) => batches.persist(r),
-      updateOutcome: (id, o) => batches.updateOutcome(id, storedItems(o)),
-    },
-    maxBody: 131072,
-    tracker,
-    statuses: (account, ids, done) => done(Outcome.answered(ids.map((id) => tracker.status(id, account.id)))),
-  });
-  return {
-    pipeline,
-    tracker,
-    slab,
-    jobs,
-    verifier,
-    forwarder,
-    batches,
-    account: (input = {}) => accounts.create(input, PLANS),
-    admit: (sub) =>
-      new Promise((resolve) => {
-        const got: Outcome[] = [];
-        pipeline.admit(sub, (_s, o) => {
-          got.push(o);
-          // Any second call would land in `got` before the next turn.
-          setImmediate(() => resolve(got));
-        });
-      }),
-    async close() {
-      await verifier.close();
-      await forwarder.close();
-      await db.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-/** A door whose request body is `body`, arriving whole as soon as the pipeline asks for it. */
-function bodyDoor(body: Uint8Array): DoorIo {
-  return {
-    peer: () => '192.0.2.1',
-    read: (sub) => {
-      if (body.length > sub.maxBody) return sub.tooLarge(body.length);
-      if (sub.wantsInto) {
-        const into = sub.into(body.length);
-        if (into === null) return;
-        into.set(body);
-        return sub.bodyBytes(into);
-      }
-      sub.bodyBytes(body);
-    },
-  };
-}
-
-function v2(tx: Uint8Array, key: string | null): Submission {
-  const sub = new Submission(Kind.SolanaTx, 'solana', bodyDoor(tx));
-  sub.credential = key;
-  sub.maxBody = 4096;
-  return sub;
-}
-
-/** Nothing a settled submission held is still held. */
-function assertNothingHeld(h: Harness): void {
-  assert.equal(h.slab.live, 0, 'every slab block given back');
-  assert.equal(h.jobs.available, h.jobs.slots, 'every job slot given back');
-}
+import { TIP, assertNothingHeld, bodyDoor, harness, v2 } from '../helpers/pipeline.js';
 
 test('a Solana transaction is queued under its first signature; the same one again is a duplicate, not forwarded twice', async (t) => {
   const h = await harness();
@@ -175,10 +34,12 @@ test('a client gone before its answer (uWS closing a pipelining connection) has 
   const key = (await h.account()).uuid;
   const sol1 = sol.legacyTransfer();
   const evm1 = await evm.signed1559({ nonce: 61 });
-  const goneV2 = new Submission(Kind.SolanaTx, 'solana', { ...bodyDoor(sol1.bytes), gone: () => true });
+  const goneV2 = new Submission(Kind.SolanaTx, 'solana', bodyDoor(sol1.bytes));
+  goneV2.conn = { aborted: true };
   goneV2.credential = key;
   goneV2.maxBody = 4096;
-  const goneEvm = new Submission(Kind.EvmTx, 'evm', { ...bodyDoor(new Uint8Array(0)), gone: () => true });
+  const goneEvm = new Submission(Kind.EvmTx, 'evm', bodyDoor(new Uint8Array(0)));
+  goneEvm.conn = { aborted: true };
   goneEvm.credential = key;
   goneEvm.text = evm1.hex;
   for (const sub of [goneV2, goneEvm]) {
@@ -230,10 +91,11 @@ test('draining refuses before the gate reads anything, retry-safe', async (t) =>
   const h = await harness();
   t.after(() => h.close());
   h.pipeline.draining = true;
-  const io: DoorIo = { peer: () => assert.fail('the peer address is not read'), read: () => assert.fail('the body is not read') };
+  const io: DoorIo = { peer: () => assert.fail('the peer address is not read') };
   const sub = new Submission(Kind.SolanaTx, 'solana', io);
   sub.maxBody = 4096;
-  const [o] = await h.admit(sub);
+  let o: Outcome | undefined;
+  assert.equal(h.pipeline.admit(sub, (_s, x) => (o = x)), Next.Done, 'neither the head nor the body is read');
   assert.equal(o!.error?.spec, E.DRAINING);
   assert.equal(o!.retry, 'retry_safe');
 });
@@ -260,10 +122,13 @@ test('a full slab refuses for capacity, retry-safe, before the body is read; the
   t.after(() => h.close());
   const key = (await h.account({ solana: { tps: 100, burst: 100 } })).uuid;
   // A client that declared its body and is still sending it: its block is reserved.
-  const slow = new Submission(Kind.SolanaTx, 'solana', { peer: () => '192.0.2.1', read: (sub) => void sub.into(900) });
+  const slow = new Submission(Kind.SolanaTx, 'solana', { peer: () => '192.0.2.1' });
   slow.credential = key;
   slow.maxBody = 4096;
-  h.pipeline.admit(slow, () => assert.fail('a body that never completes is never answered'));
+  assert.equal(h.pipeline.admit(slow, () => assert.fail('a body that never completes is never answered')), Next.Head);
+  slow.ip = '192.0.2.1';
+  assert.equal(h.pipeline.resume(slow), Next.Body, 'the door reads the body');
+  slow.into(900);
   assert.equal(h.slab.live, 1);
   const [full] = await h.admit(v2(sol.legacyTransfer().bytes, key));
   assert.equal(full!.error?.spec, E.CAPACITY);
@@ -427,12 +292,11 @@ test('a JSON-RPC body\'s calls are queued together: a client gone after the firs
   const txs = await Promise.all([71, 72, 73].map((nonce) => evm.signed1559({ nonce })));
   // The connection closes between the first member's check and the second's (settle is asked once per check).
   let checks = 0;
-  let gone = false;
+  const conn = { aborted: false };
   const io: DoorIo = {
     ...bodyDoor(new Uint8Array(2)),
-    gone: () => gone,
     settle: () => {
-      if (++checks === 2) gone = true;
+      if (++checks === 2) conn.aborted = true;
       return false;
     },
     calls: () =>
@@ -444,6 +308,7 @@ test('a JSON-RPC body\'s calls are queued together: a client gone after the firs
       }),
   };
   const sub = new Submission(Kind.Calls, 'evm', io);
+  sub.conn = conn;
   sub.maxBody = 1024;
   sub.credential = key;
   const [o] = await h.admit(sub);

@@ -1,6 +1,6 @@
 /** What every HTTP door gets from the composition root, and the transport the pipeline reads through. */
 import type { Pipeline } from '../../pipeline/admit.js';
-import type { DoorIo, Submission } from '../../pipeline/submission.js';
+import { Next, type DoorIo, type Sink, type Submission } from '../../pipeline/submission.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '../uws.js';
 import type { AckFirst } from '../ack-first.js';
 import { readBodyTo, type BodyBudget } from '../body.js';
@@ -29,8 +29,22 @@ export interface DoorContext {
 export function httpIo(ctx: DoorContext, res: (sub: Submission) => Res = (sub) => sub.ctx as Res): DoorIo {
   return {
     peer: (sub) => ctx.ip(res(sub), sub.req as HttpRequest),
-    gone: (sub) => res(sub).aborted === true,
     settle: (sub, commit) => ctx.reply.settle(res(sub), commit),
-    read: (sub) => readBodyTo(res(sub), sub.req as HttpRequest, sub.maxBody, sub, ctx.ack, ctx.bodies),
   };
+}
+
+/**
+ * Admits `sub`, reading what the pipeline asks for while the handler runs:
+ * the head and the peer once it is not shed, then the body (at most
+ * `sub.maxBody` bytes) once it passed the gate.
+ */
+export function admitHttp(ctx: DoorContext, sub: Submission, sink: Sink, res: Res): void {
+  let next = ctx.pipeline.admit(sub, sink);
+  if (next === Next.Head) {
+    const io = sub.io;
+    sub.refused = io.head?.(sub) ?? null;
+    if (sub.refused === null) sub.ip = io.peer(sub);
+    next = ctx.pipeline.resume(sub);
+  }
+  if (next === Next.Body) readBodyTo(res, sub.req as HttpRequest, sub.maxBody, sub, ctx.ack, ctx.bodies);
 }

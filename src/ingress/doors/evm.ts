@@ -10,7 +10,7 @@ import { TAKES_EVM, write, PREFLIGHT, type DoorWords } from '../../answers/answe
 import { renderEvmText } from '../../answers/evm.js';
 import type { Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
-import { httpIo, type DoorContext } from './context.js';
+import { admitHttp, httpIo, type DoorContext } from './context.js';
 
 /** `Authorization: Bearer <uuid>` -> the UUID; '' when the header is present but not a Bearer credential. */
 /** An Authorization header that is not `Bearer <uuid>` is told the form (AUTH_MISSING's detail). */
@@ -115,10 +115,10 @@ export function registerEvmTextDoor(ctx: DoorContext): void {
   app.post('/v2/svc_send_raw_transaction', (r: HttpResponse, req: HttpRequest) => {
     const sub = new Submission(Kind.EvmTx, 'evm', io);
     sub.door = 'evm-text';
-    sub.ctx = reply.begin(r, timer);
+    sub.ctx = sub.conn = reply.begin(r, timer);
     sub.req = req;
     sub.maxBody = ctx.maxBody;
     sub.textForwarded = true;
-    pipeline.admit(sub, sink);
+    admitHttp(ctx, sub, sink, sub.ctx as Res);
   });
 }

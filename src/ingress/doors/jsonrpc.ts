@@ -27,13 +27,13 @@
 import { E, RelayError, SOLANA_HEADER } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
 import type { Family } from '../../pipeline/accounts.js';
-import { Encoding, Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
+import { Encoding, Kind, Next, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
 import { TAKES_JITO, TAKES_RPC, tipsWords, write, rpcError, type Answer, type DoorWords } from '../../answers/answer.js';
 import { Shape, renderCall, renderWhole, type Call } from '../../answers/rpc.js';
 import { MAX_BUNDLE, bundleId } from '../../pipeline/bundle.js';
 import { JSON_TYPE, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
-import { httpIo, type DoorContext } from './context.js';
+import { admitHttp, httpIo, type DoorContext } from './context.js';
 import { BEARER_FORM, bearer } from './evm.js';
 import { TOO_DEEP_DETAIL, scanCall, tooDeep, topLevelElements } from './rpc-scan.js';
 import { apiKeyQuery } from './api-key.js';
@@ -62,6 +62,8 @@ export interface RpcSocket {
   readonly credential: string;
   /** False once the socket closed. */
   readonly open: boolean;
+  /** True once the socket closed: what the pipeline reads (Submission.conn). */
+  readonly aborted: boolean;
   readonly ip: string;
   /** The family a status read or subscription is made as: one the account has enabled. */
   readonly family: Family;
@@ -157,12 +159,6 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
   };
   const socketIo: DoorIo = {
     peer: (sub) => (sub.ctx as RpcRequest).socket!.ip,
-    gone: (sub) => !(sub.ctx as RpcRequest).socket!.open,
-    read: (sub) => {
-      const m = (sub.ctx as RpcRequest).message!;
-      if (m.length > sub.maxBody) sub.tooLarge(m.length);
-      else sub.bodyBytes(m);
-    },
     calls: (sub, body) => parseCalls(sub, body),
   };
 
@@ -374,8 +370,9 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       const apiKey = rt.jito ? null : req.getHeader('api-key') || (query ? queryKey(query) : null);
       sub.ctx = { res, socket: null, route: rt, apiKey, authorization: null, bundleOnly: false, array: false, message: null, t0: 0 } satisfies RpcRequest;
       sub.req = req;
+      sub.conn = res;
       sub.maxBody = ctx.maxBody;
-      pipeline.admit(sub, sink);
+      admitHttp(ctx, sub, sink, res);
     });
   };
   route('/', root);
@@ -393,10 +390,16 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     sub.credential = socket.credential;
     const rq: RpcRequest = { res: null, socket, route: root, apiKey: null, authorization: null, bundleOnly: false, array: false, message, t0: wsTimer ? performance.now() : 0 };
     sub.ctx = rq;
+    sub.conn = socket;
+    sub.ip = socket.ip;
     sub.maxBody = ctx.maxBody;
     ctx.ack.enter();
     try {
-      pipeline.admit(sub, sink);
+      // The message is the body: handed on here, as an HTTP door reads its body.
+      if (pipeline.admit(sub, sink) === Next.Body) {
+        if (message.length > sub.maxBody) sub.tooLarge(message.length);
+        else sub.bodyBytes(message);
+      }
     } finally {
       ctx.ack.leave();
       rq.message = null;

@@ -12,7 +12,7 @@ import { TAKES_SOLANA, tipsWords, write, type DoorWords } from '../../answers/an
 import { renderSolana } from '../../answers/solana.js';
 import { TEXT_TYPE, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
-import { httpIo, type DoorContext } from './context.js';
+import { admitHttp, httpIo, type DoorContext } from './context.js';
 import { apiKeyQuery } from './api-key.js';
 
 export function registerSolanaDoors(ctx: DoorContext): void {
@@ -48,10 +48,10 @@ export function registerSolanaDoors(ctx: DoorContext): void {
     app.post(path, (r: HttpResponse, req: HttpRequest) => {
       const sub = new Submission(kind, 'solana', io);
       sub.door = label;
-      sub.ctx = reply.begin(r, timer);
+      sub.ctx = sub.conn = reply.begin(r, timer);
       sub.req = req;
       sub.maxBody = maxBody;
-      pipeline.admit(sub, sink);
+      admitHttp(ctx, sub, sink, sub.ctx as Res);
     });
   };
   door('/v2', 'solana-v2', Kind.SolanaTx, MAX_V1_TX_SIZE);

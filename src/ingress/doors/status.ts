@@ -12,7 +12,7 @@ import { TAKES_STATUS, write, type DoorWords } from '../../answers/answer.js';
 import { renderStatuses } from '../../answers/rpc.js';
 import { watchAbort, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
-import { httpIo, type DoorContext } from './context.js';
+import { admitHttp, httpIo, type DoorContext } from './context.js';
 import { bearer } from './evm.js';
 import { statusIds } from './jsonrpc.js';
 import { TOO_DEEP_DETAIL, tooDeep } from './rpc-scan.js';
@@ -22,7 +22,7 @@ import { apiKeyQuery } from './api-key.js';
 const MAX_STATUS_BODY = 16 * 1024;
 
 export function registerStatusDoor(ctx: DoorContext): void {
-  const { app, pipeline, reply } = ctx;
+  const { app, reply } = ctx;
   const words: DoorWords = { takes: TAKES_STATUS, tips: '' };
   const io: DoorIo = {
     ...httpIo(ctx),
@@ -72,11 +72,11 @@ export function registerStatusDoor(ctx: DoorContext): void {
     else sub.queryIds = ids;
     // With acceptor threads the answer waits for the others' trackers: the abort handler first.
     watchAbort(sub.ctx as Res);
-    pipeline.admit(sub, one);
+    admitHttp(ctx, sub, one, sub.ctx as Res);
   });
   app.post('/v1/status', (r: HttpResponse, req: HttpRequest) => {
     const sub = start(r, req);
     sub.maxBody = MAX_STATUS_BODY;
-    pipeline.admit(sub, many);
+    admitHttp(ctx, sub, many, sub.ctx as Res);
   });
 }

@@ -97,6 +97,7 @@ interface Holder {
 class Socket implements RpcSocket, Subscriber {
   ws: WebSocket<Holder> | null = null;
   open = false;
+  aborted = false;
   /** Subscription ids, in the order made. */
   subs: number[] = [];
   /** Messages waiting for a later turn (copies: uWS takes a message's memory back after its callback). */
@@ -168,12 +169,14 @@ class Socket implements RpcSocket, Subscriber {
     if (code === CLOSE_FLOOD) this.door.cooled(this.accountId);
     if (!this.open) return;
     this.open = false;
+    this.aborted = true;
     this.ws!.end(code, reason);
   }
 
   /** The socket closed, whoever closed it. */
   closed(): void {
     this.open = false;
+    this.aborted = true;
     this.ws = null;
     if (this.subs.length > 0) {
       this.door.feed.remove(this.accountId, this);
@@ -321,7 +324,6 @@ export function registerWsDoor(ctx: DoorContext, message: RpcMessage, feed: Stat
 
   const io: DoorIo = {
     peer: (sub) => (sub.ctx as Upgrade).ip,
-    read: () => {},
   };
 
   const upgraded: Sink = (sub: Submission, out: Outcome) => {
@@ -369,6 +371,7 @@ export function registerWsDoor(ctx: DoorContext, message: RpcMessage, feed: Stat
         credential,
       } satisfies Upgrade;
       sub.req = req;
+      sub.ip = (sub.ctx as Upgrade).ip;
       // A held refusal answers after the handler returned.
       watchAbort(res);
       pipeline.admit(sub, upgraded);
