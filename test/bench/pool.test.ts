@@ -17,11 +17,11 @@ test('a closed-loop run that ran out is sized again from its rate, and the secon
   t.after(() => relay.stop());
   const { uuid } = (await relay.createAccount({ evm: { tps: 100_000, burst: 100_000 } })) as unknown as { uuid: string };
   const args = { door: 'evm-rpc' as const, url: relay.base, key: uuid, connections: 4, durationMs: 1000, warmupMs: 0, cacheDir: null };
-  // A pool far too small for a second of flat-out sending, as the default was for a fast relay.
-  const first = await runBench({ ...args, count: 300 });
+  // A pool far too small for a second of flat-out sending (even on a loaded test machine), as the default was for a fast relay.
+  const first = await runBench({ ...args, count: 50 });
   assert.equal(first.exhausted, true);
   const resized = poolForRun(first, 1000);
-  assert.ok(resized && resized.count > 300 && resized.rate > 0, JSON.stringify(resized));
+  assert.ok(resized && resized.count > 50 && resized.rate > 0, JSON.stringify(resized));
   const second = await runBench({ ...args, count: resized.count });
   // The pool holds twice the first run's rate: it lasts unless this run went over twice as fast
   // (a test machine's other work can slow the first run that much).
