@@ -38,8 +38,9 @@ const IDLE_MS = data.idleMs ?? 1000;
 /**
  * Under load (more jobs waiting than this worker's one), a worker takes up to
  * this many at once so their Solana signatures go through native batch calls
- * (check.ts); it always leaves one waiting for another worker, and an idle or
- * serial job is still checked alone, at a single check's latency.
+ * (check.ts). It takes no more than it leaves waiting, so another worker (or
+ * the acceptor's turn-end sweep) still has its share to run in parallel; an
+ * idle or serial job is still checked alone, at a single check's latency.
  */
 const BATCH_JOBS = 16;
 const slots: number[] = [];
@@ -55,7 +56,7 @@ export default function serve(task: { index: number }): number {
     if (s >= 0) {
       slots.length = 0;
       slots.push(s);
-      while (batchesSignatures && slots.length < BATCH_JOBS && jobs.waiting() > 1) {
+      while (batchesSignatures && slots.length < BATCH_JOBS && jobs.waiting() > slots.length) {
         const more = jobs.claim(task.index, systemClock());
         if (more < 0) break;
         slots.push(more);
