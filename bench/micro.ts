@@ -15,7 +15,7 @@ interface MicroBench {
   fn: () => void;
 }
 
-const AREAS = ['solana', 'evm', 'shared', 'native', 'accounts'];
+const AREAS = ['solana', 'ed25519', 'evm', 'shared', 'native', 'accounts'];
 const filter = process.argv.slice(2);
 
 const all: { area: string; b: MicroBench }[] = [];

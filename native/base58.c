@@ -319,6 +319,7 @@ napi_value txr_shared_alias(napi_env env, napi_callback_info info);
 napi_value txr_js_ed25519_verify(napi_env env, napi_callback_info info);
 napi_value txr_js_ed25519_verify_at(napi_env env, napi_callback_info info);
 napi_value txr_js_ed25519_decode_point(napi_env env, napi_callback_info info);
+napi_value txr_js_ed25519_verify_batch_at(napi_env env, napi_callback_info info);
 void txr_ed25519_env_init(napi_env env);
 #endif
 
@@ -338,6 +339,7 @@ NAPI_MODULE_INIT() {
       {"ed25519Verify", NULL, txr_js_ed25519_verify, NULL, NULL, NULL, napi_enumerable, NULL},
       {"ed25519VerifyAt", NULL, txr_js_ed25519_verify_at, NULL, NULL, NULL, napi_enumerable, NULL},
       {"ed25519DecodePoint", NULL, txr_js_ed25519_decode_point, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"ed25519VerifyBatchAt", NULL, txr_js_ed25519_verify_batch_at, NULL, NULL, NULL, napi_enumerable, NULL},
 #endif
       {"maxBytes", NULL, NULL, NULL, NULL, max_bytes, napi_enumerable, NULL},
   };

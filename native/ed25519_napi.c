@@ -102,6 +102,57 @@ napi_value txr_js_ed25519_verify_at(napi_env env, napi_callback_info info) {
   return boolean(env, txr_ed25519_verify_cached(env_cache(env), s, buf + ma, ml, k));
 }
 
+/*
+ * ed25519VerifyBatchAt(buf, spec: Uint32Array, n, out: Uint8Array): number.
+ * Item i's signature, key, message and message length are spec[4i..4i+3],
+ * offsets into buf; out[i] gets its answer (1 or 0), the same as
+ * ed25519VerifyAt's; returns how many are 1. n <= 64.
+ */
+napi_value txr_js_ed25519_verify_batch_at(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 4) return fail(env, "ed25519VerifyBatchAt: expected 4 arguments");
+  const uint8_t *buf;
+  uint8_t *out;
+  const uint32_t *spec;
+  size_t len, speclen, outlen, n;
+  bool is_ta = false;
+  napi_typedarray_type type;
+  void *p = NULL;
+  if (!get_u8(env, argv[0], &buf, &len) || !get_u8(env, argv[3], (const uint8_t **)&out, &outlen)) return fail(env, "ed25519VerifyBatchAt: expected Uint8Arrays");
+  if (napi_is_typedarray(env, argv[1], &is_ta) != napi_ok || !is_ta || napi_get_typedarray_info(env, argv[1], &type, &speclen, &p, NULL, NULL) != napi_ok ||
+      type != napi_uint32_array) {
+    return fail(env, "ed25519VerifyBatchAt: expected a Uint32Array spec");
+  }
+  spec = (const uint32_t *)p;
+  if (!get_index(env, argv[2], TXR_ED25519_BATCH_MAX, &n) || 4 * n > speclen || n > outlen) {
+    napi_throw_range_error(env, "TXR_ED25519_ARG", "ed25519VerifyBatchAt: n over 64 or over the spec or out array");
+    return NULL;
+  }
+  /* Signatures and keys copied (as ed25519VerifyAt does); spec read once. */
+  uint8_t sk[TXR_ED25519_BATCH_MAX][96];
+  txr_ed25519_item items[TXR_ED25519_BATCH_MAX];
+  for (size_t i = 0; i < n; i++) {
+    size_t sa = spec[4 * i], ka = spec[4 * i + 1], ma = spec[4 * i + 2], ml = spec[4 * i + 3];
+    if (sa > len || ka > len || ma > len || ml > len || sa + 64 > len || ka + 32 > len || ma + ml > len) {
+      napi_throw_range_error(env, "TXR_ED25519_ARG", "ed25519VerifyBatchAt: a range outside the array");
+      return NULL;
+    }
+    memcpy(sk[i], buf + sa, 64);
+    memcpy(sk[i] + 64, buf + ka, 32);
+    items[i].sig = sk[i];
+    items[i].key = sk[i] + 64;
+    items[i].msg = buf + ma;
+    items[i].msg_len = ml;
+  }
+  uint8_t ok[TXR_ED25519_BATCH_MAX];
+  size_t valid = txr_ed25519_verify_batch(env_cache(env), n, items, ok);
+  memcpy(out, ok, n);
+  napi_value r;
+  if (napi_create_uint32(env, (uint32_t)valid, &r) != napi_ok) return NULL;
+  return r;
+}
+
 /* ed25519DecodePoint(enc: 32 bytes): the canonical encoding of the decoded point, or null (tests). */
 napi_value txr_js_ed25519_decode_point(napi_env env, napi_callback_info info) {
   size_t argc = 1;

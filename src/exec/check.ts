@@ -13,7 +13,7 @@ import { DecodeError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { DedupFilter } from '../tables/dedup.js';
 import { decodeSolanaTransaction, maxSizeFor, SolanaTxView } from '../chains/solana/decode.js';
-import { ed25519Backend, verifySignatures, verifySolanaTransaction } from '../chains/solana/verify.js';
+import { ed25519Backend, ed25519Batchable, SignatureBatch, verifySignatures, verifySolanaTransaction } from '../chains/solana/verify.js';
 import { decodeEvmTransaction, EvmTx } from '../chains/evm/decode.js';
 import { validateEvmTransaction } from '../chains/evm/validate.js';
 import { signingHashAt, txHashAt } from '../chains/evm/hash.js';
@@ -108,6 +108,108 @@ function solanaVerify(c: CheckContext, s: number, at: number): void {
   const j = c.jobs;
   const ok = verifySignatures(ed25519Backend, c.slab, at, j.field(s, S_AUX1), j.field(s, S_AUX0), j.field(s, S_AUX2), j.field(s, S_AUX3), j.field(s, S_AUX4));
   j.setResult(s, ok ? JobResult.Ok : JobResult.BadSignature, ok ? '' : 'signature verification failed');
+}
+
+// ---- Several jobs at once ----------------------------------------------------
+
+const batch = ed25519Batchable ? new SignatureBatch() : null;
+/** The slots whose signatures are in `batch`, in the order added, and their verdicts. */
+const staged: number[] = [];
+const verdicts: boolean[] = [];
+
+/** Whether `runClaimedBatch` checks Solana signatures in batch calls in this process (the native verifier). */
+export const batchesSignatures = batch !== null;
+
+/**
+ * Several claimed jobs at once (a worker under load, verify-worker.ts): each
+ * Solana job is decoded and dedup-peeked as alone, the signatures of all of
+ * them are checked in native batch calls (each signature answered exactly as
+ * alone: docs/protocol.md#signature-rule), then each job is finished as
+ * alone, its dedup peek repeated just before its claim (another job may have
+ * claimed the key meanwhile). Other kinds, and every job without the native
+ * verifier, run as `runClaimed`. Never throws.
+ */
+export function runClaimedBatch(c: CheckContext, slots: readonly number[]): void {
+  if (batch === null) {
+    for (const s of slots) runClaimed(c, s);
+    return;
+  }
+  for (const s of slots) {
+    if (c.jobs.waited(s) > c.maxWaitMs) {
+      c.jobs.setResult(s, JobResult.Expired, '');
+      continue;
+    }
+    try {
+      if (!stage(c, s, batch)) runCheck(c, s);
+    } catch (e) {
+      c.jobs.setResult(s, JobResult.Internal, e instanceof Error ? e.message : String(e));
+    }
+  }
+  flush(c, batch);
+}
+
+/** Puts a Solana job's signatures into the batch, or answers it (bad encoding, duplicate); false for other kinds. */
+function stage(c: CheckContext, s: number, b: SignatureBatch): boolean {
+  const j = c.jobs;
+  const off = j.field(s, S_OFFSET);
+  const kind = j.field(s, S_KIND) as JobKind;
+  let args: [number, number, number, number, number];
+  if (kind === JobKind.SolanaTx) {
+    const tx = c.slab.subarray(off, off + j.field(s, S_LENGTH));
+    try {
+      decodeSolanaTransaction(tx, maxSizeFor(tx, (j.field(s, S_FLAGS) & F_OVER_UDP) !== 0), view);
+    } catch (e) {
+      if (e instanceof DecodeError) return (j.setResult(s, JobResult.Invalid, e.message), true);
+      throw e;
+    }
+    j.setField(s, S_AUX0, view.signaturesOffset);
+    j.setField(s, S_AUX1, view.numSignatures);
+    if (peekSolana(c, s)) return (j.setResult(s, JobResult.Duplicate, ''), true);
+    // As verifySolanaTransaction: a view of other bytes than the transaction's never verifies.
+    if (tx.length !== view.size) return (j.setResult(s, JobResult.BadSignature, 'signature verification failed'), true);
+    args = [view.numSignatures, view.signaturesOffset, view.accountKeysOffset, view.messageOffset, view.messageLength];
+  } else if (kind === JobKind.SolanaVerify) {
+    args = [j.field(s, S_AUX1), j.field(s, S_AUX0), j.field(s, S_AUX2), j.field(s, S_AUX3), j.field(s, S_AUX4)];
+  } else {
+    return false;
+  }
+  if (!b.add(off, ...args)) {
+    flush(c, b);
+    // Over 64 signatures never fit a batch call: checked alone.
+    if (!b.add(off, ...args)) return (finish(c, s, verifySignatures(ed25519Backend, c.slab, off, ...args)), true);
+  }
+  staged.push(s);
+  return true;
+}
+
+function flush(c: CheckContext, b: SignatureBatch): void {
+  if (b.size === 0) return;
+  b.run(c.slab, verdicts);
+  for (let i = 0; i < staged.length; i++) {
+    const s = staged[i]!;
+    try {
+      finish(c, s, verdicts[i]!);
+    } catch (e) {
+      c.jobs.setResult(s, JobResult.Internal, e instanceof Error ? e.message : String(e));
+    }
+  }
+  staged.length = 0;
+}
+
+/** A staged job's answer once its signatures are judged, as solanaTx / solanaVerify would give it. */
+function finish(c: CheckContext, s: number, ok: boolean): void {
+  const j = c.jobs;
+  if (!ok) return j.setResult(s, JobResult.BadSignature, 'signature verification failed');
+  if ((j.field(s, S_KIND) as JobKind) === JobKind.SolanaVerify) return j.setResult(s, JobResult.Ok, '');
+  if (peekSolana(c, s)) return j.setResult(s, JobResult.Duplicate, '');
+  claim(c, s);
+}
+
+/** The dedup peek of a Solana transaction's key (its first signature, found at S_AUX0). */
+function peekSolana(c: CheckContext, s: number): boolean {
+  solanaKey[0] = KEY_SOLANA_SINGLE;
+  copyInto(solanaKey, 1, c.slab, c.jobs.field(s, S_OFFSET) + c.jobs.field(s, S_AUX0), SIGNATURE_BYTES);
+  return c.dedup.peek(solanaKey, c.clock());
 }
 
 const evmScratch = new EvmTx();

@@ -310,8 +310,12 @@ export class JobTable {
 
   // ---- the done ring -------------------------------------------------------------
 
-  /** A worker publishes a finished job; `announce` wakes a main thread that waits for it. */
-  complete(s: number, nowMs: number): void {
+  /**
+   * A worker publishes a finished job; `announce` wakes a main thread that waits for it.
+   * `startedMs` restamps its start: jobs checked together each get their share of the time.
+   */
+  complete(s: number, nowMs: number, startedMs?: number): void {
+    if (startedMs !== undefined) this.times[s * SLOT_TIMES + T_START] = startedMs;
     this.times[s * SLOT_TIMES + T_END] = nowMs;
     Atomics.store(this.ints, s * SLOT_WORDS + S_STATE, SlotState.Done);
     const seq = Atomics.add(this.ctrl, C_DONE_TAIL, 1);

@@ -10,7 +10,7 @@ import { Slab } from '../tables/slab.js';
 import { DedupFilter } from '../tables/dedup.js';
 import { systemClock } from '../clock.js';
 import { initKeccak } from '../chains/evm/hash.js';
-import { runClaimed, type CheckContext } from './check.js';
+import { batchesSignatures, runClaimed, runClaimedBatch, type CheckContext } from './check.js';
 import { JobTable } from './jobs.js';
 import type { WorkerData } from './workers.js';
 
@@ -35,6 +35,16 @@ const ctx: CheckContext = {
  */
 const IDLE_MS = data.idleMs ?? 1000;
 
+/**
+ * Under load (more jobs waiting than this worker's one), a worker takes up to
+ * this many at once so their Solana signatures go through native batch calls
+ * (check.ts). It takes no more than it leaves waiting, so another worker (or
+ * the acceptor's turn-end sweep) still has its share to run in parallel; an
+ * idle or serial job is still checked alone, at a single check's latency.
+ */
+const BATCH_JOBS = 16;
+const slots: number[] = [];
+
 /** `index` -1 is the start-up probe (returns at once, proving the module loaded). Returns jobs checked. */
 export default function serve(task: { index: number }): number {
   if (task.index < 0) return 0;
@@ -44,8 +54,24 @@ export default function serve(task: { index: number }): number {
   for (;;) {
     const s = jobs.claim(task.index, systemClock());
     if (s >= 0) {
-      runClaimed(ctx, s);
-      jobs.complete(s, systemClock());
+      slots.length = 0;
+      slots.push(s);
+      while (batchesSignatures && slots.length < BATCH_JOBS && jobs.waiting() > slots.length) {
+        const more = jobs.claim(task.index, systemClock());
+        if (more < 0) break;
+        slots.push(more);
+      }
+      if (slots.length === 1) {
+        runClaimed(ctx, s);
+        jobs.complete(s, systemClock());
+      } else {
+        // Each job gets an equal share of the batch's time, so the service-time estimate stays per job (verifier.ts).
+        const start = systemClock();
+        runClaimedBatch(ctx, slots);
+        const share = (systemClock() - start) / slots.length;
+        for (let i = 0; i < slots.length; i++) jobs.complete(slots[i]!, start + (i + 1) * share, start + i * share);
+      }
+      n += slots.length - 1;
       unannounced = true;
       if (jobs.waiting() === 0) {
         jobs.announce();

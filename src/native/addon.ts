@@ -24,6 +24,12 @@ export interface NativeAddon {
   ed25519Verify?(sig: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean;
   /** As ed25519Verify, with signature, key and message at offsets of one array (RangeError outside it). */
   ed25519VerifyAt?(buf: Uint8Array, sigAt: number, keyAt: number, msgAt: number, msgLen: number): boolean;
+  /**
+   * n <= 64 checks of ed25519VerifyAt in one call, sharing one field inversion: item i's
+   * signature, key, message offsets and message length are spec[4i..4i+3]; out[i] = 1 or 0,
+   * each exactly ed25519VerifyAt's answer. Returns how many are 1.
+   */
+  ed25519VerifyBatchAt?(buf: Uint8Array, spec: Uint32Array, n: number, out: Uint8Array): number;
   /** The canonical encoding of the point a 32-byte string decodes to (libsodium's decoder), or null (tests). */
   ed25519DecodePoint?(enc: Uint8Array): Uint8Array | null;
 }

@@ -234,3 +234,102 @@ test('the key and signature are read at offsets of one SharedArrayBuffer-backed 
   assert.throws(() => nativeAddon!.ed25519VerifyAt!(buf, 0, 64, 96, 201), RangeError);
   assert.throws(() => nativeAddon!.ed25519VerifyAt!(buf, 240, 64, 96, 1), RangeError);
 });
+
+interface Item {
+  sig: Uint8Array;
+  msg: Uint8Array;
+  key: Uint8Array;
+}
+
+/** The batch call's answers for `items`, packed into one array (SharedArrayBuffer-backed when asked). */
+function batch(items: Item[], shared = false): number[] {
+  const size = items.reduce((n, it) => n + 96 + it.msg.length, 0);
+  const buf = shared ? new Uint8Array(new SharedArrayBuffer(size + 5), 5, size) : new Uint8Array(size);
+  const spec = new Uint32Array(4 * items.length);
+  let at = 0;
+  items.forEach((it, j) => {
+    buf.set(it.sig, at);
+    buf.set(it.key, at + 64);
+    buf.set(it.msg, at + 96);
+    spec.set([at, at + 64, at + 96, it.msg.length], 4 * j);
+    at += 96 + it.msg.length;
+  });
+  const out = new Uint8Array(items.length);
+  const valid = nativeAddon!.ed25519VerifyBatchAt!(buf, spec, items.length, out);
+  assert.equal(valid, out.reduce((n, x) => n + x, 0), 'the count returned is the number of ones');
+  return [...out];
+}
+
+/** Every input class of the rule: valid, corrupted, S >= L, edge encodings as key and R, mixed-order points. */
+function corpus(): Item[] {
+  const items: Item[] = [];
+  const keys = Array.from({ length: 6 }, keypair);
+  for (let i = 0; i < 400; i++) {
+    const kp = keys[i % keys.length]!;
+    const msg = randomBytes(i % 9 === 0 ? (i * 37) % 4097 : i % 200);
+    const sig = sign(msg, kp.sk);
+    const key = Uint8Array.from(kp.pk);
+    switch (i % 10) {
+      case 1: sig[i % 64]! ^= 1 << (i % 8); break;
+      case 2: if (msg.length > 0) msg[i % msg.length]! ^= 1; else sig[1]! ^= 1; break;
+      case 3: key[i % 32]! ^= 1 << (i % 8); break;
+      case 4: sig.set(le(fromLe(sig.subarray(32)) + L), 32); break; // S + L
+      case 5: sig.set(EDGE_POINTS[i % EDGE_POINTS.length]!, 0); break;
+      case 6: key.set(EDGE_POINTS[i % EDGE_POINTS.length]!); break;
+      case 7: sig[31]! ^= 0x80; break; // R's sign bit: same y, the other x
+      default: break;
+    }
+    items.push({ sig, msg, key });
+  }
+  for (let tA = 0; tA < 8; tA++) {
+    for (let tR = 0; tR < 8; tR++) {
+      const msg = randomBytes(tA + tR * 3);
+      items.push({ msg, ...mixedOrder(tA, tR, msg) });
+    }
+  }
+  return items;
+}
+
+test('batch calls of every size 1..64 answer each signature as libsodium does', { skip }, () => {
+  const items = corpus();
+  const want = items.map((it) => libsodium(it.sig, it.msg, it.key));
+  assert.ok(want.some((w) => w) && want.some((w) => !w), 'the corpus has valid and invalid signatures');
+  let from = 0;
+  for (let rounds = 0; rounds < 3; rounds++) {
+    for (let size = 1; size <= 64; size++) {
+      const idx = Array.from({ length: size }, (_, j) => (from + j * 7) % items.length);
+      from = (from + size * 13 + 1) % items.length;
+      const got = batch(idx.map((i) => items[i]!), size % 2 === 0);
+      idx.forEach((i, j) => {
+        const it = items[i]!;
+        if ((got[j] === 1) !== want[i]) assert.fail(`batch of ${size}, item ${j}: native ${got[j]}, libsodium ${want[i]} (sig ${toHex(it.sig)} key ${toHex(it.key)})`);
+      });
+    }
+  }
+});
+
+test('a batch of one key checked first, second and cached in one call, and of all-valid and all-bad 64', { skip }, () => {
+  const kp = keypair();
+  const items: Item[] = Array.from({ length: 64 }, (_, i) => {
+    const msg = randomBytes(i);
+    return { sig: sign(msg, kp.sk), msg, key: kp.pk };
+  });
+  assert.deepEqual(batch(items), Array(64).fill(1));
+  const bad = items.map((it) => ({ ...it, sig: Uint8Array.from(it.sig, (x, i) => (i === 40 ? x ^ 1 : x)) }));
+  assert.deepEqual(batch(bad), Array(64).fill(0));
+  const mixed = items.map((it, i) => (i % 3 === 0 ? bad[i]! : it));
+  assert.deepEqual(batch(mixed, true), mixed.map((_, i) => (i % 3 === 0 ? 0 : 1)));
+});
+
+test('batch arguments: n over 64, spec or out too short, a range outside the array', { skip }, () => {
+  const f = nativeAddon!.ed25519VerifyBatchAt!;
+  const buf = new Uint8Array(200);
+  assert.throws(() => f(buf, new Uint32Array(4 * 65), 65, new Uint8Array(65)), RangeError);
+  assert.throws(() => f(buf, new Uint32Array(4), 2, new Uint8Array(2)), RangeError);
+  assert.throws(() => f(buf, new Uint32Array(8), 2, new Uint8Array(1)), RangeError);
+  assert.throws(() => f(buf, Uint32Array.from([150, 0, 0, 0]), 1, new Uint8Array(1)), RangeError);
+  assert.throws(() => f(buf, Uint32Array.from([0, 64, 96, 105]), 1, new Uint8Array(1)), RangeError);
+  assert.throws(() => f(buf, Uint32Array.from([0, 64, 96, 2 ** 32 - 1]), 1, new Uint8Array(1)), RangeError);
+  assert.throws(() => f(buf, new Uint8Array(4) as unknown as Uint32Array, 1, new Uint8Array(1)), TypeError);
+  assert.equal(f(buf, new Uint32Array(0), 0, new Uint8Array(0)), 0);
+});

@@ -32,7 +32,7 @@ function loadSodium(): SodiumVerify | null {
 
 const sodium = loadSodium();
 
-type NativeVerify = Required<Pick<NativeAddon, 'ed25519Verify' | 'ed25519VerifyAt'>>;
+type NativeVerify = Required<Pick<NativeAddon, 'ed25519Verify' | 'ed25519VerifyAt'>> & Pick<NativeAddon, 'ed25519VerifyBatchAt'>;
 
 /** The addon's verifier when it is built with one and answers its self-test like libsodium. */
 function loadNative(): { native: NativeVerify | null; reason: string | null } {
@@ -56,6 +56,71 @@ export const ed25519Backends: Ed25519Backend[] = [...(native !== null ? (['nativ
 
 const SIGNATURE_BYTES = 64;
 const KEY_BYTES = 32;
+
+/** Signatures per native batch call at most (native/ed25519.h). */
+const BATCH_MAX = 64;
+const batchVerify = native?.ed25519VerifyBatchAt ?? null;
+/** Whether `SignatureBatch` works in this process: the native backend with its batch call. */
+export const ed25519Batchable = ed25519Backend === 'native' && batchVerify !== null;
+
+/**
+ * The signatures of several transactions checked in native batch calls of up
+ * to 64 (a verify worker under load, src/exec/check.ts). Each signature gets
+ * exactly its single check's answer (docs/protocol.md#signature-rule); the
+ * calls only share one field inversion and the trip into native code. All
+ * transactions lie in one array, given to `run`.
+ */
+export class SignatureBatch {
+  private readonly spec = new Uint32Array(4 * BATCH_MAX);
+  private readonly out = new Uint8Array(BATCH_MAX);
+  /** Per transaction added: its first item and its signature count. */
+  private readonly first: number[] = [];
+  private readonly count: number[] = [];
+  private items = 0;
+
+  /** Transactions added since the last `run`. */
+  get size(): number {
+    return this.count.length;
+  }
+
+  /** Adds a transaction (offsets as `verifySignatures`); false when its signatures do not fit (run first; over 64 never fit). */
+  add(at: number, n: number, sigAt: number, keysAt: number, msgAt: number, msgLen: number): boolean {
+    if (this.items + n > BATCH_MAX) return false;
+    const spec = this.spec;
+    for (let i = 0; i < n; i++) {
+      const j = 4 * (this.items + i);
+      spec[j] = at + sigAt + i * SIGNATURE_BYTES;
+      spec[j + 1] = at + keysAt + i * KEY_BYTES;
+      spec[j + 2] = at + msgAt;
+      spec[j + 3] = msgLen;
+    }
+    this.first.push(this.items);
+    this.count.push(n);
+    this.items += n;
+    return true;
+  }
+
+  /** ok[t]: every signature of the t-th transaction added is valid (none: false, as `verifySignatures`). Empties the batch. */
+  run(bytes: Uint8Array, ok: boolean[]): void {
+    if (batchVerify === null) throw new Error('the native ed25519 batch call is not available in this process');
+    ok.length = 0;
+    if (this.items > 0) batchVerify(bytes, this.spec, this.items, this.out);
+    for (let t = 0; t < this.count.length; t++) {
+      const from = this.first[t]!;
+      const n = this.count[t]!;
+      let all = n > 0;
+      for (let i = from; i < from + n && all; i++) all = this.out[i] === 1;
+      ok.push(all);
+    }
+    this.first.length = 0;
+    this.count.length = 0;
+    this.items = 0;
+  }
+}
+
+/** A multi-signature transaction's signatures in one call. */
+const txBatch = new SignatureBatch();
+const txOk: boolean[] = [];
 
 /**
  * sodium-native 5.1 returns undefined (no throw) for SharedArrayBuffer-backed
@@ -125,6 +190,10 @@ export function verifySignatures(backend: Ed25519Backend, bytes: Uint8Array, at:
   if (n === 0) return false;
   if (backend === 'native') {
     if (native === null) throw new Error('the native ed25519 verifier is not available in this process');
+    if (n > 1 && batchVerify !== null && txBatch.add(at, n, sigAt, keysAt, msgAt, msgLen)) {
+      txBatch.run(bytes, txOk);
+      return txOk[0]!;
+    }
     for (let i = 0; i < n; i++) {
       if (!native.ed25519VerifyAt(bytes, at + sigAt + i * SIGNATURE_BYTES, at + keysAt + i * KEY_BYTES, at + msgAt, msgLen)) return false;
     }
