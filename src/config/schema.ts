@@ -222,6 +222,14 @@ export const configSchema = {
           default: 900,
           description: 'How long a transaction\'s status is kept; after it, the id reads `expired`. Batch records keep their batches\' history for longer.',
         },
+        final_retention_s: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 7 * 86_400,
+          default: 86_400,
+          description:
+            'How long an ended status outlives `retention_s` in a compact form: its state, reason and what the chain said, without the upstream attempts (`"compact": true`), so a late reader still tells landed from rejected. Compact statuses are held within `max_tracked` of them too (about 0.2 KB each). 0: the id reads `expired` once `retention_s` passed.',
+        },
         max_tracked: {
           type: 'integer',
           minimum: 1000,

@@ -157,7 +157,7 @@ export class HttpService {
       warnDry: d.name === 'main',
     });
     const feed = new StatusFeed(d.feedLink ?? null);
-    const tracker = cfg.status.enabled ? new Tracker({ retentionMs: cfg.status.retention_s * 1000, maxEntries: cfg.status.max_tracked, node: cfg.node.name, feed, landing: d.landing }) : null;
+    const tracker = cfg.status.enabled ? new Tracker({ retentionMs: cfg.status.retention_s * 1000, finalRetentionMs: cfg.status.final_retention_s * 1000, maxEntries: cfg.status.max_tracked, node: cfg.node.name, feed, landing: d.landing }) : null;
     const local = (accountId: number, ids: readonly string[]): StatusView[] => ids.map((id) => tracker?.status(id, accountId) ?? unknownStatus(id, cfg.node.name));
     const statuses = (account: AccountRecord, ids: readonly string[], done: (o: Outcome) => void): void => {
       const wait = d.statusReads.tryTake(`account ${account.id}`, 1, clock());

@@ -94,4 +94,6 @@ export interface StatusObject {
    */
   landing?: 'not_tracked' | 'following' | 'behind' | 'done';
   onchain?: OnChain;
+  /** Past `status.retention_s`, kept for `status.final_retention_s`: its end and what the chain said; `forwards` is empty. */
+  compact?: true;
 }

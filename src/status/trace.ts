@@ -95,6 +95,8 @@ export class Trace {
   landed: Landed | null = null;
   /** Told of the end, for subscribers (null: no feed). */
   owner: { changed(t: Trace): void; forwarded?(t: Trace): void } | null = null;
+  /** When it was kept past retention in its compact form (0: not): its end and what the chain said, no attempts. */
+  keptAt = 0;
 
   constructor(
     /** Hash (EVM), first signature (Solana, bundles) or batch_id. */
@@ -164,6 +166,15 @@ export class Trace {
     this.endedAt = now;
     this.owner?.changed(this);
     if (state === 'forwarded') this.owner?.forwarded?.(this);
+  }
+
+  /** Past retention, ended: only what a late reader needs stays (state, reason, chain facts), the attempts go. */
+  compact(now: number): void {
+    this.up0 = null;
+    this.more = null;
+    this.leaderSends = null;
+    this.owner = null;
+    this.keptAt = now;
   }
 
   /** The chain's word on it, once it was forwarded. */

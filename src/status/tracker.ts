@@ -43,6 +43,8 @@ interface TrackerOptions {
   feed?: StatusFeed | null;
   /** Null or absent: no family is followed past `forwarded`. */
   landing?: LandingHost | null;
+  /** How long an ended status outlives retention in its compact form (0 or absent: it reads `expired` at once). */
+  finalRetentionMs?: number;
 }
 
 /** One account's traces held, oldest first (from `head`). */
@@ -88,9 +90,11 @@ export class Tracker {
   /** Request id -> trace of a request whose ring slot a newer request took while it was still held. */
   private readonly displaced = new Map<string, Trace>();
   private readonly now: () => number;
+  private readonly keepMs: number;
 
   constructor(private readonly o: TrackerOptions) {
     this.now = o.now ?? Date.now;
+    this.keepMs = o.finalRetentionMs ?? 0;
     this.byRequest = new Array<Trace | undefined>(o.maxEntries).fill(undefined);
   }
 
@@ -131,7 +135,7 @@ export class Tracker {
   duplicate(id: string, requestId: string, accountId: number, chain: 'evm' | 'solana', door: string): Trace {
     const t = new Trace(id, requestId, accountId, chain, door, this.now());
     const first = this.idFor(id, accountId);
-    const mine = typeof first === 'object';
+    const mine = typeof first === 'object' && first.held;
     t.final('duplicate', mine ? `duplicate of request ${first.requestId}` : 'a duplicate of a transaction this node saw within its duplicate window', t.receivedAt);
     this.add(t, !mine, false);
     this.changed(t);
@@ -188,7 +192,7 @@ export class Tracker {
       t = this.byRequest[seq % this.byRequest.length];
       if (t === undefined || t.requestId !== id) t = this.displaced.get(id);
     } else t = this.idFor(id, accountId);
-    return typeof t === 'object' && t.accountId === accountId ? t : undefined;
+    return typeof t === 'object' && t.accountId === accountId && (t.held || this.now() - t.keptAt < this.keepMs) ? t : undefined;
   }
 
   /** A trace whose transaction was not queued after all: it leaves at once, as if never made. */
@@ -204,7 +208,9 @@ export class Tracker {
     this.evict(this.now());
     const t = this.find(id, accountId);
     if (t !== undefined) return this.view(t);
-    return unknownStatus(id, this.o.node, this.idFor(id, accountId) === accountId ? 'expired' : 'unknown');
+    const gone = this.idFor(id, accountId);
+    // A tombstone, or a compact status past its own retention: the id was this account's.
+    return unknownStatus(id, this.o.node, gone === accountId || (typeof gone === 'object' && gone.accountId === accountId) ? 'expired' : 'unknown');
   }
 
   /**
@@ -237,7 +243,8 @@ export class Tracker {
       const id = g[this.goneHead]!;
       const by = this.goneBy[this.goneHead]!;
       g[this.goneHead++] = undefined as unknown as string;
-      if (typeof this.idFor(id, by) === 'number') this.unsetId(id, by);
+      const v = this.idFor(id, by);
+      if (typeof v === 'number' || (v !== undefined && !v.held)) this.unsetId(id, by);
     }
     if (this.goneHead > 1024 && this.goneHead * 2 > g.length) {
       this.gone = g.slice(this.goneHead);
@@ -278,8 +285,18 @@ export class Tracker {
       s.q = s.q.slice(s.head);
       s.head = 0;
     }
-    if (t.alias !== null && this.idFor(t.alias, t.accountId) === t) this.unsetId(t.alias, t.accountId);
-    if (t.indexed) {
+    // Kept in its compact form: ended, no batch (a batch reads its items), kept within the tombstones' count.
+    const keep = expire && t.indexed && this.keepMs > 0 && t.state !== 'queued' && t.items === null;
+    if (keep) {
+      t.compact(this.now());
+      this.gone.push(t.id);
+      this.goneBy.push(t.accountId);
+      if (t.alias !== null && this.idFor(t.alias, t.accountId) === t) {
+        this.gone.push(t.alias);
+        this.goneBy.push(t.accountId);
+      }
+    } else if (t.alias !== null && this.idFor(t.alias, t.accountId) === t) this.unsetId(t.alias, t.accountId);
+    if (t.indexed && !keep) {
       if (!expire) {
         if (this.idFor(t.id, t.accountId) === t) this.unsetId(t.id, t.accountId);
       } else {

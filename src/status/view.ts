@@ -106,6 +106,7 @@ export function statusView(t: Trace, node: string, find: (id: string, accountId:
         ...(l.result !== null && l.result !== 'written' ? { upstream_error: { code: null, message: l.error ?? l.result } } : {}),
       })),
     ],
+    ...(t.keptAt > 0 ? { compact: true as const } : {}),
     ...(t.items !== null ? { items: t.items } : {}),
     ...(landing !== null && t.state === 'forwarded' && t.items === null ? { landing: landingOf(t, landing) } : {}),
     ...(landed === null

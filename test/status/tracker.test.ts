@@ -126,6 +126,56 @@ test('retention: past it an id reads expired to its account (unknown to others);
   for (const id of ['c', 'd', 'e']) assert.equal(t.status(id, 1).state, 'queued');
 });
 
+test('past retention an ended status stays compact for final retention: its end and chain facts, no attempts; then expired', () => {
+  let now = 1_000_000;
+  const t = new Tracker({ retentionMs: 10_000, finalRetentionMs: 60_000, maxEntries: 4, node: 'test', now: () => now });
+  const landed = t.open('sig-landed', RQ['rq-1']!, 1, 'solana', 'v2');
+  landed.sent('http://up:8899', now);
+  landed.answered('http://up:8899', now + 1, 'ok', 200, null);
+  landed.final('forwarded', null, now + 1);
+  landed.land({ state: 'landed', chain: { slot: 77, confirmation: 'confirmed', err: null }, at: now + 400, ackToLandedMs: 400, following: false });
+  const rejected = t.open('sig-rejected', RQ['rq-2']!, 1, 'solana', 'v2');
+  rejected.final('upstream_rejected', 'rpc -32002: blockhash not found', now + 2);
+  t.open('sig-queued', RQ['rq-3']!, 1, 'solana', 'v2');
+  assert.equal(t.status('sig-landed', 1).forwards.length, 1);
+  assert.equal(t.status('sig-landed', 1).compact, undefined);
+
+  now += 15_000; // past retention, inside final retention
+  const l = t.status('sig-landed', 1);
+  assert.equal(l.state, 'landed');
+  assert.equal(l.compact, true);
+  assert.deepEqual(l.forwards, []);
+  assert.equal(l.onchain?.slot, 77);
+  assert.equal(l.onchain?.ack_to_landed_ms, 400);
+  assert.equal(l.request_id, RQ['rq-1']);
+  const r = t.status('sig-rejected', 1);
+  assert.equal(r.state, 'upstream_rejected');
+  assert.equal(r.reason, 'rpc -32002: blockhash not found');
+  assert.equal(r.compact, true);
+  assert.equal(t.status('sig-queued', 1).state, 'expired', 'a status that never ended is not kept');
+  assert.equal(t.status('sig-landed', 2).state, 'unknown', "another account's read is as for an id never sent");
+  assert.equal(t.size, 0, 'compact statuses are not held traces');
+
+  now += 60_000; // past final retention
+  assert.equal(t.status('sig-landed', 1).state, 'expired');
+  assert.equal(t.status('sig-rejected', 1).state, 'expired');
+});
+
+test('compact statuses are bounded by the tombstone count, and off with final retention 0', () => {
+  let now = 1_000_000;
+  const t = new Tracker({ retentionMs: 1_000, finalRetentionMs: 3_600_000, maxEntries: 3, node: 'test', now: () => now });
+  for (let i = 0; i < 6; i++) t.open(`tx-${i}`, nextRequestId(), 1, 'evm', 'jsonrpc').final('forwarded', null, now);
+  now += 2_000;
+  t.evict(now);
+  const states = Array.from({ length: 6 }, (_, i) => t.status(`tx-${i}`, 1).state);
+  assert.equal(states.filter((s) => s === 'forwarded').length, 3, states.join(','));
+  assert.deepEqual(states.slice(3), ['forwarded', 'forwarded', 'forwarded'], 'the newest are kept');
+  const off = new Tracker({ retentionMs: 1_000, maxEntries: 3, node: 'test', now: () => now });
+  off.open('x', nextRequestId(), 1, 'evm', 'jsonrpc').final('forwarded', null, now);
+  now += 2_000;
+  assert.equal(off.status('x', 1).state, 'expired');
+});
+
 test('a trace that was not queued after all is forgotten at once', () => {
   const t = tracker();
   const tr = t.open('x', RQ['r-x']!, 1, 'solana', 'solana-v2');
