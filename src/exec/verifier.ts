@@ -55,6 +55,8 @@ const MAX_SAMPLE_MS = 2;
 /** Per-tick step of the busy acceptor's share of a turn's waiting checks (nextShare). */
 const SHARE_STEP = 0.02;
 type JobCallback = (slot: number) => void;
+/** `run` without a callback: the answer goes to the owner's `settled` list. */
+const TO_OWNER: JobCallback = () => {};
 
 /**
  * The share follows the workers' spare capacity: up when checks from an
@@ -84,9 +86,12 @@ export interface VerifierOptions {
   /** The worker module and extra workerData (tests use a worker that dies). */
   worker?: { filename: URL; data?: Record<string, unknown> };
   onWorkerError?: (index: number, error: unknown) => void;
-  /** Around answers collected outside a socket callback: the acceptor holds them, then flushes. */
-  beforeAnswers?: () => void;
-  afterAnswers?: () => void;
+  /**
+   * The relay's scheduler: where the answers of jobs run without a callback
+   * go (their slots, in order), and what runs a turn's end and a worker's
+   * wake-up instead of `tick`/`wake` (it calls them, holding answers around).
+   */
+  owner?: { settled: number[]; turn: () => void; wake: () => void };
   /** Checking slice per turn in ms (default TURN_BUDGET_MS; order tests widen it). */
   sliceMs?: number;
 }
@@ -112,8 +117,10 @@ export class Verifier {
   private readonly workers: VerifyWorkers;
   private readonly cbs: (JobCallback | undefined)[];
   private readonly onWorkerError: ((index: number, error: unknown) => void) | undefined;
-  private readonly beforeAnswers: () => void;
-  private readonly afterAnswers: () => void;
+  /** Slots answered without a callback, for the owner to take (`VerifierOptions.owner`). */
+  private readonly settled: number[];
+  private readonly onTurn: () => void;
+  private readonly onWake: () => void;
   private readonly inlineAuto: boolean;
   /** Jobs submitted to the ring whose answer has not been collected. */
   private outstanding = 0;
@@ -152,8 +159,9 @@ export class Verifier {
     this.jobs = opts.jobs;
     this.clock = opts.clock;
     this.onWorkerError = opts.onWorkerError;
-    this.beforeAnswers = opts.beforeAnswers ?? (() => {});
-    this.afterAnswers = opts.afterAnswers ?? (() => {});
+    this.settled = opts.owner?.settled ?? [];
+    this.onTurn = opts.owner?.turn ?? this.tick;
+    this.onWake = opts.owner?.wake ?? this.wake;
     this.inlineAuto = (opts.inline ?? 'auto') === 'auto';
     this.controller = new QueueController(opts.controller);
     this.ctx = { jobs: opts.jobs, slab: opts.slab.bytes, dedup: opts.dedup, chainId: opts.chainId, clock: opts.clock, maxWaitMs: this.controller.maxMs };
@@ -200,11 +208,12 @@ export class Verifier {
   }
 
   /**
-   * Checks the job in held slot `s` (filled with `jobs.set`); `done(s)` runs
-   * once the result is in the slot: before `run` returns when inline, else
-   * at the turn's end or when a worker finishes.
+   * Checks the job in held slot `s` (filled with `jobs.set`). True: checked
+   * inline, the result is in the slot (`done` ran). Else `done(s)` runs once
+   * it is, at the turn's end or when a worker finishes; without `done` the
+   * slot joins the owner's `settled` list instead.
    */
-  run(s: number, done: JobCallback): void {
+  run(s: number, done: JobCallback = TO_OWNER): boolean {
     const inline = this.inlineNow();
     this.turnJobs++;
     // The tick also ends the turn's count, inline or not.
@@ -212,14 +221,16 @@ export class Verifier {
     if (inline) {
       this.checkHere(s, false);
       this.stats.acceptor++;
-      this.answer(s, done);
-      return;
+      this.count(s);
+      if (done !== TO_OWNER) done(s);
+      return true;
     }
     this.cbs[s] = done;
     this.outstanding++;
     // A worker parked when the turn's first check arrives had run out of work since the last tick.
     if (this.turnDeferred++ === 0) this.idleAtTurnStart = this.live > 0 && this.jobs.hasSleeper();
     if (this.jobs.submit(s, this.clock()) && this.live > 0 && (this.busy || !this.inlineAuto)) this.jobs.wake(1);
+    return false;
   }
 
   /** Jobs checked or being checked outside the current call stack. */
@@ -308,18 +319,16 @@ export class Verifier {
   private scheduleTick(): void {
     if (this.tickScheduled) return;
     this.tickScheduled = true;
-    setImmediate(this.tick);
+    setImmediate(this.onTurn);
   }
 
-  /** End of a turn: collect workers' answers, check within the slice, wake workers for the rest, flush answers. */
-  private readonly tick = (): void => {
+  /** End of a turn: collect workers' answers, check within the slice, wake workers for the rest (the owner flushes answers). */
+  readonly tick = (): void => {
     this.tickScheduled = false;
     this.prevTurnJobs = this.turnJobs;
     const deferred = this.turnDeferred;
     this.turnJobs = 0;
     this.turnDeferred = 0;
-    // Only a turn with answers to give holds them (a serial client's inline answers already went out).
-    if (this.outstanding > 0) this.beforeAnswers();
     this.collect();
     let left = false;
     const waiting = this.jobs.waiting();
@@ -347,7 +356,6 @@ export class Verifier {
       const rest = this.jobs.waiting();
       if (rest > 0 && this.live > 0 && this.jobs.hasSleeper()) this.jobs.wake(Math.min(rest, this.live));
     }
-    this.afterAnswers();
     if (this.jobs.waiting() === 0) this.drain.emptied();
     // Past the slice: check more next turn (sockets are read in between); what the share left is the workers'.
     if (!left && this.jobs.waiting() > 0) {
@@ -388,10 +396,15 @@ export class Verifier {
   }
 
   private answer(s: number, done: JobCallback): void {
+    this.count(s);
+    if (done === TO_OWNER) this.settled.push(s);
+    else done(s);
+  }
+
+  private count(s: number): void {
     const r = this.jobs.field(s, S_RESULT);
     if (r === JobResult.Internal) this.stats.internal++;
     else if (r === JobResult.Expired) this.stats.expired++;
-    done(s);
   }
 
   /** Sleeps until a worker publishes an answer (the event loop stays free meanwhile). */
@@ -403,14 +416,13 @@ export class Verifier {
     const w = waitAsync(this.jobs.ctrl, C_COMPLETED, seen);
     if (!w.async) return this.scheduleTick();
     this.armed = true;
-    void (w.value as Promise<string>).then(this.wake);
+    void (w.value as Promise<string>).then(this.onWake);
   }
 
-  private readonly wake = (): void => {
+  /** A worker published an answer: collect (the owner holds and flushes answers around it). */
+  readonly wake = (): void => {
     this.armed = false;
-    this.beforeAnswers();
     this.collect();
-    this.afterAnswers();
     if (this.outstanding > 0) this.arm();
   };
 

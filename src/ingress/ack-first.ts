@@ -12,7 +12,8 @@
  * so it stays a microtask.
  */
 export class AckFirst {
-  private depth = 0;
+  /** Callbacks entered and not left: above 0, inside one (the pipeline reads it as its turn's state). */
+  depth = 0;
   private scheduled = false;
   private readonly waiting: (() => void)[] = [];
   private readonly endOfTurn = (): void => {
@@ -57,11 +58,6 @@ export class AckFirst {
       fn();
     }
     w.length = 0;
-  }
-
-  /** Inside a callback whose writes uWS flushes only once it returns. */
-  get inCallback(): boolean {
-    return this.depth > 0;
   }
 
   get pending(): number {

@@ -20,6 +20,7 @@
 import type { HttpResponse } from './uws.js';
 import type { AckFirst } from './ack-first.js';
 import { bytesOf, encodedOf, statusLine, type Headers } from './headers.js';
+import type { Turn } from '../pipeline/submission.js';
 
 /** A pre-bound prom-client histogram child, in seconds. */
 export interface LatencyTimer {
@@ -124,15 +125,31 @@ class AnswerQueue {
   }
 }
 
-export class Replier {
+/** What the scheduler drives below it: the verifier's turn and wake-up, and the pipeline's resumption of a checked slot. */
+interface Below {
+  verifier: { readonly inflight: number; tick(): void; wake(): void };
+  checked: (slot: number) => void;
+}
+
+/**
+ * The one scheduler of when answers and forwards leave: ack-first (`ack`),
+ * answers held to the turn's end, refusals paced, and checked transactions
+ * queued only where their answers leave at once (`Turn`). It runs the
+ * verifier's turn ends and wake-ups (`turn`, `wake`) and resumes the
+ * pipeline's checked slots (`runCommits`): its calls go down, and the layers
+ * below read its state instead of calling up.
+ */
+export class Replier implements Turn {
   private readonly coalescing: boolean;
-  private readonly ack: AckFirst;
-  private answersThisTurn = 0;
+  readonly ack: AckFirst;
+  /** Answers are held to the turn's end (coalescing, a turn that wrote one already or the verifier's). */
+  holding = false;
   /** Answers held for the end of the turn (coalescing). */
   private readonly held = new AnswerQueue();
-  /** Transactions waiting to be queued where their answers go out at once (`settle`). */
-  private commits: (() => void)[] = [];
-  private committing = false;
+  /** Checked slots waiting to be queued where their answers go out at once; the verifier adds its answers here. */
+  readonly commits: number[] = [];
+  committing = false;
+  private below: Below | null = null;
   /** Refusals held by `sendHeld`, behind one timer. */
   private readonly paced = new AnswerQueue();
   private pacedTimer: NodeJS.Timeout | null = null;
@@ -151,6 +168,11 @@ export class Replier {
     this.coalescing = opts.coalesce;
     this.ack = opts.ack;
     this.node = bytesOf(opts.node);
+  }
+
+  /** The composition root hands over the verifier and the pipeline once both exist. */
+  drive(below: Below): void {
+    this.below = below;
   }
 
   /** Starts a request's state (timed from the handler's start). Anything asynchronous needs `watchAbort` first. */
@@ -175,35 +197,37 @@ export class Replier {
   }
 
   /**
-   * Whether `commit` (queueing a transaction, then answering) must wait; if
-   * so it runs later, and the answer it makes is written at once.
-   *
-   * uWS closes a connection whose next request arrives while an answer is
-   * pending, and drops what the socket's callback had written so far
-   * (docs/protocol.md#deviations). So a transaction is queued only where its
-   * answer leaves at once: not inside a socket's callback (a check made
-   * inline), and not held to the turn's end by coalescing. The close, if it
-   * comes first, marks the response aborted, and nothing is queued.
+   * The verifier's turn end: its answers (collected or checked now) are held,
+   * then the checked slots resume, their answers written at once, then the
+   * rest held goes out. Only a turn with answers to give holds them (a serial
+   * client's inline answers already went out).
    */
-  settle(res: Res, commit: () => void): boolean {
-    if (this.committing) return false;
-    if (!this.ack.inCallback && !(this.coalescing && this.answersThisTurn > 0)) return false;
-    watchAbort(res);
-    if (this.commits.push(commit) === 1) setImmediate(this.runCommits);
-    return true;
-  }
+  readonly turn = (): void => {
+    const b = this.below!;
+    if (b.verifier.inflight > 0) this.holdAnswers();
+    b.verifier.tick();
+    this.flushHeld();
+  };
 
-  private readonly runCommits = (): void => {
-    // Still inside a callback (a verifier's flush from one): the scheduled run comes after it.
-    if (this.commits.length === 0 || this.ack.inCallback || this.committing) return;
+  /** A worker published an answer: as a turn end, without checking here. */
+  readonly wake = (): void => {
+    this.holdAnswers();
+    this.below!.verifier.wake();
+    this.flushHeld();
+  };
+
+  /** Resumes the checked slots waiting (`commits`), in order, outside any socket callback; their answers leave at once. */
+  readonly runCommits = (): void => {
+    const c = this.commits;
+    // Still inside a callback (a flush from one): the scheduled run comes after it.
+    if (c.length === 0 || this.ack.depth > 0 || this.committing) return;
+    const checked = this.below!.checked;
     this.committing = true;
     try {
-      while (this.commits.length > 0) {
-        const c = this.commits;
-        this.commits = [];
-        for (const fn of c) fn();
-      }
+      // A resumed slot may add more (a group's members): they join this run.
+      for (let i = 0; i < c.length; i++) checked(c[i]!);
     } finally {
+      c.length = 0;
       this.committing = false;
     }
   };
@@ -212,9 +236,10 @@ export class Replier {
   send(res: Res, status: number, contentType: string | null, body: string | Uint8Array, headers?: Headers, close = false): void {
     if (res.aborted || res.done) return;
     res.done = true;
-    // A transaction was just queued for it (`settle`): holding the answer would let a close lose it.
+    // A transaction was just queued for it (`runCommits`): holding the answer would let a close lose it.
     if (!this.coalescing || this.committing) return this.write(res, status, contentType, body, headers, close);
-    if (this.answersThisTurn++ === 0) {
+    if (!this.holding) {
+      this.holding = true;
       setImmediate(this.endTurn);
       this.write(res, status, contentType, body, headers, close);
       return;
@@ -229,23 +254,23 @@ export class Replier {
    * answers batches outside socket callbacks, where writing the first at once
    * would wake the client twice.
    */
-  readonly holdAnswers = (): void => {
-    if (!this.coalescing || this.answersThisTurn > 0) return;
-    this.answersThisTurn = 1;
+  holdAnswers(): void {
+    if (!this.coalescing || this.holding) return;
+    this.holding = true;
     setImmediate(this.endTurn);
-  };
+  }
 
   /**
    * Writes every held answer now. Answers made inside a `setImmediate` (the
    * verifier's) would otherwise wait a whole further loop iteration.
    */
-  readonly flushHeld = (): void => {
+  flushHeld(): void {
     this.runCommits();
     this.held.writeDue(Infinity, this.writeFn);
-  };
+  }
 
   private readonly endTurn = (): void => {
-    this.answersThisTurn = 0;
+    this.holding = false;
     this.flushHeld();
   };
 

@@ -135,8 +135,8 @@ export class HttpService {
       controller: { targetMs: cfg.limits.queue_target_ms, maxMs: cfg.limits.queue_max_ms },
       inline: cfg.workers.inline,
       worker: d.worker,
-      beforeAnswers: reply.holdAnswers,
-      afterAnswers: reply.flushHeld,
+      // The scheduler runs the verifier's turn ends and takes its answers (reply.ts).
+      owner: { settled: reply.commits, turn: reply.turn, wake: reply.wake },
       onWorkerError: (index, err) =>
         log.error({ worker: index, error: scrub(err instanceof Error ? err.message : String(err)) }, 'verification worker stopped; restarting it'),
     });
@@ -188,7 +188,9 @@ export class HttpService {
       maxBody: cfg.http.max_body_bytes,
       tracker,
       statuses,
+      turn: reply,
     });
+    reply.drive({ verifier, checked: pipeline.onChecked });
     const accept = new LabelledHistogram(ACCEPT_BUCKETS);
     const bodies = new BodyBudget(cfg.http.max_buffered_body_bytes);
     const app = d.tls ? d.uws.SSLApp(uwsTlsOptions(d.tls)) : d.uws.App();
@@ -279,6 +281,8 @@ export class HttpService {
     // Sockets get a close frame (1001) before the app closes their connections.
     for (const w of this.wsDoors) w.closeAll();
     await this.verifier.close();
+    // What the verifier answered as it closed is resumed now, before the listeners go.
+    this.reply.runCommits();
     this.app.close();
     for (const r of this.reloaded) r.app.close();
   }

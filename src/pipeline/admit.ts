@@ -21,7 +21,7 @@ import { MAX_BUNDLE_BODY } from './bundle.js';
 import type { BatchRecorder } from './evm-batch.js';
 import { runStages } from './stages.js';
 import { Outcome } from './outcome.js';
-import { Kind, Submission, type BodySink, type Next, type Sink } from './submission.js';
+import { Kind, Submission, type BodySink, type Next, type Sink, type Turn } from './submission.js';
 import type { Trace, Tracker } from '../status/tracker.js';
 import { nextRequestId } from '../status/request-id.js';
 import type { AccountRecord } from '../store/accounts.js';
@@ -38,6 +38,8 @@ interface PipelineDeps extends GateDeps {
   maxBody: number;
   /** Where admitted transactions are traced for status reads (docs/protocol.md#status); null: not traced. */
   tracker: Tracker | null;
+  /** The ingress scheduler's state: whether a checked transaction is queued now or waits (`Turn`). */
+  turn: Turn;
   /** A status read for an authenticated account: its answer, or its refusal (the reads' own rate limit); maybe later (acceptor threads ask each other). */
   statuses: (account: AccountRecord, ids: readonly string[], done: (o: Outcome) => void) => void;
 }
@@ -217,16 +219,21 @@ export class Pipeline implements BodySink {
     return fwd.depth >= fwd.capacity;
   }
 
-  /** Slot `s`, filled for `sub`, to the verifier; `onChecked` resumes `sub`. */
+  /** Slot `s`, filled for `sub`, to the verifier; `onChecked` resumes `sub` (the scheduler calls it when not inline). */
   verify(s: number, sub: Submission): void {
     this.bySlot[s] = sub;
-    this.d.verifier.run(s, this.onChecked);
+    if (this.d.verifier.run(s)) this.onChecked(s);
   }
 
-  private readonly onChecked = (s: number): void => {
+  /** Slot `s` is checked: `sub` goes on, or waits in the scheduler's `commits` until its answer can leave at once (`Turn`). */
+  readonly onChecked = (s: number): void => {
     const sub = this.bySlot[s]!;
     const root = this.answeredBy(sub);
-    if (root?.io.settle?.(root, () => this.onChecked(s))) return;
+    const t = this.d.turn;
+    if (root !== null && root.io.corked && !t.committing && (t.ack.depth > 0 || t.holding)) {
+      if (t.commits.push(s) === 1) setImmediate(t.runCommits);
+      return;
+    }
     // A group's members are queued together, right before its answer: one queued as soon as it was
     // checked would be forwarded unanswered if the connection closed before the last member settled
     // (docs/protocol.md#deviations). A bundle in a group queues in its own enqueue stage, as it settles.

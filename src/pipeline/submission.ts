@@ -57,11 +57,10 @@ export interface DoorIo {
   /** Read by the door only after the shed decision (`Next.Head`): on uWS it is a system call. */
   peer(sub: Submission): string;
   /**
-   * Called before a checked transaction is queued: true when queueing must
-   * wait until an answer written then cannot be dropped unseen (uWS, see
-   * Replier.settle); `commit` then runs later.
+   * Answers on uWS HTTP responses: a checked transaction is queued only
+   * where its answer cannot be dropped unseen (`Turn`).
    */
-  settle?(sub: Submission, commit: () => void): boolean;
+  corked?: true;
   /** A JSON-RPC body's calls, in order, or why the body is refused. */
   calls?(sub: Submission, body: Uint8Array): Submission[] | RelayError;
   /** A status read's body: the ids it asks for, or why it is refused. */
@@ -188,4 +187,24 @@ export class Submission {
   overBudget(): void {
     this.body!.bodyOverBudget(this);
   }
+}
+
+/**
+ * When a checked transaction may be queued, kept by the ingress scheduler
+ * (the Replier) and read here as plain state, never called.
+ *
+ * uWS closes a connection whose next request arrives while an answer is
+ * pending, and drops what the socket's callback had written so far
+ * (docs/protocol.md#deviations). So a transaction is queued only where its
+ * answer leaves at once: not inside a socket's callback (`ack.depth`), and
+ * not while answers are held to the turn's end (`holding`), unless the
+ * scheduler is running the commits (`committing`). What must wait joins
+ * `commits`; `runCommits` resumes each slot once its answer can leave.
+ */
+export interface Turn {
+  readonly ack: { readonly depth: number };
+  readonly holding: boolean;
+  readonly committing: boolean;
+  readonly commits: number[];
+  readonly runCommits: () => void;
 }

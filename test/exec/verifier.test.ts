@@ -133,19 +133,29 @@ test('once turns carry several requests, a turn\'s checks run back to back after
   }
 });
 
-test('answers made at the end of a turn are bracketed by beforeAnswers and afterAnswers; inline answers are not', async () => {
+test('with an owner, turn ends run the owner\'s, around answers made then; without a callback an answer joins its settled list', async () => {
   const events: string[] = [];
-  const { v, jobs, job } = setup({ threads: 0, sliceMs: 10_000, beforeAnswers: () => events.push('before'), afterAnswers: () => events.push('after') });
+  const settled: number[] = [];
+  const owner = {
+    settled,
+    turn: () => {
+      events.push('before');
+      v.tick();
+      events.push('after');
+    },
+    wake: () => v.wake(),
+  };
+  const { v, jobs, job } = setup({ threads: 0, sliceMs: 10_000, owner });
   await v.start();
   try {
     const submit = (i: number) => {
       const s = job(JobKind.SolanaTx, legacyTransfer().bytes);
-      v.run(s, () => {
+      return v.run(s, () => {
         jobs.release(s);
         events.push(`answer ${i}`);
       });
     };
-    submit(0); // alone in its turn: inline, answered inside run()
+    assert.equal(submit(0), true, 'alone in its turn: inline, answered inside run()');
     assert.deepEqual(events, ['answer 0']);
     await new Promise((r) => setImmediate(r));
     events.length = 0;
@@ -153,8 +163,23 @@ test('answers made at the end of a turn are bracketed by beforeAnswers and after
     submit(2);
     submit(3);
     await new Promise((r) => setImmediate(r));
-    // The first of the turn is inline; the other two at the turn's end, between the hooks.
+    // The first of the turn is inline; the other two at the turn's end, inside the owner's.
     assert.deepEqual(events, ['answer 1', 'before', 'answer 2', 'answer 3', 'after']);
+    // A turn of one makes the next one's first check inline again.
+    const one = job(JobKind.SolanaTx, legacyTransfer().bytes);
+    v.run(one);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(settled, [one]);
+    settled.length = 0;
+    jobs.release(one);
+    const quiet = [job(JobKind.SolanaTx, legacyTransfer().bytes), job(JobKind.SolanaTx, legacyTransfer().bytes)];
+    assert.equal(v.run(quiet[0]!), true, 'inline: the caller goes on with the slot itself');
+    assert.equal(v.run(quiet[1]!), false);
+    assert.deepEqual(settled, [], 'nothing settled before the turn ends');
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(settled, [quiet[1]], 'the second answered at the turn end, into the list');
+    assert.equal(jobs.field(quiet[1]!, S_RESULT), JobResult.Ok);
+    for (const s of quiet) jobs.release(s);
   } finally {
     await v.close();
   }

@@ -15,6 +15,8 @@ import { DedupFilter } from '../../src/tables/dedup.js';
 import { IpLimiter } from '../../src/tables/ip-limiter.js';
 import { JobTable } from '../../src/exec/jobs.js';
 import { Verifier } from '../../src/exec/verifier.js';
+import { Replier } from '../../src/ingress/reply.js';
+import { AckFirst } from '../../src/ingress/ack-first.js';
 import { Forwarder } from '../../src/forward/forwarder.js';
 import { Store } from '../../src/store/db.js';
 import { AccountStore, type NewAccount } from '../../src/store/accounts.js';
@@ -59,7 +61,9 @@ export async function harness(opts: { ipRps?: number; ipBurst?: number; slabByte
   const slab = Slab.create({ capacity: opts.slabBytes ?? 1 << 20 });
   const jobs = JobTable.create(64);
   const dedup = DedupFilter.create({ windowMs: 60_000, capacity: 4096 });
-  const verifier = new Verifier({ threads: 0, jobs, slab, dedup, chainId: 1n, clock });
+  // The relay's scheduler, as the service wires it (src/ingress/service.ts).
+  const reply = new Replier({ coalesce: true, ack: new AckFirst(), node: 'test' });
+  const verifier = new Verifier({ threads: 0, jobs, slab, dedup, chainId: 1n, clock, owner: { settled: reply.commits, turn: reply.turn, wake: reply.wake } });
   await verifier.start();
   const forwarder = new Forwarder({ lanes: {} });
   const registry = AccountRegistry.create(accounts, clock);
@@ -90,7 +94,9 @@ export async function harness(opts: { ipRps?: number; ipBurst?: number; slabByte
     maxBody: 131072,
     tracker,
     statuses: (account, ids, done) => done(OutcomeClass.answered(ids.map((id) => tracker.status(id, account.id)))),
+    turn: reply,
   });
+  reply.drive({ verifier, checked: pipeline.onChecked });
   return {
     pipeline,
     tracker,
@@ -117,6 +123,7 @@ export async function harness(opts: { ipRps?: number; ipBurst?: number; slabByte
       }),
     async close() {
       await verifier.close();
+      reply.runCommits();
       await forwarder.close();
       await db.close();
       rmSync(dir, { recursive: true, force: true });

@@ -234,7 +234,7 @@ test('answers made in their handlers, several in one turn, go out without the do
   }
 });
 
-test('settle: a transaction made inside a socket callback is queued after it, its answer then written at once; a close first means no commit', async () => {
+test('commits: a transaction checked inside a socket callback is queued after it, its answer then written at once; a close first means no commit', async () => {
   await nextTurn();
   const ack = new AckFirst();
   const r = new Replier({ coalesce: true, ack, node: 'test' });
@@ -249,18 +249,29 @@ test('settle: a transaction made inside a socket callback is queued after it, it
       end: (body: string) => (log.push(`${name} body ${body}`), x),
       abort: () => onAborted?.(),
     };
-    return r.begin(x as unknown as HttpResponse) as Res & { abort(): void };
+    return r.guard(x as unknown as HttpResponse) as Res & { abort(): void };
   };
-  const [kept, closed] = [mk('kept'), mk('closed')];
-  const commit = (res: Res, name: string) => () => {
-    if (res.aborted) return log.push(`${name} not queued`);
+  // Slot i stands for a checked transaction answered on res[i]; `checked` is the pipeline's resumption.
+  const res: [Res, string][] = [];
+  const commit = (res: Res, name: string): void => {
+    if (res.aborted) return void log.push(`${name} not queued`);
     log.push(`${name} queued`);
     r.send(res, 200, null, name);
   };
+  r.drive({ verifier: { inflight: 0, tick: () => {}, wake: () => {} }, checked: (s) => commit(...res[s]!) });
+  // What the pipeline does with a checked slot (src/pipeline/admit.ts onChecked), reading the Turn.
+  const checked = (s: number): boolean => {
+    if (r.committing || (r.ack.depth === 0 && !r.holding)) return false;
+    if (r.commits.push(s) === 1) setImmediate(r.runCommits);
+    return true;
+  };
+  const [kept, closed] = [mk('kept'), mk('closed')];
+  res.push([kept, 'kept'], [closed, 'closed']);
   ack.enter();
   try {
-    assert.equal(r.settle(kept, commit(kept, 'kept')), true, 'inside the callback it waits');
-    assert.equal(r.settle(closed, commit(closed, 'closed')), true);
+    assert.equal(checked(0), true, 'inside the callback it waits');
+    assert.equal(checked(1), true);
+    r.runCommits();
     closed.abort(); // uWS closing a pipelining connection, inside the same read
   } finally {
     ack.leave();
@@ -270,12 +281,12 @@ test('settle: a transaction made inside a socket callback is queued after it, it
   assert.deepEqual(log, ['kept queued', 'kept 200 OK', 'kept body kept', 'closed not queued']);
   // Outside a callback, with an answer already written this turn (coalescing would hold the next): it waits too.
   log.length = 0;
-  const later = mk('later');
+  res.push([mk('later'), 'later']);
   r.send(mk('first'), 200, null, 'first');
-  assert.equal(r.settle(later, commit(later, 'later')), true);
+  assert.equal(checked(2), true);
   await nextTurn();
   assert.deepEqual(log, ['first 200 OK', 'first body first', 'later queued', 'later 200 OK', 'later body later']);
   // A fresh turn outside any callback: at once.
   await nextTurn();
-  assert.equal(r.settle(mk('now'), () => {}), false);
+  assert.equal(checked(3), false);
 });

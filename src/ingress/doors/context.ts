@@ -29,7 +29,7 @@ export interface DoorContext {
 export function httpIo(ctx: DoorContext, res: (sub: Submission) => Res = (sub) => sub.ctx as Res): DoorIo {
   return {
     peer: (sub) => ctx.ip(res(sub), sub.req as HttpRequest),
-    settle: (sub, commit) => ctx.reply.settle(res(sub), commit),
+    corked: true,
   };
 }
 
