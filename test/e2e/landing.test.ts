@@ -11,6 +11,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startTestRelay, eventually, type TestRelay } from '../helpers/relay.js';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.js';
 import { SVM_SKIP, startSvmRpc, type SvmRpc } from '../helpers/svm-rpc.js';
@@ -193,6 +195,76 @@ describe('Solana landing through the relay (litesvm)', { skip: SVM_SKIP }, () =>
     assert.equal(await r.metric('txrelay_landed_total', { lane: 'solana-single', result: 'landed_failed' }), 1);
     assert.equal(await r.metric('txrelay_landed_total', { lane: 'solana-single', result: 'not_landed_blockhash_expired' }), 1);
     assert.ok((await r.metric('txrelay_chain_rpc_calls_total', { family: 'solana', method: 'getSignatureStatuses' })) > 0);
+  });
+});
+
+/**
+ * The chain RPC down, then back. The upstream stays up (it is the same chain,
+ * reached directly), so what this shows is landing's part alone: admission and
+ * forwarding go on, statuses say `behind`, then catch up. The outage lasts
+ * TXRELAY_TEST_OUTAGE_S seconds (5 by default: past the point where tracking
+ * reads behind, which is all a longer one changes; docs/reliability.md has a
+ * 30 s run).
+ */
+describe('Solana landing with the chain RPC down and back', { skip: SVM_SKIP }, () => {
+  test('admission and forwarding go on, statuses read behind, then every transaction sent meanwhile reads landed', async (t) => {
+    const chain = await startSvmRpc({ finalizeAfter: 3, slotMs: 100 });
+    t.after(() => chain.close());
+    const payer = newKeypair();
+    chain.airdrop(payer.publicKey.toBase58(), 100_000_000_000n);
+    // The chain RPC as the relay reaches it: a pass-through that can be cut.
+    let cut = false;
+    const proxy = createServer((req, res) => {
+      const parts: Buffer[] = [];
+      req.on('data', (c: Buffer) => parts.push(c));
+      req.on('end', () => {
+        if (cut) return void res.writeHead(503).end('down');
+        fetch(chain.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.concat(parts) })
+          .then(async (up) => res.writeHead(up.status, { 'content-type': 'application/json' }).end(Buffer.from(await up.arrayBuffer())))
+          .catch(() => res.writeHead(502).end());
+      });
+    });
+    await new Promise<void>((ok) => proxy.listen(0, '127.0.0.1', ok));
+    t.after(() => new Promise<void>((ok) => proxy.close(() => ok())));
+    const chainRpc = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const r = await startTestRelay({
+      evm: { enabled: false },
+      solana: { rpc_upstreams: [chain.url], chain_rpc: chainRpc, landing_poll_ms: 100, landing_commitment: 'confirmed' },
+    });
+    t.after(() => r.stop());
+    const key = (await r.createAccount({ plan: 'paid', solana: { tps: 100, burst: 100 } })).uuid;
+    const send = async (lamports: number): Promise<string> => {
+      const tx = legacyTransfer({ from: payer, lamports, blockhash: chain.blockhash() });
+      const a = await rpc(r, key, 'sendTransaction', [Buffer.from(tx.bytes).toString('base64'), { encoding: 'base64' }]);
+      assert.equal(a.result, tx.signature, JSON.stringify(a));
+      return tx.signature;
+    };
+
+    const before = await send(RENT_EXEMPT + 1);
+    await until(r, key, before, 'landed');
+    cut = true;
+    const outageMs = Number(process.env['TXRELAY_TEST_OUTAGE_S'] ?? 5) * 1000;
+    const cutAt = Date.now();
+    const during: string[] = [];
+    // Sent while the chain RPC is down: admitted and forwarded as ever (the upstream executes them).
+    for (let i = 0; i < 3; i++) during.push(await send(RENT_EXEMPT + 10 + i));
+    for (const sig of during) await until(r, key, sig, 'forwarded');
+    const behind = await until(r, key, during[0]!, 'forwarded', (s) => s.landing === 'behind');
+    assert.equal(behind.onchain, undefined);
+    assert.ok((await r.metric('txrelay_chain_rpc_errors_total', { family: 'solana', method: 'getSignatureStatuses' })) > 0);
+    assert.ok((await r.metric('txrelay_landing_lag_seconds', { family: 'solana' })) > 0);
+    during.push(await send(RENT_EXEMPT + 20));
+    await new Promise((ok) => setTimeout(ok, Math.max(0, outageMs - (Date.now() - cutAt))));
+    const [executed] = (await chain.call('getSignatureStatuses', [[during[0]]])).value;
+    assert.equal(typeof executed.slot, 'number', 'the upstream executed it during the outage');
+
+    cut = false;
+    for (const sig of during) {
+      const s = await until(r, key, sig, 'landed', (x) => x.landing === 'done');
+      const [onChain] = (await chain.call('getSignatureStatuses', [[sig]])).value;
+      assert.equal(s.onchain.slot, onChain.slot, sig);
+    }
+    await eventually(async () => (await r.metric('txrelay_landing_lag_seconds', { family: 'solana' })) === 0, 5000, 'lag back to 0');
   });
 });
 
