@@ -3,34 +3,19 @@
  * drops; its answers must say so rather than claim a forward
  * (docs/protocol.md#dry-run). A lane that has an upstream answers as usual.
  */
-import { test, before, after } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestRelay, eventually, type TestRelay } from '../helpers/relay.js';
-import { startUpstream } from '../helpers/upstream.js';
+import { eventually } from '../helpers/relay.js';
+import { startHalfDryRelay } from '../helpers/dry-lanes.js';
 import { signed1559 } from '../helpers/evm.js';
 import { legacyTransfer } from '../helpers/solana.js';
 
-type Upstream = Awaited<ReturnType<typeof startUpstream>>;
-
 const DRY = 'Accepted, not forwarded: this node has no upstream for it (dry run)';
-let relay: TestRelay;
-let up: Upstream;
-let free: string;
-let paid: string;
 let nonce = 0;
 
-before(async () => {
-  up = await startUpstream();
-  // Only the paid EVM lane has an upstream: the free lane and both Solana lanes run dry.
-  relay = await startTestRelay({ evm: { upstreams: { paid: [up.url] } } });
-  free = (await relay.createAccount({ plan: 'free', evm: { tps: 100, burst: 100 }, solana: { tps: 100, burst: 100 } })).uuid;
-  paid = (await relay.createAccount({ plan: 'paid', evm: { tps: 100, burst: 100 } })).uuid;
-});
-
-after(async () => {
-  await relay?.stop();
-  await up?.close();
-});
+// The paid EVM lane forwards; the free lane and both Solana lanes run dry.
+const { relay, free, paid, close } = await startHalfDryRelay();
+after(close);
 
 const rpc = (uuid: string, method: string, params: unknown) =>
   fetch(relay.base + '/', {

@@ -55,6 +55,14 @@ async function rpc(r: TestRelay, key: string, method: string, params: unknown[])
   return res.json();
 }
 
+/** A signed transfer sent by `sendTransaction`: its signature, once the relay answered with it. */
+async function sendTransfer(r: TestRelay, key: string, payer: ReturnType<typeof newKeypair>, lamports: number, blockhash: string): Promise<string> {
+  const tx = legacyTransfer({ from: payer, lamports, blockhash });
+  const a = await rpc(r, key, 'sendTransaction', [Buffer.from(tx.bytes).toString('base64'), { encoding: 'base64' }]);
+  assert.equal(a.result, tx.signature, JSON.stringify(a));
+  return tx.signature;
+}
+
 /** The pushes a socket got for `id`, their states in order. */
 const pushed = (c: WsClient, id: string): any[] => c.messages.filter((m) => m.method === 'txrelay_status' && m.params.result.id === id).map((m) => m.params.result);
 
@@ -82,12 +90,7 @@ describe('Solana landing through the relay (litesvm)', { skip: SVM_SKIP }, () =>
     await chain?.close();
   });
 
-  const send = async (lamports: number, blockhash = chain.blockhash()): Promise<string> => {
-    const tx = legacyTransfer({ from: payer, lamports, blockhash });
-    const a = await rpc(r, key, 'sendTransaction', [Buffer.from(tx.bytes).toString('base64'), { encoding: 'base64' }]);
-    assert.equal(a.result, tx.signature);
-    return tx.signature;
-  };
+  const send = (lamports: number, blockhash = chain.blockhash()): Promise<string> => sendTransfer(r, key, payer, lamports, blockhash);
 
   test('a transfer that executes reads landed, in the slot the chain put it in, confirmed; pushed on /ws', async () => {
     const sig = await send(RENT_EXEMPT);
@@ -233,12 +236,7 @@ describe('Solana landing with the chain RPC down and back', { skip: SVM_SKIP }, 
     });
     t.after(() => r.stop());
     const key = (await r.createAccount({ plan: 'paid', solana: { tps: 100, burst: 100 } })).uuid;
-    const send = async (lamports: number): Promise<string> => {
-      const tx = legacyTransfer({ from: payer, lamports, blockhash: chain.blockhash() });
-      const a = await rpc(r, key, 'sendTransaction', [Buffer.from(tx.bytes).toString('base64'), { encoding: 'base64' }]);
-      assert.equal(a.result, tx.signature, JSON.stringify(a));
-      return tx.signature;
-    };
+    const send = (lamports: number): Promise<string> => sendTransfer(r, key, payer, lamports, chain.blockhash());
 
     const before = await send(RENT_EXEMPT + 1);
     await until(r, key, before, 'landed');

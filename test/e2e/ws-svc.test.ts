@@ -3,34 +3,18 @@
  * and `x-svc-dry-run`, in the response object's `svc` member
  * (docs/protocol.md#websocket): the same cases sent both ways read the same.
  */
-import { test, before, after } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestRelay, type TestRelay } from '../helpers/relay.js';
-import { startUpstream } from '../helpers/upstream.js';
+import { startHalfDryRelay } from '../helpers/dry-lanes.js';
 import { WsClient } from '../helpers/ws-client.js';
 import { signed1559 } from '../helpers/evm.js';
 import { legacyTransfer } from '../helpers/solana.js';
 
-type Upstream = Awaited<ReturnType<typeof startUpstream>>;
-
-let relay: TestRelay;
-let up: Upstream;
-let free: string;
-let paid: string;
 let nonce = 0;
 
-before(async () => {
-  up = await startUpstream();
-  // The paid EVM lane forwards; the free lane and both Solana lanes run dry.
-  relay = await startTestRelay({ evm: { upstreams: { paid: [up.url] } } });
-  free = (await relay.createAccount({ plan: 'free', evm: { tps: 100, burst: 100 }, solana: { tps: 100, burst: 100 } })).uuid;
-  paid = (await relay.createAccount({ plan: 'paid', evm: { tps: 100, burst: 100 } })).uuid;
-});
-
-after(async () => {
-  await relay?.stop();
-  await up?.close();
-});
+// The paid EVM lane forwards; the free lane and both Solana lanes run dry.
+const { relay, free, paid, close } = await startHalfDryRelay();
+after(close);
 
 interface Facts {
   duplicate: boolean;
