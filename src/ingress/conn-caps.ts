@@ -15,7 +15,7 @@ import { readFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { endianness } from 'node:os';
-import { addressBytes } from './node-acceptor.js';
+import { addressBytes } from './node-exchange.js';
 import type { Acceptor, TemplatedApp } from './uws.js';
 import type { Logger } from '../obs/log.js';
 
