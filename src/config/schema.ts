@@ -5,9 +5,10 @@
  * generated from it (`npm run docs:config`). The field shapes it reuses are
  * schema-fields.ts; the typed result of loading it is types.ts.
  */
-import { BASE58_PATTERN, LISTEN_PATTERN, NODE_NAME_PATTERN, chainRpc, host, optionalWs, plan, port, section, tps, urls } from './schema-fields.js';
+import { BASE58_PATTERN, LISTEN_PATTERN, NODE_NAME_PATTERN, chainRpc, host, plan, port, section, tps, urls } from './schema-fields.js';
 
 // Other modules take the config's type from here, beside the schema it describes.
+import { tpuSection } from './schema-tpu.js';
 export type { Config, PlanConfig } from './types.js';
 
 export const configSchema = {
@@ -420,40 +421,7 @@ export const configSchema = {
             'Solana transactions (single and bundles) that a stop could not forward are written to the data directory and sent by the next start while younger than this many seconds since they were acknowledged; older ones are counted (`txrelay_lane_dropped_total` reason `expired_after_restart`) and logged, not sent: their blockhash has expired. EVM transactions written down are always sent.',
         },
         chain_rpc: chainRpc('Solana', 'http://127.0.0.1:8899'),
-        tpu: section(
-          {
-            enabled: {
-              type: 'boolean',
-              default: false,
-              description:
-                'Also send each single Solana transaction straight to the current and next leaders\' TPU ports over QUIC (docs/protocol.md#forwarding). Needs `solana.chain_rpc` (the leader schedule and the validators\' addresses are read from it) and the QUIC library (`@matrixai/quic`, an optional dependency): without either, start-up says so in one line and the route stays off.',
-            },
-            identity_keypair_file: {
-              type: 'string',
-              default: '',
-              description:
-                'A Solana CLI keypair file (a JSON array of 64 bytes): the identity the QUIC client certificate carries, so a staked validator identity gets its stake-weighted share of the leader\'s connections. Empty: a new identity each start, unstaked.',
-            },
-            leaders_ahead: {
-              type: 'integer',
-              minimum: 1,
-              maximum: 8,
-              default: 2,
-              description: 'How many distinct leaders get each transaction: the leader of the slot it is sent in and the next ones (a leader holds 4 slots, about 1.6 s).',
-            },
-            mode: {
-              enum: ['also', 'only'],
-              default: 'also',
-              description:
-                '`also`: TPU and the lane\'s RPC upstreams (`solana.rpc_upstreams`) both get each transaction. `only`: TPU alone (a transaction that cannot go by TPU, over 1232 bytes, is then dropped).',
-            },
-            slot_ws: {
-              ...optionalWs,
-              description: 'The RPC\'s WebSocket URL, for the current slot by `slotSubscribe` (a slot as it starts). Empty: `getSlot` on `solana.chain_rpc` every 200 ms.',
-            },
-          },
-          'Sending Solana transactions straight to the leaders over QUIC (docs/protocol.md#forwarding).',
-        ),
+        tpu: tpuSection,
         landing_poll_ms: {
           type: 'integer',
           minimum: 100,
