@@ -16,6 +16,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
+import { createSocket, type Socket } from 'node:dgram';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseGcLine, type GcEvent } from './gc.js';
@@ -23,24 +24,45 @@ import { parseGcLine, type GcEvent } from './gc.js';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * `n` distinct ports that nothing listens on now. Every probe stays open
- * until all are chosen: asking one at a time can hand out the same port
- * twice (a relay's HTTP and admin port alike, which then fails to start).
+ * `n` distinct ports that nothing listens on now, TCP and UDP both. They are
+ * drawn below the kernel's ephemeral range (32768-60999 on Linux): a port the
+ * kernel handed out for `listen(0)` and got back is soon handed to someone
+ * else's outgoing connection, and a relay started on it a moment later then
+ * finds it taken. Every probe stays open until all are chosen, so one call
+ * never returns the same port twice.
  */
 export async function freePorts(n: number): Promise<number[]> {
-  const probes: ReturnType<typeof createServer>[] = [];
+  const probes: { tcp: ReturnType<typeof createServer>; udp: Socket }[] = [];
   try {
-    for (let i = 0; i < n; i++) {
-      const s = createServer();
-      probes.push(s);
-      await new Promise<void>((res, rej) => {
-        s.once('error', rej);
-        s.listen(0, '127.0.0.1', () => res());
+    for (let tries = 0; probes.length < n; tries++) {
+      if (tries > 200) throw new Error(`no ${n} free ports found in 10000-32767`);
+      const port = 10_000 + Math.floor(Math.random() * 22_768);
+      const tcp = createServer();
+      const ok = await new Promise<boolean>((res) => {
+        tcp.once('error', () => res(false));
+        tcp.listen(port, '0.0.0.0', () => res(true));
       });
+      if (!ok) continue;
+      const udp = createSocket('udp4');
+      const uok = await new Promise<boolean>((res) => {
+        udp.once('error', () => res(false));
+        udp.bind(port, '0.0.0.0', () => res(true));
+      });
+      if (!uok) {
+        udp.close();
+        await new Promise<void>((res) => tcp.close(() => res()));
+        continue;
+      }
+      probes.push({ tcp, udp });
     }
-    return probes.map((s) => (s.address() as AddressInfo).port);
+    return probes.map((p) => (p.tcp.address() as AddressInfo).port);
   } finally {
-    await Promise.all(probes.map((s) => new Promise<void>((res) => (s.listening ? s.close(() => res()) : res()))));
+    await Promise.all(
+      probes.map(async (p) => {
+        await new Promise<void>((res) => p.udp.close(() => res()));
+        await new Promise<void>((res) => (p.tcp.listening ? p.tcp.close(() => res()) : res()));
+      }),
+    );
   }
 }
 

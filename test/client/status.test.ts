@@ -7,13 +7,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { Keypair } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { startTestRelay, type TestRelay } from '../helpers/relay.js';
 import { startUpstream, type UpstreamCall } from '../helpers/upstream.js';
 import { signed1559 } from '../helpers/evm.js';
+import { freePort } from '../../bench/e2e/relay.js';
 import { legacyTransfer, tipTransfer } from '../helpers/solana.js';
 import { EvmClient, SolanaClient, StatusError, MAX_STATUS_IDS, waitForwardAll, type StatusObject } from '../../src/client/index.js';
 
@@ -322,11 +321,3 @@ test('reads over the status rate are 429 with Retry-After: retried after the wai
     await up.close();
   }
 });
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
