@@ -1,8 +1,7 @@
 /**
- * What every answer module returns, the facts a door hands it besides the
- * Outcome, and the bodies and headers the modules share. A door renders and
- * writes; it decides nothing about status, type, headers or body
- * (docs/architecture.md#answers).
+ * What every answer module returns, and the bodies and headers the modules
+ * share. A door renders the Outcome and writes; it decides nothing about
+ * status, type, headers or body (docs/architecture.md#answers).
  *
  * Bodies are built by concatenation (docs/protocol.md#errors, #statuses): the
  * parts are fixed words, hashes, signatures and ids already in JSON form, and
@@ -38,14 +37,6 @@ export function answer(a: Answer, status: number, type: string, body: string, he
 
 export function blank(): Answer {
   return { status: 0, type: '', body: '', headers: undefined, holdMs: 0 };
-}
-
-/** What the door knows of a success besides the Outcome (docs/protocol.md#dry-run, #status). */
-export interface Facts {
-  /** Its lane has no upstream: accepted, not forwarded. */
-  dry: boolean;
-  /** The request's id, for status reads; null when nothing was queued. */
-  requestId: string | null;
 }
 
 /** What a door says in the refusals that depend on it (docs/protocol.md#authentication, #solana-bundles). */

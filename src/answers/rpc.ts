@@ -13,7 +13,7 @@ import { E, type RelayError } from '../errors.js';
 import { joinHeaders, retryAfterHeaders, retryHeaders, type Headers } from '../ingress/headers.js';
 import { JSON_TYPE } from '../ingress/reply.js';
 import type { Outcome } from '../pipeline/outcome.js';
-import { answer, blank, inDoorWords, DUPLICATE, QUEUED, QUEUED_DUPLICATE, evmAccepted, evmBatch, rpcError, signaturesJson, solanaResult, statusesJson, withDryRun, type Answer, type DoorWords, type Facts } from './answer.js';
+import { answer, blank, inDoorWords, DUPLICATE, QUEUED, QUEUED_DUPLICATE, evmAccepted, evmBatch, rpcError, signaturesJson, solanaResult, statusesJson, withDryRun, type Answer, type DoorWords } from './answer.js';
 import { plainRefusal } from './solana.js';
 
 /** What a call asked for, as far as its answer's shape goes. */
@@ -49,7 +49,7 @@ export interface Call {
 const out = blank();
 
 /** One call's answer; a JSON-RPC array over HTTP takes only its body. */
-export function renderCall(c: Call, o: Outcome, f: Facts, words: DoorWords): Answer {
+export function renderCall(c: Call, o: Outcome, words: DoorWords): Answer {
   const err = o.error;
   if (err !== null) {
     const e = inDoorWords(err, words);
@@ -65,16 +65,16 @@ export function renderCall(c: Call, o: Outcome, f: Facts, words: DoorWords): Ans
     case Shape.EvmBatch: {
       const status = o.httpStatus(202);
       const batchId: Headers = [['x-svc-batch-id', o.id!]];
-      const headers = status === 429 ? joinHeaders(batchId, retryAfterHeaders(o.retryAfterMs)) : status === 202 ? withDryRun(f.dry, batchId) : batchId;
-      return answer(out, status, JSON_TYPE, svc(c, evmBatch(o, c.rpcId, f.dry), f, false), headers);
+      const headers = status === 429 ? joinHeaders(batchId, retryAfterHeaders(o.retryAfterMs)) : status === 202 ? withDryRun(o.dry, batchId) : batchId;
+      return answer(out, status, JSON_TYPE, svc(c, evmBatch(o, c.rpcId, o.dry), o, false), headers);
     }
     case Shape.SolanaTx:
-      return answer(out, 200, JSON_TYPE, svc(c, solanaResult(signaturesJson(o), c.rpcId), f, dup), withDryRun(f.dry, dup ? DUPLICATE : undefined));
+      return answer(out, 200, JSON_TYPE, svc(c, solanaResult(signaturesJson(o), c.rpcId), o, dup), withDryRun(o.dry, dup ? DUPLICATE : undefined));
     case Shape.Bundle:
-      return answer(out, 200, JSON_TYPE, svc(c, solanaResult(`"${c.bundleId}"`, c.rpcId), f, dup), withDryRun(f.dry, dup ? DUPLICATE : undefined));
+      return answer(out, 200, JSON_TYPE, svc(c, solanaResult(`"${c.bundleId}"`, c.rpcId), o, dup), withDryRun(o.dry, dup ? DUPLICATE : undefined));
     case Shape.BundleOfOne: {
       const headers: Headers = [['x-bundle-id', c.bundleId], ...(dup ? DUPLICATE : [])];
-      return answer(out, 200, JSON_TYPE, svc(c, solanaResult(`"${o.id}"`, c.rpcId), f, dup), withDryRun(f.dry, headers));
+      return answer(out, 200, JSON_TYPE, svc(c, solanaResult(`"${o.id}"`, c.rpcId), o, dup), withDryRun(o.dry, headers));
     }
     case Shape.Statuses:
       return answer(out, 200, JSON_TYPE, solanaResult(statusesJson(o), c.rpcId), undefined);
@@ -84,7 +84,7 @@ export function renderCall(c: Call, o: Outcome, f: Facts, words: DoorWords): Ans
       return answer(out, 200, JSON_TYPE, solanaResult(r, c.rpcId), undefined);
     }
     default:
-      return answer(out, 202, JSON_TYPE, svc(c, evmAccepted(o.id!, c.rpcId, f.dry), f, dup), withDryRun(f.dry, dup ? QUEUED_DUPLICATE : QUEUED));
+      return answer(out, 202, JSON_TYPE, svc(c, evmAccepted(o.id!, c.rpcId, o.dry), o, dup), withDryRun(o.dry, dup ? QUEUED_DUPLICATE : QUEUED));
   }
 }
 
@@ -93,11 +93,11 @@ export function renderCall(c: Call, o: Outcome, f: Facts, words: DoorWords): Ans
  * added to the response object, the members present as HTTP's `x-svc-request-id`,
  * `x-svc-duplicate` and `x-svc-dry-run` would be (docs/protocol.md#websocket).
  */
-function svc(c: Call, body: string, f: Facts, duplicate: boolean): string {
+function svc(c: Call, body: string, o: Outcome, duplicate: boolean): string {
   if (!c.socket) return body;
-  let m = f.requestId === null ? '' : `"request_id":"${f.requestId}"`;
+  let m = o.requestId === null ? '' : `"request_id":"${o.requestId}"`;
   if (duplicate) m += (m === '' ? '' : ',') + '"duplicate":true';
-  if (f.dry) m += (m === '' ? '' : ',') + '"dry_run":true';
+  if (o.dry) m += (m === '' ? '' : ',') + '"dry_run":true';
   if (m === '') return body;
   return `${body.slice(0, -1)},"svc":{${m}}}`;
 }

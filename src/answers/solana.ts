@@ -7,13 +7,13 @@ import type { RelayError } from '../errors.js';
 import { retryHeaders } from '../ingress/headers.js';
 import { JSON_TYPE, TEXT_TYPE } from '../ingress/reply.js';
 import type { Outcome } from '../pipeline/outcome.js';
-import { answer, blank, inDoorWords, DUPLICATE, signaturesJson, solanaResult, withDryRun, type Answer, type DoorWords, type Facts } from './answer.js';
+import { answer, blank, inDoorWords, DUPLICATE, signaturesJson, solanaResult, withDryRun, type Answer, type DoorWords } from './answer.js';
 
 const out = blank();
 
-export function renderSolana(o: Outcome, f: Facts, words: DoorWords): Answer {
+export function renderSolana(o: Outcome, words: DoorWords): Answer {
   if (o.error !== null) return plainRefusal(o.error, words);
-  return answer(out, 200, JSON_TYPE, solanaResult(signaturesJson(o), 'null'), withDryRun(f.dry, o.status === 'duplicate' ? DUPLICATE : undefined));
+  return answer(out, 200, JSON_TYPE, solanaResult(signaturesJson(o), 'null'), withDryRun(o.dry, o.status === 'duplicate' ? DUPLICATE : undefined));
 }
 
 /** A refusal in plain text: the table's Solana text, its own status, retry headers on a 429. */

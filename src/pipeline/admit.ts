@@ -52,9 +52,14 @@ const SIGNATURE_BYTES = 64;
  * first time something of it is queued: a refused or shed request costs none.
  */
 function requestIdOf(sub: Submission): string {
+  const root = rootOf(sub);
+  return (root.requestId ??= nextRequestId());
+}
+
+function rootOf(sub: Submission): Submission {
   let root = sub;
   while (root.parent !== null) root = root.parent;
-  return (root.requestId ??= nextRequestId());
+  return root;
 }
 
 /** The door a status names: a datagram's is `udp`. */
@@ -160,8 +165,7 @@ export class Pipeline implements BodySink {
    * account its credential named; other doors' refusals are paid for at the gate.
    */
   private chargeRefusal(sub: Submission): void {
-    let root = sub;
-    while (root.parent !== null) root = root.parent;
+    const root = rootOf(sub);
     if (root.account === null || (root.kind !== Kind.Calls && root.kind !== Kind.Query)) return;
     this.gate.chargeRefusal(root.account);
   }
@@ -189,13 +193,14 @@ export class Pipeline implements BodySink {
       return;
     }
     // One call (the usual case) answers with its own outcome. Members were counted as they settled.
-    if (g.kind === Kind.Calls) return g.sink!(g, g.children!.length === 1 ? o : Outcome.group(null, g.children!.map((c) => c.outcome!)));
+    if (g.kind === Kind.Calls) return g.sink!(g, g.children!.length === 1 ? o : Outcome.group(null, g.children!.map((c) => c.outcome!), false, rootOf(g).requestId));
     const items = g.children!.map((c) => c.outcome!);
     const sent = items.filter((x) => x.sent && x.id !== null).map((x) => x.id!);
     if (this.d.tracker !== null && sent.length > 0) this.d.tracker.batch(g.batchId!, requestIdOf(g), g.account!.id, g.door, sent);
     // Durable before the answer, so a crash after it leaves the record complete. A failed write does
     // not change the answer (the record holds every hash); the recorder counts it.
-    const answer = (): void => g.sink!(g, Outcome.group(g.batchId, items));
+    const done = Outcome.group(g.batchId, items, this.dry(g.lane), rootOf(g).requestId);
+    const answer = (): void => g.sink!(g, done);
     this.d.batches!.updateOutcome(g.batchId!, items).then(answer, answer);
   };
 
@@ -267,6 +272,14 @@ export class Pipeline implements BodySink {
     return root.parent === null ? root : null;
   }
 
+  /**
+   * A transaction's success, with what its answer says besides: whether its
+   * lane is dry, and its request's id (a datagram has none: nothing answers it).
+   */
+  accepted(sub: Submission, status: 'queued' | 'duplicate', id: string, ids: readonly string[] | null = null): Outcome {
+    return Outcome.accepted(status, id, ids, this.dry(sub.lane), sub.overUdp ? null : requestIdOf(sub));
+  }
+
   /** A trace for a transaction about to be queued; undefined when tracing is off. */
   trace(sub: Submission, id: string): Trace | undefined {
     return this.d.tracker?.open(id, requestIdOf(sub), sub.account!.id, sub.family, doorOf(sub));
@@ -316,8 +329,6 @@ export class Pipeline implements BodySink {
       this.rejectedByDoor.inc((doorOf(sub) || 'other') + LABEL_SEPARATOR + o.error.spec.code);
     } else if (sub.kind <= Kind.EvmTx) {
       (o.status === 'queued' ? this.admitted : this.duplicates).inc(sub.lane);
-      // Its acknowledgement names the request (x-svc-request-id), traced or not; a datagram has none.
-      if (!sub.overUdp) requestIdOf(sub);
     }
     sub.sink!(sub, o);
   }

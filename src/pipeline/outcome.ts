@@ -3,7 +3,8 @@
  * record stores (docs/protocol.md#statuses): queued, duplicate (a success,
  * not forwarded again), or not-sent (`error` says why and carries the retry
  * advice). A group has its members' outcomes in `items`, in request order,
- * unless refused as a whole.
+ * unless refused as a whole. A success carries what its answer says besides
+ * (`dry`, `requestId`), so a door renders from the Outcome alone.
  */
 import type { RelayError, Retry } from '../errors.js';
 import type { StatusView } from '../status/tracker.js';
@@ -22,18 +23,19 @@ export class Outcome {
     readonly items: readonly Outcome[] | null = null,
     /** A status read's answer: the status objects, in the order asked. */
     readonly statuses: readonly StatusView[] | null = null,
+    /** Its lane has no upstream: accepted, not forwarded (docs/protocol.md#dry-run). */
+    readonly dry = false,
+    /** The request's id for status reads (`x-svc-request-id`); null when nothing of it was queued, and over UDP. */
+    readonly requestId: string | null = null,
   ) {}
 
   static answered(statuses: readonly StatusView[]): Outcome {
     return new Outcome('answered', null, null, null, null, statuses);
   }
 
-  static queued(id: string, ids: readonly string[] | null = null): Outcome {
-    return new Outcome('queued', id, null, ids);
-  }
-
-  static duplicate(id: string, ids: readonly string[] | null = null): Outcome {
-    return new Outcome('duplicate', id, null, ids);
+  /** Queued or a duplicate: `ids` a bundle's signatures; `dry` and `requestId` as above. */
+  static accepted(status: 'queued' | 'duplicate', id: string, ids: readonly string[] | null, dry: boolean, requestId: string | null): Outcome {
+    return new Outcome(status, id, null, ids, null, null, dry, requestId);
   }
 
   /** Not sent, with why; `id` where the transaction could still be hashed (an EVM batch item). */
@@ -41,8 +43,10 @@ export class Outcome {
     return new Outcome('not-sent', id, error);
   }
 
-  static group(id: string | null, items: readonly Outcome[]): Outcome {
-    return new Outcome(groupStatus(items), id, null, null, items);
+  /** A group's: its status by its members'; `dry` for a success of a group whose lane has none (an EVM batch). */
+  static group(id: string | null, items: readonly Outcome[], dry: boolean, requestId: string | null): Outcome {
+    const status = groupStatus(items);
+    return new Outcome(status, id, null, null, items, null, dry && status !== 'not-sent', requestId);
   }
 
   get sent(): boolean {

@@ -140,7 +140,7 @@ export function checkMembers(p: Pipeline, sub: Submission): Step {
   const err = prepareBundle(p.place, sub, p.d.tips);
   if (err !== null) return Outcome.refused(err);
   const ids = sub.ids!;
-  if (p.d.dedup.contains(sub.key!, p.clock())) return Outcome.duplicate(ids[0]!, ids);
+  if (p.d.dedup.contains(sub.key!, p.clock())) return p.accepted(sub, 'duplicate', ids[0]!, ids);
   const n = ids.length;
   const slots: number[] = [];
   sub.slots = slots;
@@ -179,7 +179,7 @@ export function enqueue(p: Pipeline, sub: Submission): Step {
     id = base58EncodeAt(p.place.bytes, sigAt, SIGNATURE_BYTES);
     if (r === JobResult.Duplicate) {
       p.traceDuplicate(sub, id);
-      return Outcome.duplicate(id);
+      return p.accepted(sub, 'duplicate', id);
     }
     if (p.gone(sub)) {
       p.unclaim(KEY_SOLANA_SINGLE, p.place.bytes, sigAt, SIGNATURE_BYTES);
@@ -199,7 +199,7 @@ export function enqueue(p: Pipeline, sub: Submission): Step {
     id = sub.hash ?? '0x' + p.jobsBuf.toString('hex', keyAt, keyAt + KEY_BYTES);
     if (r === JobResult.Duplicate) {
       p.traceDuplicate(sub, id);
-      return Outcome.duplicate(id);
+      return p.accepted(sub, 'duplicate', id);
     }
     if (p.gone(sub)) {
       p.unclaim(KEY_EVM, p.jobs.bytes, keyAt, KEY_BYTES);
@@ -214,7 +214,7 @@ export function enqueue(p: Pipeline, sub: Submission): Step {
       return Outcome.refused(new RelayError(E.CAPACITY, LANE_FULL), id);
     }
   }
-  return Outcome.queued(id);
+  return p.accepted(sub, 'queued', id);
 }
 
 /** A checked bundle: all members valid, not a duplicate, its client still there, then to its lane whole. */
@@ -227,7 +227,7 @@ export function enqueueBundle(p: Pipeline, sub: Submission): Step {
   if (p.gone(sub)) return Outcome.refused(new RelayError(E.CLIENT_GONE));
   if (!p.d.dedup.claim(key, p.clock())) {
     p.traceDuplicate(sub, ids[0]!);
-    return Outcome.duplicate(ids[0]!, ids);
+    return p.accepted(sub, 'duplicate', ids[0]!, ids);
   }
   const payload = sub.offsets!.map((o, i) => p.place.buf.toString('base64', o, o + sub.lengths![i]!));
   const trace = p.trace(sub, ids[0]!);
@@ -238,7 +238,7 @@ export function enqueueBundle(p: Pipeline, sub: Submission): Step {
     p.d.dedup.release(key, p.clock());
     return Outcome.refused(new RelayError(E.CAPACITY, LANE_FULL));
   }
-  return Outcome.queued(ids[0]!, ids);
+  return p.accepted(sub, 'queued', ids[0]!, ids);
 }
 
 // ---- groups: a JSON-RPC body's calls, an EVM batch's items ------------------------

@@ -79,7 +79,7 @@ function plainValue(s: string, from: number): boolean {
 }
 
 export function registerEvmTextDoor(ctx: DoorContext): void {
-  const { app, pipeline, reply } = ctx;
+  const { app, reply } = ctx;
   const words: DoorWords = { takes: TAKES_EVM, tips: '' };
   const io: DoorIo = {
     ...httpIo(ctx),
@@ -99,8 +99,8 @@ export function registerEvmTextDoor(ctx: DoorContext): void {
 
   const sink: Sink = (sub: Submission, o: Outcome) => {
     const res = sub.ctx as Res;
-    if (o.error === null) res.requestId = sub.requestId;
-    write(reply, res, renderEvmText(o, { dry: o.error === null && pipeline.dry(sub.lane), requestId: sub.requestId }, words));
+    res.requestId = o.requestId;
+    write(reply, res, renderEvmText(o, words));
   };
 
   app.options('/v2/svc_send_raw_transaction', (res) => {

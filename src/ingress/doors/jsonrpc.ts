@@ -281,7 +281,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
 
   /** What a call's answer depends on, refilled per call (answers/rpc.ts renders it). */
   const view: Call = { shape: Shape.EvmTx, rpcId: 'null', solanaWire: false, solanaClient: false, socket: false, bundleId: '', result: null };
-  const answerOf = (rq: RpcRequest, c: Submission, o: Outcome, requestId: string | null): Answer => {
+  const answerOf = (rq: RpcRequest, c: Submission, o: Outcome): Answer => {
     const ok = o.error === null;
     view.rpcId = c.rpcId;
     view.socket = rq.socket !== null;
@@ -307,8 +307,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
               : resultJson(op.op === 'subscribe' ? rq.socket!.subscribe() : rq.socket!.unsubscribe(op.id));
       }
     } else view.shape = Shape.EvmTx;
-    const dry = ok && c.kind !== Kind.Query && pipeline.dry(c.lane);
-    return renderCall(view, o, { dry, requestId }, rq.route.jito ? jitoWords : rootWords);
+    return renderCall(view, o, rq.route.jito ? jitoWords : rootWords);
   };
 
   const sink: Sink = (sub: Submission, o: Outcome) => {
@@ -323,15 +322,15 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     }
     if (calls === null) return;
     // A request that queued anything carries its id, for status reads.
-    if (o.sent) res.requestId = sub.requestId;
-    if (!rq.array) return write(reply, res, answerOf(rq, calls[0]!, o, sub.requestId));
-    reply.send(res, o.httpStatus(202), JSON_TYPE, arrayBody(rq, calls, o.sent ? sub.requestId : null));
+    res.requestId = o.requestId;
+    if (!rq.array) return write(reply, res, answerOf(rq, calls[0]!, o));
+    reply.send(res, o.httpStatus(202), JSON_TYPE, arrayBody(rq, calls));
   };
 
   /** Standard JSON-RPC array: an array of single answers, in order (over HTTP the status by the batch rule). */
-  const arrayBody = (rq: RpcRequest, calls: Submission[], requestId: string | null): string => {
+  const arrayBody = (rq: RpcRequest, calls: Submission[]): string => {
     let body = '[';
-    for (let i = 0; i < calls.length; i++) body += (i > 0 ? ',' : '') + answerOf(rq, calls[i]!, calls[i]!.outcome!, requestId).body;
+    for (let i = 0; i < calls.length; i++) body += (i > 0 ? ',' : '') + answerOf(rq, calls[i]!, calls[i]!.outcome!).body;
     return body + ']';
   };
 
@@ -347,8 +346,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       body = rpcError(err, 'null');
       hold = err.holdMs;
     } else {
-      const requestId = o.sent ? sub.requestId : null;
-      body = rq.array ? arrayBody(rq, calls, requestId) : answerOf(rq, calls[0]!, o, requestId).body;
+      body = rq.array ? arrayBody(rq, calls) : answerOf(rq, calls[0]!, o).body;
     }
     // What the answer says of the client's pace: any call that went through, every call refused for the rate, or neither.
     const pace = calls === null

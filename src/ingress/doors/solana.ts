@@ -16,7 +16,7 @@ import { admitHttp, httpIo, type DoorContext } from './context.js';
 import { apiKeyQuery } from './api-key.js';
 
 export function registerSolanaDoors(ctx: DoorContext): void {
-  const { app, pipeline, reply } = ctx;
+  const { app, reply } = ctx;
   const words: DoorWords = { takes: TAKES_SOLANA, tips: tipsWords(ctx.tipAccounts) };
   const io: DoorIo = {
     ...httpIo(ctx),
@@ -38,8 +38,8 @@ export function registerSolanaDoors(ctx: DoorContext): void {
 
   const sink: Sink = (sub: Submission, o: Outcome) => {
     const res = sub.ctx as Res;
-    if (o.error === null) res.requestId = sub.requestId;
-    write(reply, res, renderSolana(o, { dry: o.error === null && pipeline.dry(sub.lane), requestId: sub.requestId }, words));
+    res.requestId = o.requestId;
+    write(reply, res, renderSolana(o, words));
   };
 
   const door = (path: string, label: string, kind: Kind, maxBody: number): void => {
