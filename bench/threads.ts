@@ -71,19 +71,22 @@ async function measure(jobs: number, run: () => Promise<void>): Promise<Result> 
   return { rate: (jobs / ms) * 1000, mainUs: (elu.active * 1000) / jobs };
 }
 
+/** `n` submissions, `inFlight` at a time: each of `inFlight` lanes sends its next once its last is answered. */
+async function spread(n: number, inFlight: number, one: () => Promise<void>): Promise<void> {
+  let sent = 0;
+  const lane = async () => {
+    while (sent < n) {
+      sent++;
+      await one();
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, lane));
+}
+
 async function piscinaPerJob(n: number, inFlight: number): Promise<Result> {
   const p = new Piscina({ filename: import.meta.url, minThreads: 1, maxThreads: 1, idleTimeout: Infinity, workerData: { mode: 'noop' }, recordTiming: false });
   await p.run({});
-  const r = await measure(n, async () => {
-    let sent = 0;
-    const lane = async () => {
-      while (sent < n) {
-        sent++;
-        await p.run({});
-      }
-    };
-    await Promise.all(Array.from({ length: inFlight }, lane));
-  });
+  const r = await measure(n, () => spread(n, inFlight, () => p.run({}).then(() => {})));
   await p.destroy();
   return r;
 }
@@ -135,16 +138,7 @@ async function tablePerJob(n: number, inFlight: number): Promise<Result> {
   const w = new Worker(new URL(import.meta.url), { workerData: { mode: 'table', jobs: t.handle() } });
   await new Promise((r) => setTimeout(r, 200));
   const d = tableDriver(t, () => {});
-  const r = await measure(n, async () => {
-    let sent = 0;
-    const lane = async () => {
-      while (sent < n) {
-        sent++;
-        await d.submit();
-      }
-    };
-    await Promise.all(Array.from({ length: inFlight }, lane));
-  });
+  const r = await measure(n, () => spread(n, inFlight, () => d.submit()));
   t.stop();
   await new Promise((res) => w.once('exit', res));
   return r;
@@ -167,16 +161,7 @@ async function piscinaDrain(n: number, inFlight: number): Promise<Result & { tas
     });
   };
   const d = tableDriver(t, kick);
-  const r = await measure(n, async () => {
-    let sent = 0;
-    const lane = async () => {
-      while (sent < n) {
-        sent++;
-        await d.submit();
-      }
-    };
-    await Promise.all(Array.from({ length: inFlight }, lane));
-  });
+  const r = await measure(n, () => spread(n, inFlight, () => d.submit()));
   while (running) await running;
   await p.destroy();
   return { ...r, tasks };
@@ -196,16 +181,7 @@ async function shipped(n: number, inFlight: number): Promise<Result & { tasks: n
   await w.start();
   const before = w.tasks;
   const d = tableDriver(t, () => {});
-  const r = await measure(n, async () => {
-    let sent = 0;
-    const lane = async () => {
-      while (sent < n) {
-        sent++;
-        await d.submit();
-      }
-    };
-    await Promise.all(Array.from({ length: inFlight }, lane));
-  });
+  const r = await measure(n, () => spread(n, inFlight, () => d.submit()));
   const tasks = w.tasks - before;
   t.stop();
   await w.stop();
