@@ -245,8 +245,8 @@ export function enqueueBundle(p: Pipeline, sub: Submission): Step {
 
 /** A JSON-RPC body's calls, each admitted in turn; the IP bucket pays for each past the first. */
 export function expand(p: Pipeline, sub: Submission): Step {
-  const calls = sub.io.calls!(sub, sub.received!);
-  if (calls instanceof RelayError) return Outcome.refused(calls);
+  if (sub.invalid !== null) return Outcome.refused(sub.invalid);
+  const calls = sub.calls!;
   if (calls.length > 1) {
     const limited = p.gate.more(sub, calls.length - 1);
     if (limited !== null) return Outcome.refused(limited);
@@ -302,13 +302,8 @@ export function record(p: Pipeline, sub: Submission): Step {
 
 /** A status read: its ids from the query or the body, answered by the status service (maybe later). */
 export function status(p: Pipeline, sub: Submission): Step {
-  let ids = sub.queryIds;
-  if (ids === null) {
-    const parsed = sub.io.query!(sub, sub.received!);
-    if (parsed instanceof RelayError) return Outcome.refused(parsed);
-    ids = parsed;
-  }
-  p.d.statuses(sub.account!, ids, (o) => p.finish(sub, o));
+  if (sub.invalid !== null) return Outcome.refused(sub.invalid);
+  p.d.statuses(sub.account!, sub.queryIds!, (o) => p.finish(sub, o));
   return WAIT;
 }
 

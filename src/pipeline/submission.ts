@@ -61,10 +61,13 @@ export interface DoorIo {
    * where its answer cannot be dropped unseen (`Turn`).
    */
   corked?: true;
-  /** A JSON-RPC body's calls, in order, or why the body is refused. */
-  calls?(sub: Submission, body: Uint8Array): Submission[] | RelayError;
-  /** A status read's body: the ids it asks for, or why it is refused. */
-  query?(sub: Submission, body: Uint8Array): readonly string[] | RelayError;
+  /**
+   * A JSON body's reading, by the door as the body arrives and before the
+   * pipeline gets it (src/ingress/doors/context.ts `bodyTo`): a JSON-RPC
+   * body's calls into `calls`, a status read's ids into `queryIds`, or why
+   * the body is refused. The pipeline never calls it.
+   */
+  parse?(sub: Submission, body: Uint8Array): RelayError | null;
 }
 
 export interface BodySink {
@@ -120,6 +123,8 @@ export class Submission {
   rpcId = 'null';
   /** A status read's ids. */
   queryIds: readonly string[] | null = null;
+  /** A JSON-RPC body's calls, in order, as the door read them. */
+  calls: Submission[] | null = null;
 
   /** The request's id (`x-svc-request-id`), on the outermost submission, made by the pipeline once something of the request is queued. */
   requestId: string | null = null;

@@ -5,6 +5,7 @@
  * A door here is a stand-in DoorIo whose body arrives at once; everything
  * behind it is the relay's own code.
  */
+import { bodyTo } from '../../src/ingress/doors/context.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -139,17 +140,18 @@ export function bodyDoor(body: Uint8Array): StandIn {
   return { peer: () => '192.0.2.1', body };
 }
 
-/** What an HTTP door's body reader does (src/ingress/body.ts), with the whole body here at once. */
+/** What an HTTP door's body reader does (src/ingress/body.ts) into the door's target, with the whole body here at once. */
 function readStandIn(sub: Submission): void {
   const body = (sub.io as StandIn).body;
-  if (body.length > sub.maxBody) return sub.tooLarge(body.length);
-  if (sub.wantsInto) {
-    const into = sub.into(body.length);
+  const t = bodyTo(sub);
+  if (body.length > sub.maxBody) return t.tooLarge(body.length);
+  if (t.wantsInto) {
+    const into = t.into(body.length);
     if (into === null) return;
     into.set(body);
-    return sub.bodyBytes(into);
+    return t.bodyBytes(into);
   }
-  sub.bodyBytes(body);
+  t.bodyBytes(body);
 }
 
 export function v2(tx: Uint8Array, key: string | null): Submission {

@@ -260,13 +260,15 @@ test('a JSON-RPC body\'s calls: the IP bucket is charged for each call past the 
   const txs = [sol.legacyTransfer(), sol.legacyTransfer()];
   const io: DoorIo = {
     ...bodyDoor(new Uint8Array(2)),
-    calls: (_sub, _body) =>
-      txs.map((tx) => {
+    parse: (sub) => {
+      sub.calls = txs.map((tx) => {
         const c = new Submission(Kind.SolanaTx, 'solana', io);
         c.credential = key;
         c.text = Buffer.from(tx.bytes).toString('base64');
         return c;
-      }),
+      });
+      return null;
+    },
   };
   const calls = (): Submission => {
     const sub = new Submission(Kind.Calls, 'evm', io);
@@ -300,13 +302,15 @@ test('a JSON-RPC body\'s calls are queued together: a client gone after the firs
   };
   const io: DoorIo = {
     ...bodyDoor(new Uint8Array(2)),
-    calls: () =>
-      txs.map((tx) => {
+    parse: (sub) => {
+      sub.calls = txs.map((tx) => {
         const c = new Submission(Kind.EvmTx, 'evm', io);
         c.credential = key;
         c.text = tx.hex;
         return c;
-      }),
+      });
+      return null;
+    },
   };
   const sub = new Submission(Kind.Calls, 'evm', io);
   sub.conn = conn;

@@ -235,13 +235,13 @@ test('checkMembers then enqueueBundle: a tipped bundle waits for its members\' c
   assertNothingHeld(h);
 });
 
-test('expand: a body the door cannot split is refused whole; its calls are admitted and the group answers once', async (t) => {
+test('expand: a body the door could not split is refused whole; its calls are admitted and the group answers once', async (t) => {
   const h = await harness();
   t.after(() => h.close());
   const key = (await h.account()).uuid;
   const refused = new RelayError(E.PARSE);
-  const bad = at(Kind.Calls, 'evm', 'expand', { ...quietDoor(), calls: () => refused });
-  bad.sub.received = Buffer.from('{');
+  const bad = at(Kind.Calls, 'evm', 'expand');
+  bad.sub.invalid = refused;
   assert.equal((stages.expand(h.pipeline, bad.sub) as Outcome).error, refused);
   const [a, b] = await Promise.all([evm.signed1559({ nonce: 81 }), evm.signed1559({ nonce: 82 })]);
   const calls = (): Submission[] =>
@@ -251,9 +251,9 @@ test('expand: a body the door cannot split is refused whole; its calls are admit
       c.text = hex;
       return c;
     });
-  const good = at(Kind.Calls, 'evm', 'expand', { ...quietDoor(), calls });
+  const good = at(Kind.Calls, 'evm', 'expand');
   good.sub.ip = '192.0.2.7';
-  good.sub.received = Buffer.from('[]');
+  good.sub.calls = calls();
   assert.equal(stages.expand(h.pipeline, good.sub), WAIT);
   await nextTurn();
   assert.equal(good.got.length, 1);
@@ -295,8 +295,8 @@ test('status: the ids of the query, or the door\'s refusal of its body', async (
   assert.equal(got[0]!.status, 'answered');
   assert.equal(got[0]!.statuses!.length, 1);
   const refused = new RelayError(E.INVALID_REQUEST, 'no ids');
-  const body = at(Kind.Query, 'solana', 'status', { ...quietDoor(), query: () => refused });
-  body.sub.received = Buffer.from('{}');
+  const body = at(Kind.Query, 'solana', 'status');
+  body.sub.invalid = refused;
   assert.equal((stages.status(h.pipeline, body.sub) as Outcome).error, refused);
 });
 

@@ -3,7 +3,8 @@ import type { Pipeline } from '../../pipeline/admit.js';
 import { Next, type DoorIo, type Sink, type Submission } from '../../pipeline/submission.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '../uws.js';
 import type { AckFirst } from '../ack-first.js';
-import { readBodyTo, type BodyBudget } from '../body.js';
+import { readBodyTo, type BodyBudget, type BodyTarget } from '../body.js';
+import type { RelayError } from '../../errors.js';
 import type { LatencyTimer, Replier, Res } from '../reply.js';
 
 export interface DoorContext {
@@ -46,5 +47,40 @@ export function admitHttp(ctx: DoorContext, sub: Submission, sink: Sink, res: Re
     if (sub.refused === null) sub.ip = io.peer(sub);
     next = ctx.pipeline.resume(sub);
   }
-  if (next === Next.Body) readBodyTo(res, sub.req as HttpRequest, sub.maxBody, sub, ctx.ack, ctx.bodies);
+  if (next === Next.Body) readBodyTo(res, sub.req as HttpRequest, sub.maxBody, bodyTo(sub), ctx.ack, ctx.bodies);
+}
+
+/**
+ * Where `sub`'s body goes: the submission itself, or where the door reads it
+ * first (`DoorIo.parse`, a JSON body) and then hands it on.
+ */
+export function bodyTo(sub: Submission): BodyTarget {
+  return sub.io.parse === undefined ? sub : new ParsedBody(sub, sub.io.parse);
+}
+
+class ParsedBody implements BodyTarget {
+  readonly wantsInto = false;
+  constructor(
+    private readonly sub: Submission,
+    private readonly parse: (sub: Submission, body: Uint8Array) => RelayError | null,
+  ) {}
+
+  into(): Uint8Array | null {
+    return null;
+  }
+
+  /** Parsed while the bytes are valid (they may be uWS's chunk), then the pipeline goes on. */
+  bodyBytes(bytes: Uint8Array): void {
+    const err = this.parse(this.sub, bytes);
+    if (err !== null) this.sub.invalid = err;
+    this.sub.bodyBytes(bytes);
+  }
+
+  tooLarge(declared: number): void {
+    this.sub.tooLarge(declared);
+  }
+
+  overBudget(): void {
+    this.sub.overBudget();
+  }
 }

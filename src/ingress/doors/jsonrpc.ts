@@ -33,7 +33,7 @@ import { Shape, renderCall, renderWhole, type Call } from '../../answers/rpc.js'
 import { MAX_BUNDLE, bundleId } from '../../pipeline/bundle.js';
 import { JSON_TYPE, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
-import { admitHttp, httpIo, type DoorContext } from './context.js';
+import { admitHttp, bodyTo, httpIo, type DoorContext } from './context.js';
 import { BEARER_FORM, bearer } from './evm.js';
 import { TOO_DEEP_DETAIL, scanCall, tooDeep, topLevelElements } from './rpc-scan.js';
 import { apiKeyQuery } from './api-key.js';
@@ -155,11 +155,11 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       if (rq.route.jito && sub.credential === null && rq.authorization !== null) return new RelayError(E.AUTH_MISSING, SOLANA_HEADER);
       return null;
     },
-    calls: (sub, body) => parseCalls(sub, body),
+    parse: (sub, body) => readCalls(sub, body),
   };
   const socketIo: DoorIo = {
     peer: (sub) => (sub.ctx as RpcRequest).socket!.ip,
-    calls: (sub, body) => parseCalls(sub, body),
+    parse: (sub, body) => readCalls(sub, body),
   };
 
   const callOf = (rq: RpcRequest, c: RpcCall | RelayError, id: string, io: DoorIo): Submission => {
@@ -254,6 +254,14 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     sub.refused = err;
     sub.rpcId = id;
     return sub;
+  };
+
+  /** The body's calls into `sub.calls` (DoorIo.parse), or why it is refused. */
+  const readCalls = (sub: Submission, body: Uint8Array): RelayError | null => {
+    const calls = parseCalls(sub, body);
+    if (calls instanceof RelayError) return calls;
+    sub.calls = calls;
+    return null;
   };
 
   const parseCalls = (sub: Submission, body: Uint8Array): Submission[] | RelayError => {
@@ -396,7 +404,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       // The message is the body: handed on here, as an HTTP door reads its body.
       if (pipeline.admit(sub, sink) === Next.Body) {
         if (message.length > sub.maxBody) sub.tooLarge(message.length);
-        else sub.bodyBytes(message);
+        else bodyTo(sub).bodyBytes(message);
       }
     } finally {
       ctx.ack.leave();

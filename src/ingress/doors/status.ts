@@ -34,7 +34,7 @@ export function registerStatusDoor(ctx: DoorContext): void {
       sub.credential = req.getHeader('api-key') || bearer(req.getHeader('authorization') || null) || fromQuery;
       return null;
     },
-    query: (_sub, body) => {
+    parse: (sub, body) => {
       if (tooDeep(body)) return new RelayError(E.JSON_TOO_DEEP, TOO_DEEP_DETAIL);
       let msg: unknown;
       try {
@@ -42,7 +42,10 @@ export function registerStatusDoor(ctx: DoorContext): void {
       } catch {
         return new RelayError(E.PARSE, 'body is not valid JSON');
       }
-      return statusIds((msg as { ids?: unknown } | null)?.ids);
+      const ids = statusIds((msg as { ids?: unknown } | null)?.ids);
+      if (ids instanceof RelayError) return ids;
+      sub.queryIds = ids;
+      return null;
     },
   };
 
