@@ -21,7 +21,7 @@ import { performance } from 'node:perf_hooks';
 import type { Clock } from '../clock.js';
 import type { DedupFilter } from '../tables/dedup.js';
 import type { SlabHandle } from '../tables/slab.js';
-import { claimingKey, runCheck, runClaimed, type CheckContext } from './check.js';
+import { batchesSignatures, claimingKey, runCheck, runClaimed, runClaimedBatch, type CheckContext } from './check.js';
 import { DrainMeter, QueueController, Shed, type ControllerOptions } from './controller.js';
 import { C_COMPLETED, JobResult, S_RESULT, S_WORKER, SlotState, T_END, T_START, type JobTable } from './jobs.js';
 import { VerifyWorkers } from './workers.js';
@@ -57,6 +57,8 @@ const SHARE_STEP = 0.02;
 type JobCallback = (slot: number) => void;
 /** `run` without a callback: the answer goes to the owner's `settled` list. */
 const TO_OWNER: JobCallback = () => {};
+/** Jobs the turn-end sweep takes at once: their Solana signatures in one native batch call (check.ts), as a busy worker's. */
+const SWEEP_BATCH = 16;
 
 /**
  * The share follows the workers' spare capacity: up when checks from an
@@ -126,6 +128,8 @@ export class Verifier {
   private outstanding = 0;
   private armed = false;
   private tickScheduled = false;
+  /** The jobs the turn-end sweep claimed together (claimSweep). */
+  private readonly sweep: number[] = [];
   private closed = false;
   private serviceMs = INITIAL_SERVICE_MS;
   private elu = performance.eventLoopUtilization();
@@ -310,6 +314,34 @@ export class Verifier {
     if (this.jobs.field(s, S_RESULT) !== JobResult.Expired) this.noteService(ms);
   }
 
+  /** Claims the sweep's next jobs into `sweep` (how many: up to SWEEP_BATCH and `max`; with workers, no more than it leaves them). */
+  private claimSweep(max: number): number {
+    const b = this.sweep;
+    b.length = 0;
+    const s = this.jobs.claim(-1, this.clock());
+    if (s < 0) return 0;
+    b.push(s);
+    const limit = Math.min(batchesSignatures ? SWEEP_BATCH : 1, max);
+    while (b.length < limit && (this.live === 0 ? this.jobs.waiting() > 0 : this.jobs.waiting() > b.length)) {
+      const more = this.jobs.claim(-1, this.clock());
+      if (more < 0) break;
+      b.push(more);
+    }
+    return b.length;
+  }
+
+  /** Claimed jobs checked together (runClaimedBatch); each is accounted an equal share of the time. */
+  private checkBatchHere(slots: readonly number[]): void {
+    const t0 = performance.now();
+    runClaimedBatch(this.ctx, slots);
+    const ms = (performance.now() - t0) / slots.length;
+    for (const s of slots) {
+      this.jobs.markDone(s);
+      this.checkMs += ms;
+      if (this.jobs.field(s, S_RESULT) !== JobResult.Expired) this.noteService(ms);
+    }
+  }
+
   private noteService(ms: number): void {
     this.serviceMs = this.serviceMs * 0.9 + Math.min(ms, MAX_SAMPLE_MS) * 0.1;
   }
@@ -338,18 +370,20 @@ export class Verifier {
       const slice = this.backlogSince > 0 ? Math.min(MAX_SLICE_MS, Math.max(this.sliceMs, now - this.backlogSince)) : this.sliceMs;
       const until = now + slice;
       let n = 0;
-      let s: number;
       do {
-        if (n === quota) {
+        if (n >= quota) {
           left = true;
           break;
         }
-        s = this.jobs.claim(-1, this.clock());
-        if (s < 0) break;
-        this.checkHere(s, true);
-        this.stats.acceptor++;
-        this.settle(s);
-        n++;
+        const k = this.claimSweep(quota - n);
+        if (k === 0) break;
+        if (k === 1) this.checkHere(this.sweep[0]!, true);
+        else this.checkBatchHere(this.sweep);
+        for (let i = 0; i < k; i++) {
+          this.stats.acceptor++;
+          this.settle(this.sweep[i]!);
+        }
+        n += k;
       } while (performance.now() < until);
       this.collect();
       // Left past the slice or the share: wake workers now, not after the next turn.

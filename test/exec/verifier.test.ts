@@ -13,6 +13,7 @@ import { DedupFilter } from '../../src/tables/dedup.js';
 import { systemClock } from '../../src/clock.js';
 import { initKeccak } from '../../src/chains/evm/hash.js';
 import { Verifier, type VerifierOptions } from '../../src/exec/verifier.js';
+import { batchesSignatures } from '../../src/exec/check.js';
 import { JobKind, JobResult, JobTable, S_RESULT } from '../../src/exec/jobs.js';
 import { legacyTransfer } from '../helpers/solana.js';
 import { signed1559 } from '../helpers/evm.js';
@@ -180,6 +181,54 @@ test('with an owner, turn ends run the owner\'s, around answers made then; witho
     assert.deepEqual(settled, [quiet[1]], 'the second answered at the turn end, into the list');
     assert.equal(jobs.field(quiet[1]!, S_RESULT), JobResult.Ok);
     for (const s of quiet) jobs.release(s);
+  } finally {
+    await v.close();
+  }
+});
+
+test('the turn-end sweep checks waiting jobs together (native batch calls) with the verdicts each gets alone', async () => {
+  const { v, jobs, job } = setup({ threads: 0, sliceMs: 10_000 });
+  // How many jobs went through batch calls: the private method, watched on this instance.
+  let batched = 0;
+  const inner = v as unknown as { checkBatchHere(slots: readonly number[]): void };
+  const own = inner.checkBatchHere.bind(v);
+  inner.checkBatchHere = (slots) => {
+    batched += slots.length;
+    own(slots);
+  };
+  await v.start();
+  try {
+    const sol = legacyTransfer().bytes;
+    const evm = (await signed1559({ nonce: 9 })).raw;
+    // A lone valid job first (checked inline), then a turn of mixed jobs that the sweep takes together:
+    // a copy of the first (duplicate), forged ones, one valid twice in the same batch, malformed, EVM.
+    const twice = legacyTransfer().bytes;
+    const cases: [JobKind, Uint8Array, JobResult][] = [
+      [JobKind.SolanaTx, sol, JobResult.Ok],
+      [JobKind.SolanaTx, sol, JobResult.Duplicate],
+      [JobKind.SolanaTx, forgedOf(legacyTransfer().bytes), JobResult.BadSignature],
+      [JobKind.SolanaTx, twice, JobResult.Ok],
+      [JobKind.SolanaTx, twice, JobResult.Duplicate],
+      [JobKind.SolanaTx, Uint8Array.of(1, 2, 3), JobResult.Invalid],
+      [JobKind.EvmTx, evm, JobResult.Ok],
+      ...Array.from({ length: 12 }, (_, i): [JobKind, Uint8Array, JobResult] => (i % 3 === 2 ? [JobKind.SolanaTx, forgedOf(legacyTransfer().bytes), JobResult.BadSignature] : [JobKind.SolanaTx, legacyTransfer().bytes, JobResult.Ok])),
+    ];
+    const got = await new Promise<JobResult[]>((resolve) => {
+      const out: JobResult[] = new Array(cases.length);
+      let left = cases.length;
+      cases.forEach(([kind, bytes], i) => {
+        const s = job(kind, bytes);
+        v.run(s, () => {
+          out[i] = jobs.field(s, S_RESULT) as JobResult;
+          jobs.release(s);
+          if (--left === 0) resolve(out);
+        });
+      });
+    });
+    assert.deepEqual(got, cases.map((c) => c[2]));
+    assert.equal(v.stats.acceptor, cases.length, 'every job checked on this thread, once');
+    // The first is checked inline; the sweep takes the rest 16 at a time where the native verifier batches.
+    assert.equal(batched, batchesSignatures ? cases.length - 1 : 0);
   } finally {
     await v.close();
   }
