@@ -164,6 +164,8 @@ function stage(c: CheckContext, s: number, b: SignatureBatch): boolean {
     }
     j.setField(s, S_AUX0, view.signaturesOffset);
     j.setField(s, S_AUX1, view.numSignatures);
+    // Read after the check, as solanaTx leaves it: landing follows the transaction's blockhash.
+    j.setField(s, S_BLOCKHASH, view.recentBlockhashOffset);
     if (peekSolana(c, s)) return (j.setResult(s, JobResult.Duplicate, ''), true);
     // As verifySolanaTransaction: a view of other bytes than the transaction's never verifies.
     if (tx.length !== view.size) return (j.setResult(s, JobResult.BadSignature, 'signature verification failed'), true);
