@@ -70,6 +70,8 @@ export async function followLanding(o: FollowOptions): Promise<LandingResult> {
   let pending = [...o.ids];
   let reads = 0;
   let nextRead = t0;
+  // A datagram has no acknowledgement: the relay may not have read it yet when first asked.
+  const waitWhileUnknown = o.door === 'solana-udp';
   try {
     while (pending.length > 0 && Date.now() < deadline && !o.signal?.aborted) {
       const roundStart = Date.now();
@@ -82,7 +84,7 @@ export async function followLanding(o: FollowOptions): Promise<LandingResult> {
         const got = await fetchStatuses(http, o.url, creds, chunk, { budget: { maxRetries: 8, maxWaitMs: 30_000 } });
         reads++;
         got.forEach((s, k) => {
-          if (landedEnd(s)) ended.push(s);
+          if (landedEnd(s, { waitWhileUnknown })) ended.push(s);
           else {
             still.push(chunk[k]!);
             last.set(chunk[k]!, s);
