@@ -8,6 +8,7 @@
  *   npm run bench:ab -- --no-upstream               forwarding to the sink vs no upstream at all
  *   npm run bench:ab -- --shed-hold                 door sheds held up to 100 ms (limits.shed_hold_ms) vs written at once
  *   npm run bench:ab -- --status                    status tracing on vs off (status.enabled)
+ *   npm run bench:ab -- --landing                   landing tracking on vs off (solana.chain_rpc, evm.chain_rpc)
  *
  * Each round starts each relay fresh (dedup state empty), pinned to core 0
  * (`--layout default`: unpinned, workers auto, as a user starts it), warms
@@ -42,7 +43,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DOORS, type Door, type DoorName } from './e2e/doors.js';
 import { readBodies, writeBodies } from './e2e/bodies.js';
-import { DOOR_SHED_ENV, startRelay, startSink, stopChild, stopRelay, type Relay } from './e2e/relay.js';
+import { DOOR_SHED_ENV, freePort, onCores, startRelay, startSink, stopChild, stopRelay, waitFor, type Relay } from './e2e/relay.js';
+import { BLOCKHASHES, solanaPool } from './landing/pool.js';
 import { OPEN_CONNECTIONS, OPEN_FACTOR, openLoopGenerator, openLoopSpec, wrkSpec, type WrkResult } from './e2e/generators.js';
 import { measureWindow, type RunStats } from './e2e/window.js';
 import { evmTransfers, solanaTransfers } from '../src/bench/txgen.js';
@@ -61,6 +63,7 @@ const { values: opt } = parseArgs({
     'no-upstream': { type: 'boolean', default: false },
     'shed-hold': { type: 'boolean', default: false },
     status: { type: 'boolean', default: false },
+    landing: { type: 'boolean', default: false },
     doors: { type: 'string', default: 'solana-v2' },
     runs: { type: 'string', default: 'saturation,refusal' },
     rounds: { type: 'string', default: '3' },
@@ -109,6 +112,14 @@ if (opt.coalesce) {
     { label: 'status tracing on (status.enabled true)', main: MAIN, env: { TXRELAY_STATUS_ENABLED: 'true' } },
     { label: 'status tracing off', main: MAIN, env: { TXRELAY_STATUS_ENABLED: 'false' } },
   ];
+} else if (opt.landing) {
+  // What following every forwarded transaction on chain costs admission. Both relays forward to the
+  // stand-in chain (bench/landing/chain.ts, on the load core in place of the sink), which lands what it
+  // takes; A also reads it as its chain RPC. CHAIN is filled in once the stand-in is up.
+  variants = [
+    { label: 'landing tracking on (chain_rpc set)', main: MAIN, env: { TXRELAY_SOLANA_CHAIN_RPC: 'CHAIN', TXRELAY_EVM_CHAIN_RPC: 'CHAIN' } },
+    { label: 'landing tracking off (chain_rpc unset)', main: MAIN, env: { TXRELAY_SOLANA_CHAIN_RPC: '', TXRELAY_EVM_CHAIN_RPC: '' } },
+  ];
 } else if (opt.base) {
   const baseMain = resolve(opt.base, 'dist', 'src', 'cli', 'main.js');
   if (!existsSync(baseMain)) throw new Error(`${baseMain} not found: build the base checkout first (npm ci)`);
@@ -117,7 +128,7 @@ if (opt.coalesce) {
     { label: `base (${opt.base})`, main: baseMain, env: {} },
   ];
 } else {
-  throw new Error('say what to compare: --base <other checkout>, --coalesce, --no-upstream, --shed-hold or --status');
+  throw new Error('say what to compare: --base <other checkout>, --coalesce, --no-upstream, --shed-hold, --status or --landing');
 }
 
 type Kind = 'serial' | 'saturation' | 'overload' | 'refusal' | 'shed' | 'openloop';
@@ -148,14 +159,30 @@ const dir = mkdtempSync(join(tmpdir(), 'txrelay-ab-'));
 
 /** bench:e2e's signed pool of the family when it exists (signing 600k takes a while), else freshly signed ones. */
 async function pool(d: Door): Promise<Buffer[]> {
+  // Tracking asks isBlockhashValid per distinct blockhash: the e2e pool's random one per transaction would cost a call each.
+  if (opt.landing && d.family === 'solana') {
+    log(`signing ${WARM_TXS + WINDOW_TXS} solana transactions under ${BLOCKHASHES} recent blockhashes`);
+    return solanaPool(WARM_TXS + WINDOW_TXS);
+  }
   const cached = join(ROOT, 'bench', '.cache', 'e2e', `${d.family}-600000-chain1.bodies`);
   if (existsSync(cached)) return readBodies(cached);
   log(`signing ${WARM_TXS + WINDOW_TXS} ${d.family} transactions`);
   return d.family === 'solana' ? solanaTransfers(WARM_TXS + WINDOW_TXS) : evmTransfers(WARM_TXS + WINDOW_TXS, { chainId: 1 });
 }
 
-const sink = await startSink(LOAD_CORE, MAIN);
+const sink = opt.landing ? await startChainStandin(LOAD_CORE) : await startSink(LOAD_CORE, MAIN);
+if (opt.landing) for (const v of variants) for (const k of Object.keys(v.env)) if (v.env[k] === 'CHAIN') v.env[k] = sink.url;
 const windowEnv = { loadCore: LOAD_CORE, cores: 2, sinkPid: sink.pid };
+
+/** The stand-in chain (upstream and chain read RPC in one), pinned like the sink. */
+async function startChainStandin(core: string): Promise<{ child: ReturnType<typeof onCores>; pid: number; url: string }> {
+  const port = await freePort();
+  const child = onCores(core, [process.execPath, join(HERE, 'landing', 'chain.js'), String(port)]);
+  await waitFor(child, 'stdout', 'READY');
+  child.stdout!.resume();
+  child.stderr!.resume();
+  return { child, pid: child.pid!, url: `http://127.0.0.1:${port}/` };
+}
 
 /**
  * `cycle`: repeat the bodies when they run out. Only where nothing is admitted: a repeat would be a
@@ -294,5 +321,5 @@ for (const d of doors) {
 }
 // The latest paired run of each comparison is kept: bench/results/ab.md against a base checkout,
 // ab-<option>.md for the others (a smoke run's figures mean nothing).
-const which = opt.base ? '' : opt.coalesce ? '-coalesce' : opt['no-upstream'] ? '-no-upstream' : opt['shed-hold'] ? '-shed-hold' : '-status';
+const which = opt.base ? '' : opt.coalesce ? '-coalesce' : opt['no-upstream'] ? '-no-upstream' : opt['shed-hold'] ? '-shed-hold' : opt.landing ? '-landing' : '-status';
 if (!opt.smoke) writeFileSync(join(ROOT, 'bench', 'results', `ab${which}.md`), lines.join('\n') + '\n');

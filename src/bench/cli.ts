@@ -1,5 +1,7 @@
 /** `txrelay bench <door>` and `txrelay bench sink`. */
+import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import bs58 from 'bs58';
 import { DEFAULT_TIP_LAMPORTS, DOORS, isDoor, type Door } from './targets.js';
 import type { runBench as RunBench } from './generator.js';
 
@@ -48,6 +50,12 @@ interface BenchCliOptions {
   cache: boolean;
   fresh?: boolean;
   adminUrl?: string;
+  landed?: boolean;
+  landedTimeout: number;
+  statusReads: number;
+  payer?: string;
+  blockhash?: string;
+  lamports?: number;
 }
 
 export function registerBenchCommands(program: Command): void {
@@ -73,6 +81,12 @@ export function registerBenchCommands(program: Command): void {
     .option('--no-cache', 'neither read nor write the transaction cache')
     .option('--fresh', 'sign new transactions even if cached ones exist (a rerun inside dedup.window_s would send duplicates)')
     .option('--admin-url <url>', "relay admin base; solana-udp reads txrelay_udp_datagrams_total before and after")
+    .option('--landed', 'after the run, follow every acknowledged transaction through the status API until it lands or ends; report landing rate and ack-to-landed percentiles')
+    .addOption(new Option('--landed-timeout <d>', '--landed: stop following after this long').argParser(parseDuration).default(120_000, '120s'))
+    .option('--status-reads <n>', "--landed: status reads per second (100 ids each); keep under the relay's status.reads_per_s", positiveNumber, 10)
+    .option('--payer <file>', 'Solana doors: sign with this funded keypair (a Solana CLI keypair file, 64-byte JSON array) instead of a fresh one; transactions are not cached')
+    .option('--blockhash <base58>', 'Solana doors: a recent blockhash the chain accepts, instead of a random one per transaction')
+    .option('--lamports <n>', 'Solana doors: lamports per transfer (to a fresh address: at least the rent-exempt minimum, 890880, for it to execute)', positiveInt)
     .addOption(new Option('--host <host>', 'sink: listen address').default('127.0.0.1'))
     .addOption(new Option('--port <port>', 'sink: listen port').argParser(port).default(8899))
     .addHelpText(
@@ -84,6 +98,7 @@ Examples:
   txrelay bench evm-batch --key $UUID --batch 16 --connections 8 --json out.json
   txrelay bench evm-text --key $UUID --rate 1000 --report run.html
   txrelay bench solana-udp --key $UUID --rate 5000 --admin-url http://127.0.0.1:8081
+  txrelay bench solana-v2 --key $UUID --rate 200 --payer id.json --blockhash $HASH --lamports 1000000 --landed
 
 Open loop latency counts from each request's intended start t0 + i/rate (no
 coordinated omission): a request delayed by busy connections or a busy
@@ -92,8 +107,10 @@ one that left within 2 ms (Node's timer jitter) counts from when it left.
 JSON keys: params, mode, measuredS, requests, txs, throughput, statuses,
 refusals, latencyUs {count,mean,p50,p90,p99,p999,max}, serviceTimeUs,
 curves {latency,service: [{percentile,us}]}, perSecond [{s,ok,errors}],
-schedule, exhausted, transactions, udp, warnings, generator, startedAt,
-finishedAt.`,
+schedule, exhausted, transactions, udp, warnings, landing {tracked, landed,
+landedFailed, notLanded, notOnChain, unknown, notTracked, ackToLandedMs,
+reads, readsPerS, waitedS, timeoutS} (null without --landed), generator,
+startedAt, finishedAt.`,
     )
     .action(async (door: string, o: BenchCliOptions & { host: string; port: number }) => {
       if (door === 'sink') return runSink(o.host, o.port);
@@ -165,6 +182,8 @@ async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
   try {
     // A relay that is not there fails the command at once, not after a whole run of refused connections.
     if (door !== 'solana-udp') await mustAnswer(o.url);
+    const { followLanding, statusIds } = await import('./landed.js');
+    const acked: string[] = [];
     const args: Parameters<typeof RunBench>[0] = {
       door,
       url: o.url,
@@ -182,6 +201,8 @@ async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
       cacheDir: o.cache ? o.cacheDir : null,
       fresh: o.fresh,
       adminUrl: o.adminUrl,
+      solana: solanaTxOptions(door, o),
+      onAck: o.landed ? (txs) => acked.push(...statusIds(door, txs)) : undefined,
       onProgress: progress,
       onInfo: (l) => process.stderr.write(l + '\n'),
       signal: abort.signal,
@@ -191,9 +212,14 @@ async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
     if (resized !== null && !abort.signal.aborted) {
       endProgress();
       process.stderr.write(`txrelay bench: the default pool ran out at ${Math.round(resized.rate)} requests/s; running again with --count ${resized.count}\n`);
+      acked.length = 0;
       r = await runBench({ ...args, count: resized.count });
     }
     endProgress();
+    if (o.landed && !abort.signal.aborted) {
+      r.landing = await followLanding({ url: o.url, key, door, ids: acked, readsPerS: o.statusReads, timeoutMs: o.landedTimeout, signal: abort.signal, onProgress: progress });
+      endProgress();
+    }
     process.stdout.write(formatReport(r));
     if (o.json) writeJsonReport(o.json, r);
     if (o.report) writeHtmlReport(o.report, r, key);
@@ -211,6 +237,36 @@ async function runBenchCli(door: Door, o: BenchCliOptions): Promise<void> {
     process.off('SIGINT', onSigint);
     if (!wrote) for (const r of release) r();
   }
+}
+
+/** --payer, --blockhash, --lamports: Solana transactions meant to land; undefined when none is given. */
+function solanaTxOptions(door: Door, o: BenchCliOptions): Parameters<typeof RunBench>[0]['solana'] {
+  if (o.payer === undefined && o.blockhash === undefined && o.lamports === undefined) return undefined;
+  if (door.startsWith('evm-')) throw new Error('--payer, --blockhash and --lamports are for the Solana doors');
+  let payerSeed: Uint8Array | undefined;
+  if (o.payer !== undefined) {
+    let k: unknown;
+    try {
+      k = JSON.parse(readFileSync(o.payer, 'utf8'));
+    } catch (e) {
+      // Not JSON.parse's message: it quotes the text, which is a secret key.
+      const code = (e as NodeJS.ErrnoException).code;
+      throw new Error(`--payer ${o.payer}: ${code ? `cannot read it (${code})` : 'not JSON'}`);
+    }
+    // Solana CLI keypair file: the 32-byte seed, then the public key. Its bytes never reach a message.
+    if (!Array.isArray(k) || k.length !== 64 || !k.every((b) => Number.isInteger(b) && b >= 0 && b < 256)) throw new Error(`--payer ${o.payer}: not a keypair file (a JSON array of 64 bytes)`);
+    payerSeed = Uint8Array.from(k.slice(0, 32) as number[]);
+  }
+  let blockhash: Uint8Array | undefined;
+  if (o.blockhash !== undefined) {
+    try {
+      blockhash = bs58.decode(o.blockhash);
+    } catch {
+      blockhash = undefined;
+    }
+    if (blockhash?.length !== 32) throw new Error('--blockhash is not a 32-byte base58 hash');
+  }
+  return { payerSeed, blockhash, lamports: o.lamports === undefined ? undefined : BigInt(o.lamports) };
 }
 
 /** Most transactions a resized pool holds: about 1 GB of signed bodies. */

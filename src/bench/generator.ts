@@ -10,11 +10,13 @@ import dgram from 'node:dgram';
 import os from 'node:os';
 import { Pool } from 'undici';
 import * as hdr from 'hdr-histogram-js';
-import { buildTarget, DEFAULT_TIP_LAMPORTS, generateTransactions, isDoor, MAX_BUNDLE, randomTipAccount, scanBatchItems, txsPerRequest, type Door, type Target } from './targets.js';
+import { buildTarget, DEFAULT_TIP_LAMPORTS, generateTransactions, isDoor, MAX_BUNDLE, randomTipAccount, scanBatchItems, txsPerRequest, type Door, type GenOptions } from './targets.js';
 import { markTxCacheUsed, readTxCache, writeTxCache, type CacheKey } from './txcache.js';
 import { LATE_MS, realClock, runClosedLoop, runOpenLoop, type Clock } from './scheduler.js';
 import { ed25519SignBackend, secpSignBackend } from './txgen.js';
 import { Refusals } from './refusals.js';
+import { udpMetrics } from './udp-metrics.js';
+import type { LandingResult } from './landed.js';
 
 interface BenchOptions {
   door: Door;
@@ -36,6 +38,10 @@ interface BenchOptions {
   batch?: number;
   tipAccount?: string;
   tipLamports?: number;
+  /** Solana transactions meant to land (`--landed`): payer, blockhash, lamports; never cached. */
+  solana?: GenOptions['solana'];
+  /** Each acknowledged request's transactions (2xx, not a duplicate), warm-up included. */
+  onAck?: (txs: Buffer[]) => void;
   /** Where signed transactions are cached; null: no cache. */
   cacheDir?: string | null;
   /** Sign new transactions even when a cache file exists. */
@@ -100,6 +106,8 @@ export interface BenchResult {
   transactions: { count: number; source: 'cache' | 'signed'; signMs: number; file: string | null };
   udp: { sent: number; note: string; relay: Record<string, number> | null } | null;
   warnings: string[];
+  /** `--landed`: what became of the acknowledged transactions on chain; null without it. */
+  landing: LandingResult | null;
   generator: {
     cpuUserMs: number;
     cpuSystemMs: number;
@@ -211,8 +219,9 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   let createdAt = new Date().toISOString();
   let file: string | null = null;
   let signMs = 0;
-  if (opts.cacheDir && !opts.fresh) {
-    const hit = readTxCache(opts.cacheDir, key);
+  const cacheDir = opts.solana ? null : opts.cacheDir; // the cache key does not hold a payer or blockhash
+  if (cacheDir && !opts.fresh) {
+    const hit = readTxCache(cacheDir, key);
     if (hit) {
       txs = hit.txs;
       source = 'cache';
@@ -230,12 +239,12 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   }
   if (txs === null) {
     const t = performance.now();
-    txs = await generateTransactions(door, count, { chainId, batch: per, tipAccount, tipLamports });
+    txs = await generateTransactions(door, count, { chainId, batch: per, tipAccount, tipLamports, solana: opts.solana });
     signMs = performance.now() - t;
     info(`transactions: signed ${count} in ${(signMs / 1000).toFixed(2)} s (${ed25519Or(door)})`);
-    if (opts.cacheDir) {
+    if (cacheDir) {
       try {
-        file = writeTxCache(opts.cacheDir, key, txs, { createdAt });
+        file = writeTxCache(cacheDir, key, txs, { createdAt });
       } catch (e) {
         warnings.push(`could not write the transaction cache: ${(e as Error).message}`);
       }
@@ -258,8 +267,10 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   let lastEnd = 0;
   const isOk = (s: number | string): boolean => s === 'sent' || (typeof s === 'number' && s >= 200 && s < 300);
 
-  const onResult = (_i: number, intended: number, started: number, ended: number, o: Outcome): void => {
+  const signed = txs;
+  const onResult = (i: number, intended: number, started: number, ended: number, o: Outcome): void => {
     const ok = isOk(o.status);
+    if (ok && o.dup === 0 && opts.onAck) opts.onAck(signed.slice(i * per, (i + 1) * per));
     all.sent++;
     if (ok) all.ok++;
     else all.errors++;
@@ -386,9 +397,9 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   }
   const wallMs = performance.now() - wall0;
   const cpu = process.cpuUsage(cpu0);
-  if (opts.cacheDir && txs.length > 0) {
+  if (cacheDir && txs.length > 0) {
     try {
-      markTxCacheUsed(opts.cacheDir, key, txs, createdAt);
+      markTxCacheUsed(cacheDir, key, txs, createdAt);
     } catch {
       /* the cache is an optimisation */
     }
@@ -457,6 +468,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     transactions: { count, source, signMs: Math.round(signMs), file },
     udp,
     warnings,
+    landing: null,
     generator: {
       cpuUserMs: Math.round(cpu.user / 1000),
       cpuSystemMs: Math.round(cpu.system / 1000),
@@ -483,15 +495,3 @@ function errorCode(e: unknown): string {
 
 const round1 = (x: number): number => Math.round(x * 10) / 10;
 const round3 = (x: number): number => Math.round(x * 1000) / 1000;
-
-/** txrelay_udp_datagrams_total by outcome, from the relay's /metrics. */
-async function udpMetrics(adminUrl: string): Promise<Record<string, number>> {
-  const text = await (await fetch(new URL('/metrics', adminUrl))).text();
-  const out: Record<string, number> = {};
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('txrelay_udp_datagrams_total{')) continue;
-    const m = /outcome="([^"]*)"\}\s+(\S+)/.exec(line);
-    if (m) out[m[1]!] = Number(m[2]);
-  }
-  return out;
-}

@@ -7,6 +7,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import type { BenchResult, CurvePoint, Percentiles } from './generator.js';
+import { landingHeadline, landingRows } from './landed.js';
 import { escapeXml, latencyUnit, linePlot, percentileTicks, percentileToX, type Series } from './svg.js';
 
 const CSP = "default-src 'none'; style-src 'unsafe-inline'";
@@ -84,6 +85,18 @@ function latencyTable(r: BenchResult): string {
   return `<table><thead><tr>${head.map((h) => `<th>${h}</th>`).join('')}</tr></thead><tbody>${body.join('')}</tbody></table>`;
 }
 
+/** `--landed`: the result counts and the ack-to-landed percentiles. */
+function landingSection(r: BenchResult): string {
+  const l = r.landing;
+  if (!l) return '';
+  const rows = landingRows(l).map(([k, v, pct]) => `<tr><th>${escapeXml(k)}</th><td>${fmtN(v)}</td><td>${pct}</td></tr>`);
+  const a = l.ackToLandedMs;
+  const ack = a
+    ? `<table><thead><tr><th>ack to landed (ms), ${fmtN(a.count)} landed</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr></thead><tbody><tr><th></th>${[a.p50, a.p90, a.p99, a.max].map((v) => `<td>${fmtN(v)}</td>`).join('')}</tr></tbody></table>`
+    : '<p>Nothing landed: no ack-to-landed time.</p>';
+  return `<section id="landing"><h2>Landing</h2><p>${escapeXml(landingHeadline(l))}</p><table><thead><tr><th>result</th><th>transactions</th><th>%</th></tr></thead><tbody>${rows.join('')}</tbody></table>${ack}</section>`;
+}
+
 /** The page. The result holds no key; the URL is shown through displayUrl. */
 export function renderHtmlReport(r: BenchResult): string {
   const p = r.params;
@@ -143,6 +156,7 @@ svg { display: block; max-width: 100%; height: auto; margin-top: 8px; border: 1p
 <section><h2>Counts</h2>${counts}</section>
 <section><h2>Latency</h2>${latency}</section>
 <section><h2>Throughput and refusals</h2>${throughputPlot(r)}</section>
+${landingSection(r)}
 ${warnings}
 </body>
 </html>

@@ -2,6 +2,7 @@
 import { closeSync, existsSync, openSync, unlinkSync, writeFileSync } from 'node:fs';
 import type { BenchResult, Percentiles } from './generator.js';
 import { refusalLines } from './refusals.js';
+import { landingHeadline, landingRows } from './landed.js';
 
 /** Keys every JSON report has (tests check them; documented in `txrelay bench --help`). */
 export const JSON_KEYS = [
@@ -22,6 +23,7 @@ export const JSON_KEYS = [
   'transactions',
   'udp',
   'warnings',
+  'landing',
   'generator',
   'startedAt',
   'finishedAt',
@@ -104,6 +106,15 @@ export function formatReport(r: BenchResult): string {
     row('service time (from actual send)', r.serviceTimeUs);
     if (lrows.length > 1) out.push(table(lrows));
     else out.push('latency: no completed requests');
+    out.push('');
+  }
+  if (r.landing) {
+    const l = r.landing;
+    out.push(landingHeadline(l));
+    out.push(table([['result', 'transactions', '%'], ...landingRows(l).map(([k, v, pct]) => [k, fmtN(v), pct])]));
+    const a = l.ackToLandedMs;
+    if (a) out.push(table([[`ack to landed (ms), ${fmtN(a.count)} landed`, 'p50', 'p90', 'p99', 'max'], ['', ...[a.p50, a.p90, a.p99, a.max].map(fmtN)]]));
+    else out.push('ack to landed: nothing landed');
     out.push('');
   }
   const g = r.generator;

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import bs58 from 'bs58';
-import { evmTransfers, solanaTransfers } from './txgen.js';
+import { evmTransfers, solanaTransfers, type SolanaPayer } from './txgen.js';
 import { bundleBody, udpPacket, uuidBytes } from '../client/solana.js';
 
 export const DOORS = ['solana-rpc', 'solana-v2', 'solana-bundle', 'solana-udp', 'evm-rpc', 'evm-text', 'evm-batch'] as const;
@@ -43,26 +43,33 @@ interface UdpTarget {
   datagrams: Buffer[];
 }
 
-export type Target = HttpTarget | UdpTarget;
+type Target = HttpTarget | UdpTarget;
 
-interface GenOptions {
+export interface GenOptions {
   chainId: number;
   batch: number;
   /** solana-bundle: base58 tip account; transaction 0 of every bundle pays it. */
   tipAccount?: string;
   tipLamports?: number;
+  /** Solana: transactions meant to land (a funded payer, a current blockhash) and each transfer's lamports. */
+  solana?: SolanaPayer & { lamports?: bigint };
 }
 
 /** Signs `count` fresh transactions shaped for `door` (raw bytes; EVM as typed-transaction bytes). */
 export async function generateTransactions(door: Door, count: number, o: GenOptions): Promise<Buffer[]> {
   if (isEvm(door)) return evmTransfers(count, { chainId: o.chainId });
-  if (door !== 'solana-bundle') return solanaTransfers(count);
+  const s = o.solana ?? {};
+  const lamports = s.lamports;
+  if (door !== 'solana-bundle') return solanaTransfers(count, { ...s, lamports: lamports === undefined ? undefined : () => lamports });
   const tip = o.tipAccount ? bs58.decode(o.tipAccount) : null;
   if (tip !== null && tip.length !== 32) throw new Error('--tip-account is not a 32-byte base58 address');
   const tipLamports = BigInt(o.tipLamports ?? 0);
+  // Under one fixed blockhash, tips to one account would sign the same bytes: each bundle tips a lamport more.
+  const tipOf = (i: number): bigint => tipLamports + (s.blockhash && tip ? BigInt(Math.floor(i / o.batch)) : 0n);
   return solanaTransfers(count, {
+    ...s,
     to: (i) => (i % o.batch === 0 ? tip : null),
-    lamports: (i) => (i % o.batch === 0 ? tipLamports : 1000n + BigInt(i % 1000)),
+    lamports: (i) => (i % o.batch === 0 ? tipOf(i) : (lamports ?? 1000n + BigInt(i % 1000))),
   });
 }
 

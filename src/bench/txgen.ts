@@ -96,12 +96,24 @@ function transferTemplate(payer: Uint8Array, to: Uint8Array, lamports: bigint): 
 }
 
 /**
+ * A funded payer and a blockhash the chain accepts, for transactions meant to
+ * land (`bench --landed`): a fixed blockhash still gives distinct signatures,
+ * as every transfer goes to its own random recipient.
+ */
+export interface SolanaPayer {
+  /** The payer's 32-byte ed25519 seed; default a fresh random key. */
+  payerSeed?: Uint8Array;
+  /** 32 bytes; default a random one per transaction. */
+  blockhash?: Uint8Array;
+}
+
+/**
  * `n` signed transfers from one payer; transfer `i` goes to `to(i)` (a
  * random address when it returns null). Returns one Buffer per transaction,
  * views on a single backing allocation.
  */
-export function solanaTransfers(n: number, opts: { to?: (i: number) => Uint8Array | null; lamports?: (i: number) => bigint } = {}): Buffer[] {
-  const payer = ed25519Key();
+export function solanaTransfers(n: number, opts: { to?: (i: number) => Uint8Array | null; lamports?: (i: number) => bigint } & SolanaPayer = {}): Buffer[] {
+  const payer = ed25519Key(opts.payerSeed);
   const all = Buffer.allocUnsafe(n * SOLANA_TRANSFER_BYTES);
   const random = Buffer.allocUnsafe(64 * Math.min(n, 4096));
   const out: Buffer[] = new Array(n);
@@ -113,7 +125,7 @@ export function solanaTransfers(n: number, opts: { to?: (i: number) => Uint8Arra
     }
     const to = opts.to?.(i) ?? random.subarray(r, r + 32);
     const t = transferTemplate(payer.publicKey, to, opts.lamports?.(i) ?? 1000n + BigInt(i % 1000));
-    t.set(random.subarray(r + 32, r + 64), BLOCKHASH_OFFSET);
+    t.set(opts.blockhash ?? random.subarray(r + 32, r + 64), BLOCKHASH_OFFSET);
     r += 64;
     ed25519SignInto(t.subarray(1, 65), t.subarray(MSG_OFFSET), payer);
     const tx = all.subarray(i * SOLANA_TRANSFER_BYTES, (i + 1) * SOLANA_TRANSFER_BYTES);

@@ -124,14 +124,16 @@ const LEVEL: Record<Commitment, number> = { processed: 1, confirmed: 2, finalize
  * "not_tracked"`). Default time-out 60 s.
  */
 export function waitLanded(getStatus: (id: string) => Promise<StatusObject>, id: string, opts: WaitLandedOptions = {}): Promise<LandedWait> {
-  const want = LEVEL[opts.commitment ?? 'confirmed'];
-  return pollUntil(getStatus, id, opts, 60_000, (s) => {
-    if (s.state === 'queued' || (s.state === 'unknown' && opts.waitWhileUnknown)) return false;
-    if (s.state === 'forwarded') return s.landing === undefined || s.landing === 'not_tracked';
-    if (s.state !== 'landed' && s.state !== 'landed_failed') return true;
-    if (s.landing === 'done' || s.onchain?.confirmation === undefined) return true;
-    return LEVEL[s.onchain.confirmation] >= want;
-  });
+  return pollUntil(getStatus, id, opts, 60_000, (s) => landedEnd(s, opts));
+}
+
+/** Whether `s` is where `waitLanded` stops: the chain's final word at the commitment asked for, or an end short of the chain. */
+export function landedEnd(s: StatusObject, opts: Pick<WaitLandedOptions, 'commitment' | 'waitWhileUnknown'> = {}): boolean {
+  if (s.state === 'queued' || (s.state === 'unknown' && opts.waitWhileUnknown)) return false;
+  if (s.state === 'forwarded') return s.landing === undefined || s.landing === 'not_tracked';
+  if (s.state !== 'landed' && s.state !== 'landed_failed') return true;
+  if (s.landing === 'done' || s.onchain?.confirmation === undefined) return true;
+  return LEVEL[s.onchain.confirmation] >= LEVEL[opts.commitment ?? 'confirmed'];
 }
 
 async function pollUntil(getStatus: (id: string) => Promise<StatusObject>, id: string, opts: WaitForwardOptions, defaultTimeout: number, done: (s: StatusObject) => boolean): Promise<StatusObject & { timedOut: boolean }> {

@@ -123,6 +123,11 @@ export class Landing implements LandingStats, LandingHost {
     if (this.o.evm) this.evm!.start(this.o.evm.pollMs);
   }
 
+  /** One round of each family's watcher now, outside the timers (a round already running is not doubled). */
+  async poll(): Promise<void> {
+    await Promise.all([this.solana?.poll(), this.evm?.poll()]);
+  }
+
   stop(): void {
     this.solana?.stop();
     this.evm?.stop();

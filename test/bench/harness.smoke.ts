@@ -103,6 +103,18 @@ test('bench:ab --no-upstream pairs a relay forwarding to the sink with the same 
   }
 });
 
+test('bench:ab --landing pairs a relay following its transactions on the stand-in chain with one that does not', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
+  const out = await abSmoke(t, 'bench:ab --landing', ['--landing', '--doors', 'solana-v2,evm-rpc', '--runs', 'saturation']);
+  if (out === null) return;
+  for (const door of ['solana-v2', 'evm-rpc']) {
+    for (const relay of ['landing tracking on \\(chain_rpc set\\)', 'landing tracking off \\(chain_rpc unset\\)']) {
+      const m = new RegExp(`^\\| ${door} \\| 16 connections \\| ${relay} \\| \\d+\\.\\d \\| [^|]+ \\| (\\d+) \\|`, 'm').exec(out);
+      assert.ok(m, `${door}, ${relay}: a row`);
+      assert.ok(Number(m[1]) > 0, `${door}, ${relay}: transactions admitted`);
+    }
+  }
+});
+
 test('bench:registry --smoke runs every measurement against real nodes and PostgreSQL and prints its summary', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
   const { spawn } = await import('node:child_process');
   const pg = (await import('pg')).default;

@@ -3,7 +3,12 @@
  * #dashboard): deploy/prometheus/alerts.yml passes `promtool check rules` and
  * its unit tests (alerts.test.yml, one firing case per rule); then a real
  * relay, forwarding to a stand-in upstream, is scraped every second by a
- * private Prometheus loaded with the rules. Its /metrics passes `promtool
+ * private Prometheus loaded with the rules. So that the Landing and TPU rows
+ * have data, the relay follows what it forwards on stand-in chains
+ * (`solana.chain_rpc`: litesvm, test/helpers/svm-rpc.ts, behind the leader
+ * schedule of test/helpers/tpu-standin.ts; `evm.chain_rpc`: ganache, also the
+ * EVM upstream) and sends Solana transactions to stand-in TPU leaders too,
+ * which run them on litesvm, where they land. Its /metrics passes `promtool
  * check metrics` (Prometheus naming conventions), every query of
  * deploy/grafana/txrelay.json returns data after a short load, and stopping
  * the upstream makes the forwarding alerts fire.
@@ -12,7 +17,8 @@
  * nothing else changed, so a rule fires on the first evaluation where its
  * expression holds. The relay runs in postgres registry mode (so the registry
  * panel has data) where TXRELAY_TEST_PG answers, else in embedded mode
- * without that one panel. Skips with one line where prometheus or promtool is
+ * without that one panel; where litesvm or QUIC does not load, the Landing
+ * or TPU panels are left out the same way. Skips with one line where prometheus or promtool is
  * missing (scripts/ensure-prometheus.sh installs them).
  */
 import { test } from 'node:test';
@@ -23,7 +29,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestRelay, eventually, type TestRelay } from '../helpers/relay.js';
 import { startUpstream } from '../helpers/upstream.js';
-import { legacyTransfer } from '../helpers/solana.js';
+import { legacyTransfer, newKeypair } from '../helpers/solana.js';
+import { SVM_SKIP, startSvmRpc } from '../helpers/svm-rpc.js';
+import { startChain } from '../helpers/ganache.js';
+import { QUIC_SKIP, startScheduleRpc, startValidator } from '../helpers/tpu-standin.js';
 import { signed1559 } from '../helpers/evm.js';
 import { freshDatabase, pgSkip } from '../helpers/pg.js';
 import { freePorts } from '../../bench/e2e/relay.js';
@@ -168,16 +177,46 @@ test('a real Prometheus: the metrics lint clean, every dashboard query has data,
   defer(async () => void (upOpen ? await up.close() : undefined));
   const pg = (await pgSkip()) === false ? await freshDatabase(t, 'txrelay_prom') : null;
   if (pg === null) t.diagnostic('PostgreSQL not reachable: the relay runs in embedded mode and the registry panel is not checked');
+  // The chains: what the relay forwards lands on them, and it follows it there.
+  const svm = SVM_SKIP ? null : await startSvmRpc({ slotMs: 100 });
+  defer(async () => svm?.close());
+  const payer = newKeypair();
+  svm?.airdrop(payer.publicKey.toBase58(), 100_000_000_000n);
+  const ganache = await startChain();
+  defer(() => ganache.close());
+  let chainRpc = svm?.url ?? '';
+  let tpu = false;
+  if (!QUIC_SKIP) {
+    // Two stand-in leaders, taking turns every 4 slots, run what they read on litesvm; the schedule RPC passes every other method to litesvm.
+    const run = (tx: Buffer): void => void svm?.call('sendTransaction', [tx.toString('base64'), { encoding: 'base64' }]).catch(() => {});
+    const [a, b] = await Promise.all([startValidator(run), startValidator(run)]);
+    defer(() => a.stop());
+    defer(() => b.stop());
+    const schedule = await startScheduleRpc({
+      epochLength: 12,
+      leaderOf: (_e, r) => (r % 2 === 0 ? a : b).identity.pubkey,
+      nodes: () => ({ [a.identity.pubkey]: a.address, [b.identity.pubkey]: b.address }),
+      fallback: svm?.url,
+    });
+    defer(() => schedule.close());
+    chainRpc = schedule.url;
+    tpu = true;
+  } else t.diagnostic(`${QUIC_SKIP}: the TPU panels are not checked`);
+  if (svm === null) t.diagnostic(`${SVM_SKIP}: the Solana landing series are not checked`);
   const relay: TestRelay = await startTestRelay({
-    solana: { rpc_upstreams: [up.url] },
-    evm: { upstreams: { free: [up.url] } },
+    // The TPU route runs on the main thread only (docs/operations.md#sending-to-leaders-over-quic).
+    ...(tpu ? { http: { acceptors: 1 } } : {}),
+    solana: { rpc_upstreams: [up.url], chain_rpc: chainRpc, landing_poll_ms: 100, ...(tpu ? { tpu: { enabled: true, leaders_ahead: 2 } } : {}) },
+    evm: { upstreams: { free: [ganache.url], paid: [ganache.url] }, chain_rpc: ganache.url },
     limits: { ip_rps: 100000, ip_burst: 100000 },
     ...(pg !== null ? { registry: { mode: 'postgres', poll_interval_ms: 500 }, database: { url: pg } } : {}),
   });
   defer(() => relay.stop());
   const sol = (await relay.createAccount({ solana: { tps: 1000, burst: 1000 } })).uuid;
   const evm = (await relay.createAccount({ evm: { tps: 1000, burst: 1000 } })).uuid;
-  const sendSolana = async (bytes: Uint8Array = legacyTransfer().bytes) => {
+  // A funded transfer under litesvm's blockhash: it lands.
+  const landing = (): Uint8Array => legacyTransfer(svm ? { from: payer, lamports: 1_000_000, blockhash: svm.blockhash() } : {}).bytes;
+  const sendSolana = async (bytes: Uint8Array = landing()) => {
     const r = await fetch(relay.base + '/v2', { method: 'POST', headers: { 'api-key': sol }, body: bytes });
     await r.arrayBuffer();
     return r.status;
@@ -192,6 +231,7 @@ test('a real Prometheus: the metrics lint clean, every dashboard query has data,
     await r.arrayBuffer();
     return r.status;
   };
+  if (tpu) await eventually(async () => (await relay.metric('txrelay_tpu_connections')) >= 1, 10_000, 'a TPU connection open');
   const prom = await startPrometheus(defer, new URL(relay.admin).host, immediateRules());
   const query = async (expr: string): Promise<unknown[]> => (await prom.api(`/api/v1/query?query=${encodeURIComponent(expr)}`)).result;
 
@@ -205,7 +245,15 @@ test('a real Prometheus: the metrics lint clean, every dashboard query has data,
     );
     await new Promise((r) => setTimeout(r, 300));
   }
-  await up.waitForCalls(30);
+  // Solana to the stand-in upstream (EVM goes to ganache); then each family's transactions landed.
+  await up.waitForCalls(20);
+  // Summed over the family's lanes (an account's plan picks the EVM lane).
+  const landed = async (family: string): Promise<number> => {
+    const lines = (await (await fetch(relay.admin + '/metrics')).text()).split('\n');
+    const mine = lines.filter((l) => l.startsWith('txrelay_landed_total{') && l.includes(`lane="${family}`) && l.includes('result="landed"'));
+    return mine.reduce((a, l) => a + Number(l.split(' ').pop()), 0);
+  };
+  for (const family of [...(svm ? ['solana-'] : []), 'evm-']) await eventually(async () => (await landed(family)) >= 1, 15_000, `${family} landed`);
   // A duplicate and a refusal, so that their panels have something to show.
   const again = legacyTransfer().bytes;
   assert.equal(await sendSolana(again), 200);
@@ -221,6 +269,7 @@ test('a real Prometheus: the metrics lint clean, every dashboard query has data,
   const empty: string[] = [];
   for (const q of dashboardQueries()) {
     if (pg === null && q.expr.includes('txrelay_registry_')) continue;
+    if (!tpu && q.expr.includes('txrelay_tpu_')) continue;
     if ((await query(q.expr)).length === 0) empty.push(`${q.panel}: ${q.expr}`);
   }
   assert.deepEqual(empty, [], 'dashboard queries without data');

@@ -157,9 +157,15 @@ export interface ScheduleRpc {
 /**
  * The leader-schedule side of an RPC node: epochs of `epochLength` slots, the
  * leader of each 4-slot run from `leaderOf(epoch, run)`, the TPU addresses
- * from `nodes` (identity to `host:port`).
+ * from `nodes` (identity to `host:port`); any other method to `fallback`.
  */
-export async function startScheduleRpc(o: { epochLength: number; leaderOf: (epoch: number, run: number) => string; nodes: () => Record<string, string> }): Promise<ScheduleRpc> {
+export async function startScheduleRpc(o: {
+  epochLength: number;
+  leaderOf: (epoch: number, run: number) => string;
+  nodes: () => Record<string, string>;
+  /** Another node's JSON-RPC URL: the methods not served here are passed to it (a chain RPC that is also the landing one). */
+  fallback?: string;
+}): Promise<ScheduleRpc> {
   const st = { slot: 0 };
   const methods: Record<string, (p: any[]) => unknown> = {
     getSlot: () => st.slot,
@@ -179,6 +185,15 @@ export async function startScheduleRpc(o: { epochLength: number; leaderOf: (epoc
       const call = JSON.parse(body) as { id: unknown; method: string; params?: any[] };
       const m = methods[call.method];
       res.setHeader('content-type', 'application/json');
+      if (!m && o.fallback) {
+        void fetch(o.fallback, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+          .then((r) => r.text())
+          .then(
+            (text) => res.end(text),
+            () => res.writeHead(502).end(),
+          );
+        return;
+      }
       res.end(JSON.stringify(m ? { jsonrpc: '2.0', id: call.id, result: m(call.params ?? []) } : { jsonrpc: '2.0', id: call.id, error: { code: -32601, message: 'Method not found' } }));
     });
   });
