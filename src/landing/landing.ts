@@ -131,6 +131,8 @@ export class Landing implements LandingStats, LandingHost {
   stop(): void {
     this.solana?.stop();
     this.evm?.stop();
+    // Its connections' sockets would keep the process alive.
+    for (const rpc of Object.values(this.rpc)) void rpc.close().catch(() => {});
   }
 
   private landed(e: LandingEvent): void {

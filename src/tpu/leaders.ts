@@ -97,6 +97,7 @@ export class LeaderTracker {
     this.timers = [];
     this.ws?.terminate();
     this.ws = null;
+    void this.rpc.close().catch(() => {});
   }
 
   /**

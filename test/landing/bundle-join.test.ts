@@ -21,7 +21,10 @@ describe('bundle landing (litesvm)', { skip: SVM_SKIP }, () => {
     chain.airdrop(payer.publicKey.toBase58(), 100_000_000_000n);
     rpc = new ChainRpc(chain.url, 1_000);
   });
-  after(() => chain.close());
+  after(async () => {
+    await rpc.close();
+    await chain.close();
+  });
 
   const run = async (lamports: number[]) => {
     const bh = chain.blockhash();

@@ -21,7 +21,10 @@ describe('EVM landing watch (ganache)', () => {
     chain = await startChain();
     rpc = new ChainRpc(chain.url, 2_000);
   });
-  after(() => chain.close());
+  after(async () => {
+    await rpc.close();
+    await chain.close();
+  });
 
   const sign = (o: { nonce: number; data?: `0x${string}`; to?: `0x${string}`; gas?: bigint }) =>
     testAccount.signTransaction({ chainId: 1, type: 'eip1559', to: o.to ?? RECIPIENT, value: 1n, nonce: o.nonce, gas: o.gas ?? 21_000n, maxFeePerGas: 10n ** 10n, maxPriorityFeePerGas: 1n, data: o.data });

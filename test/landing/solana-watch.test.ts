@@ -24,7 +24,10 @@ describe('Solana landing watch (litesvm)', { skip: SVM_SKIP }, () => {
     chain.airdrop(payer.publicKey.toBase58(), 100_000_000_000n);
     rpc = new ChainRpc(chain.url, 1_000);
   });
-  after(() => chain.close());
+  after(async () => {
+    await rpc.close();
+    await chain.close();
+  });
 
   const transfer = (lamports = RENT_EXEMPT, blockhash = chain.blockhash()): BuiltTx => legacyTransfer({ from: payer, lamports, blockhash });
   const send = (tx: BuiltTx): Promise<string> => rpc.call('sendTransaction', [Buffer.from(tx.bytes).toString('base64'), { encoding: 'base64' }]);
