@@ -16,9 +16,19 @@ const key = randomBytes(16);
 const enc = createCipheriv('aes-128-ecb', key, null).setAutoPadding(false);
 const dec = createDecipheriv('aes-128-ecb', key, null).setAutoPadding(false);
 /** Bytes 0-7: this thread's tag; 8-15: the counter. */
-const block = randomBytes(16);
-const tagHi = block.readUInt32BE(0);
-const tagLo = block.readUInt32BE(4);
+const tag = randomBytes(8);
+const tagHi = tag.readUInt32BE(0);
+const tagLo = tag.readUInt32BE(4);
+/**
+ * Ids are encrypted AHEAD blocks at a time, in one cipher call: a call per
+ * request cost about 1.7 us of a transaction's CPU (bench:ab, profiled).
+ */
+const AHEAD = 64;
+const blocks = Buffer.alloc(16 * AHEAD);
+for (let i = 0; i < AHEAD; i++) tag.copy(blocks, 16 * i);
+let ready = '';
+let readyFrom = 1;
+/** Ids handed out: `requestSeq` knows no counter above it. */
 let counter = 0;
 // The last id made, and its counter: a request's traces ask for the same id several times.
 let lastId = '';
@@ -27,9 +37,17 @@ const HEX = /^[0-9a-f]{32}$/;
 
 export function nextRequestId(): string {
   const n = ++counter;
-  block.writeUInt32BE(Math.floor(n / 0x1_0000_0000), 8);
-  block.writeUInt32BE(n >>> 0, 12);
-  lastId = enc.update(block).toString('hex');
+  if (n >= readyFrom + AHEAD || ready === '') {
+    readyFrom = n;
+    for (let i = 0; i < AHEAD; i++) {
+      const c = n + i;
+      blocks.writeUInt32BE(Math.floor(c / 0x1_0000_0000), 16 * i + 8);
+      blocks.writeUInt32BE(c >>> 0, 16 * i + 12);
+    }
+    ready = enc.update(blocks).toString('hex');
+  }
+  const at = 32 * (n - readyFrom);
+  lastId = ready.slice(at, at + 32);
   lastSeq = n;
   return lastId;
 }
