@@ -167,7 +167,13 @@ export interface ScheduleRpc {
  * leader of each 4-slot run from `leaderOf(epoch, run)`, the TPU addresses
  * from `nodes` (identity to `host:port`).
  */
-export async function startScheduleRpc(o: { epochLength: number; leaderOf: (epoch: number, run: number) => string; nodes: () => Record<string, string> }): Promise<ScheduleRpc> {
+export async function startScheduleRpc(o: {
+  epochLength: number;
+  leaderOf: (epoch: number, run: number) => string;
+  nodes: () => Record<string, string>;
+  /** Every other method (getSignatureStatuses for landing): the stand-in chain's answer. */
+  chain?: (method: string, params: unknown[]) => Promise<unknown>;
+}): Promise<ScheduleRpc> {
   const st = { slot: 0 };
   const methods: Record<string, (p: any[]) => unknown> = {
     getSlot: () => st.slot,
@@ -187,7 +193,13 @@ export async function startScheduleRpc(o: { epochLength: number; leaderOf: (epoc
       const call = JSON.parse(body) as { id: unknown; method: string; params?: any[] };
       const m = methods[call.method];
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify(m ? { jsonrpc: '2.0', id: call.id, result: m(call.params ?? []) } : { jsonrpc: '2.0', id: call.id, error: { code: -32601, message: 'Method not found' } }));
+      const answer = (x: object): void => void res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id, ...x }));
+      if (m) return answer({ result: m(call.params ?? []) });
+      if (!o.chain) return answer({ error: { code: -32601, message: 'Method not found' } });
+      o.chain(call.method, call.params ?? []).then(
+        (result) => answer({ result }),
+        (e: unknown) => answer({ error: { code: -32603, message: String(e) } }),
+      );
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
