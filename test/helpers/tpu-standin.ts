@@ -85,8 +85,14 @@ export function oneSignedTransaction(b: Buffer): string | null {
   return keys >= n ? null : 'fewer keys than signatures';
 }
 
+/**
+ * Concurrent unidirectional streams a stand-in grants a client: Agave's for an
+ * unstaked peer (QUIC_MAX_UNSTAKED_CONCURRENT_STREAMS); a staked one gets more.
+ */
+const AGAVE_UNSTAKED_STREAMS = 128;
+
 /** A leader's TPU: every stream kept (and, when `execute` is given, run on the stand-in chain). */
-export async function startValidator(execute?: (tx: Buffer) => void): Promise<StandInValidator> {
+export async function startValidator(execute?: (tx: Buffer) => void, streams = AGAVE_UNSTAKED_STREAMS): Promise<StandInValidator> {
   if (quic === null) throw new Error(String(QUIC_SKIP));
   const identity = loadIdentity(null);
   const received: Received[] = [];
@@ -98,6 +104,8 @@ export async function startValidator(execute?: (tx: Buffer) => void): Promise<St
       key: identity.keyPem,
       cert: identity.certPem,
       applicationProtos: ['solana-tpu'],
+      initialMaxStreamsUni: streams,
+      initialMaxStreamsBidi: 0,
       // A client certificate is required, whoever signed it (Agave reads only its key).
       verifyPeer: true,
       verifyCallback: async () => undefined,
