@@ -5,6 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { SMOKE_TIMEOUT_MS, smokeRun } from '../helpers/smoke.js';
 
 /**
  * The whole harness, end to end, at the smallest scale: `node dist/bench/e2e.js
@@ -12,29 +13,20 @@ import assert from 'node:assert/strict';
  * with 1 s windows, and must produce a report with every figure. Its numbers
  * mean nothing; that it runs and renders does.
  */
-// Generous: the smoke run yields its CPU to everything else (nice 19), so on a busy machine it takes longer.
-const SMOKE_TIMEOUT_MS = 300_000;
+const WRK_TOOLS = ['wrk', 'taskset', 'stdbuf'];
+const WRK_HINT = ' (apt-get install wrk)';
 
 test('bench:e2e --smoke measures every phase and reports the five goals and the overload figures', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
-  const { spawn, spawnSync } = await import('node:child_process');
+  const { spawnSync } = await import('node:child_process');
   const { mkdtempSync, readFileSync, rmSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
-  const missing = ['wrk', 'taskset', 'stdbuf', 'nice'].filter((tool) => spawnSync(tool, ['--version']).error);
-  if (missing.length) return t.skip(`${missing.join(', ')} not installed (apt-get install wrk): skipping the bench:e2e smoke run`);
-  if (Number(spawnSync('nproc', ['--all'], { encoding: 'utf8' }).stdout) < 2) return t.skip('bench:e2e needs 2 cores: skipping its smoke run');
   const { loadAcceptor } = await import('../../src/ingress/uws.js');
   if (loadAcceptor('auto').kind !== 'uws') return t.skip(`no uWebSockets.js build loads for Node ${process.versions.node} here: skipping the bench:e2e smoke run (it measures against bare uWS)`);
   const out = mkdtempSync(join(tmpdir(), 'txrelay-e2e-smoke-'));
   try {
-    const script = new URL('../../bench/e2e.js', import.meta.url).pathname;
-    // nice 19: it drives both cores flat out for half a minute; the test files running beside it (timing-sensitive relays among them) keep their CPU.
-    const child = spawn('nice', ['-n', '19', process.execPath, script, '--smoke'], { env: { ...process.env, E2E_OUT: out }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let err = '';
-    child.stderr.on('data', (d) => (err += d));
-    child.stdout.resume();
-    const code = await new Promise((r) => child.on('close', r));
-    assert.equal(code, 0, err.slice(-3000));
+    const run = await smokeRun(t, 'bench:e2e', 'e2e.js', [], { tools: WRK_TOOLS, hint: WRK_HINT, oneCore: 'bench:e2e needs 2 cores: skipping its smoke run', env: { ...process.env, E2E_OUT: out } });
+    if (run === null) return;
     const report = JSON.parse(readFileSync(join(out, 'e2e.json'), 'utf8'));
     const md = readFileSync(join(out, 'e2e.md'), 'utf8');
     assert.equal(report.smoke, true);
@@ -61,26 +53,10 @@ test('bench:e2e --smoke measures every phase and reports the five goals and the 
 
 /** Runs bench/ab.js with `args` at low priority; null (the test skipped, with its line) where wrk or two cores are missing. */
 async function abSmoke(t: { skip(msg: string): void }, what: string, args: string[]): Promise<string | null> {
-  const { spawn, spawnSync } = await import('node:child_process');
-  const missing = ['wrk', 'taskset', 'stdbuf', 'nice'].filter((tool) => spawnSync(tool, ['--version']).error);
-  if (missing.length) {
-    t.skip(`${missing.join(', ')} not installed (apt-get install wrk): skipping the ${what} smoke run`);
-    return null;
-  }
-  if (Number(spawnSync('nproc', ['--all'], { encoding: 'utf8' }).stdout) < 2) {
-    t.skip(`bench:ab needs 2 cores: skipping its ${what} smoke run`);
-    return null;
-  }
-  const script = new URL('../../bench/ab.js', import.meta.url).pathname;
-  const child = spawn('nice', ['-n', '19', process.execPath, script, ...args, '--smoke'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (err += d));
-  const code = await new Promise((r) => child.on('close', r));
-  assert.equal(code, 0, err.slice(-3000));
-  assert.doesNotMatch(err, /ran out of distinct transactions/);
-  return out;
+  const run = await smokeRun(t, what, 'ab.js', args, { tools: WRK_TOOLS, hint: WRK_HINT, oneCore: `bench:ab needs 2 cores: skipping its ${what} smoke run` });
+  if (run === null) return null;
+  assert.doesNotMatch(run.err, /ran out of distinct transactions/);
+  return run.out;
 }
 
 test('bench:ab --smoke runs both relays through every kind of window and prints the paired table', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
@@ -116,7 +92,6 @@ test('bench:ab --landing pairs a relay following its transactions on the stand-i
 });
 
 test('bench:registry --smoke runs every measurement against real nodes and PostgreSQL and prints its summary', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
-  const { spawn } = await import('node:child_process');
   const pg = (await import('pg')).default;
   const url = process.env['TXRELAY_TEST_PG'] || 'postgres://postgres@127.0.0.1:5432/test';
   const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
@@ -127,14 +102,9 @@ test('bench:registry --smoke runs every measurement against real nodes and Postg
   );
   await c.end().catch(() => {});
   if (!up) return t.skip(`PostgreSQL not reachable at ${new URL(url).host}: skipping the bench:registry smoke run`);
-  const script = new URL('../../bench/registry.js', import.meta.url).pathname;
-  const child = spawn('nice', ['-n', '19', process.execPath, script, '--smoke'], { env: { ...process.env, TXRELAY_BENCH_PG: url }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (err += d));
-  const code = await new Promise((r) => child.on('close', r));
-  assert.equal(code, 0, err.slice(-3000));
+  const run = await smokeRun(t, 'bench:registry', 'registry.js', [], { tools: [], env: { ...process.env, TXRELAY_BENCH_PG: url } });
+  if (run === null) return;
+  const { out } = run;
   for (const row of ['1. revocation reaches the other nodes', '2. lost notification', '3. catch-up of', '4. 10,000 accounts: first sync', '5. admin write while stopped']) {
     assert.ok(out.includes(`| ${row}`), `summary row "${row}"`);
   }

@@ -6,23 +6,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-
-// Generous: the smoke run yields its CPU to everything else (nice 19), so on a busy machine it takes longer.
-const SMOKE_TIMEOUT_MS = 300_000;
+import { SMOKE_TIMEOUT_MS, smokeRun } from '../helpers/smoke.js';
 
 test('bench:ws --smoke measures both transports serially and at 16 in flight and prints the WS ÷ HTTP table', { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
-  const { spawn, spawnSync } = await import('node:child_process');
-  const missing = ['taskset', 'nice'].filter((tool) => spawnSync(tool, ['--version']).error);
-  if (missing.length) return t.skip(`${missing.join(', ')} not installed: skipping the bench:ws smoke run`);
-  if (Number(spawnSync('nproc', ['--all'], { encoding: 'utf8' }).stdout) < 2) return t.skip('bench:ws needs 2 cores: skipping its smoke run');
-  const script = new URL('../../bench/ws.js', import.meta.url).pathname;
-  const child = spawn('nice', ['-n', '19', process.execPath, script, '--smoke'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (err += d));
-  const code = await new Promise((r) => child.on('close', r));
-  assert.equal(code, 0, err.slice(-3000));
+  const run = await smokeRun(t, 'bench:ws', 'ws.js', [], { tools: ['taskset'], oneCore: 'bench:ws needs 2 cores: skipping its smoke run' });
+  if (run === null) return;
+  const { out } = run;
   assert.doesNotMatch(out, / failed: /, 'no window failed');
   assert.match(out, /^## Solana JSON-RPC `sendTransaction` \(base64\)$/m);
   // | figure | HTTP | WS | WS ÷ HTTP |: every figure measured on both transports.
