@@ -8,6 +8,9 @@
  * - CPU per transaction forwarded: the lane to one RPC upstream against the
  *   TPU pool to `leaders_ahead` = 2 leaders (one stream each), the same
  *   transactions, rounds alternating; `process.cpuUsage` (every thread);
+ *   and the pool as the relay runs it, on a thread of its own (pool-thread.ts):
+ *   the whole process's CPU and the main thread's busy time (its event-loop
+ *   utilisation), what admission gives up for it;
  * - ack-to-written: from the route's send (right after the acknowledgement)
  *   until every stream of the transaction is handed to the socket, with 1 and
  *   16 concurrent senders (16 transactions in a turn);
@@ -24,7 +27,8 @@ import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
 import { loadIdentity } from '../src/tpu/identity.js';
-import { TpuPool } from '../src/tpu/pool.js';
+import { TpuPool, type LeaderPool } from '../src/tpu/pool.js';
+import { TpuPoolThread } from '../src/tpu/pool-thread.js';
 import type { QuicLib } from '../src/tpu/conn.js';
 import type { Leader } from '../src/tpu/leaders.js';
 import { Lane } from '../src/forward/lane.js';
@@ -83,7 +87,7 @@ async function main(): Promise<void> {
   const notWritten = new Map<string, number>();
   console.log(`node ${process.version}; ${txs[0]!.length}-byte transfers; ${items} transactions per run after 500 warm-up; ${rounds} rounds alternating`);
 
-  const sendTo = (pool: TpuPool, ls: readonly Leader[], tx: Buffer, lat: number[] | null): Promise<void> =>
+  const sendTo = (pool: LeaderPool, ls: readonly Leader[], tx: Buffer, lat: number[] | null): Promise<void> =>
     new Promise((res) => {
       let left = ls.length;
       const t0 = performance.now();
@@ -98,15 +102,17 @@ async function main(): Promise<void> {
       }
     });
 
-  /** `n` transactions, `conc` of them offered in one turn and waited for; CPU µs per transaction. */
-  const tpuRun = async (pool: TpuPool, ls: readonly Leader[], n: number, conc: number, lat: number[] | null): Promise<number> => {
+  /** `n` transactions, `conc` of them offered in one turn and waited for; CPU µs per transaction (`main`: the main thread's busy µs). */
+  const tpuRun = async (pool: LeaderPool, ls: readonly Leader[], n: number, conc: number, lat: number[] | null, main?: number[]): Promise<number> => {
     const cpu0 = process.cpuUsage();
+    const elu0 = performance.eventLoopUtilization();
     for (let i = 0; i < n; i += conc) {
       const ps: Promise<void>[] = [];
       for (let k = i; k < Math.min(n, i + conc); k++) ps.push(sendTo(pool, ls, txs[k % txs.length]!, lat));
       await Promise.all(ps);
     }
     const c = process.cpuUsage(cpu0);
+    main?.push((performance.eventLoopUtilization(elu0).active * 1000) / n);
     return (c.user + c.system) / n;
   };
   const rpcRun = async (lane: Lane<'solana-single'>, n: number, conc: number): Promise<number> => {
@@ -124,15 +130,24 @@ async function main(): Promise<void> {
   for (const conc of [1, 16]) {
     const pool = new TpuPool(lib, loadIdentity(null), 2000);
     pool.window(ls);
+    const threaded = await TpuPoolThread.start(loadIdentity(null), 2000);
+    if (typeof threaded === 'string') throw new Error(threaded);
+    threaded.window(ls);
     const lane = new Lane('solana-single', { upstreams: [sinkUrl], capacity: 10_000 });
     await tpuRun(pool, ls, 500, conc, null);
+    await tpuRun(threaded, ls, 500, conc, null);
     await rpcRun(lane, 500, conc);
     const tpu: number[] = [];
     const rpc: number[] = [];
     const lat: number[] = [];
+    const onThread: number[] = [];
+    const mainInline: number[] = [];
+    const mainThreaded: number[] = [];
+    const latThreaded: number[] = [];
     for (let r = 0; r < rounds; r++) {
       rpc.push(await rpcRun(lane, items, conc));
-      tpu.push(await tpuRun(pool, ls, items, conc, lat));
+      tpu.push(await tpuRun(pool, ls, items, conc, lat, mainInline));
+      onThread.push(await tpuRun(threaded, ls, items, conc, latThreaded, mainThreaded));
     }
     rows.push({
       senders: conc,
@@ -141,9 +156,14 @@ async function main(): Promise<void> {
       'TPU/RPC': med(tpu.map((t, i) => t / rpc[i]!)).toFixed(2),
       'TPU ack-to-written p50 µs': pct(lat, 50).toFixed(0),
       'p99 µs': pct(lat, 99).toFixed(0),
+      'main thread busy µs/tx': med(mainInline).toFixed(0),
+      'TPU on its thread: CPU µs/tx': med(onThread).toFixed(0),
+      'its main thread busy µs/tx': med(mainThreaded).toFixed(0),
+      'its ack-to-written p50 / p99 µs': `${pct(latThreaded, 50).toFixed(0)} / ${pct(latThreaded, 99).toFixed(0)}`,
     });
     await lane.close();
     await pool.close();
+    await threaded.close();
   }
   console.table(rows);
   if (notWritten.size > 0) console.log('  not written:', JSON.stringify(Object.fromEntries(notWritten)));

@@ -31,6 +31,19 @@ export interface QuicLib {
   logger: ConstructorParameters<typeof Quic.QUICServer>[0]['logger'];
 }
 
+/** The QUIC library, or why it cannot load (its binary is per platform, and optional). */
+export async function loadQuic(): Promise<QuicLib | string> {
+  try {
+    const q = await import('@matrixai/quic');
+    // Its default logger writes every connection's events to stderr: this one says nothing.
+    const silent: Record<string, unknown> = { info: () => {}, debug: () => {}, warn: () => {}, error: () => {} };
+    silent.getChild = () => silent;
+    return { QUICClient: q.QUICClient, logger: silent as unknown as QuicLib['logger'] };
+  } catch (e) {
+    return (e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 200);
+  }
+}
+
 const ALPN = 'solana-tpu';
 const KEEP_ALIVE_MS = 1_000;
 /** Agave's clients idle out after a few seconds; a leader's run is 1.6 s. */

@@ -14,7 +14,16 @@ import { TpuStats } from './stats.js';
 
 const RETRY_AFTER_FAIL_MS = 1_000;
 
-export class TpuPool {
+/** What the route and the metrics use of a pool: this one, or the same on a thread of its own (pool-thread.ts). */
+export interface LeaderPool {
+  readonly stats: TpuStats;
+  readonly open: number;
+  window(leaders: readonly Leader[]): void;
+  send(l: Leader, bytes: Uint8Array, done: SendDone): void;
+  close(): Promise<void>;
+}
+
+export class TpuPool implements LeaderPool {
   private readonly conns = new Map<string, LeaderConn>();
   readonly stats = new TpuStats();
   private closed = false;

@@ -16,7 +16,7 @@ import { PACKET_DATA_SIZE } from '../chains/solana/decode.js';
 import type { LaneTap } from '../forward/tap.js';
 import type { LeaderSend, Trace } from '../status/trace.js';
 import type { LeaderTracker } from './leaders.js';
-import type { TpuPool } from './pool.js';
+import type { LeaderPool } from './pool.js';
 
 export class TpuRoute implements LaneTap {
   private items: string[] = [];
@@ -26,7 +26,7 @@ export class TpuRoute implements LaneTap {
 
   constructor(
     readonly tracker: LeaderTracker,
-    readonly pool: TpuPool,
+    readonly pool: LeaderPool,
     /** The identity's base58 public key, for the start-up line. */
     readonly identity: string,
     private readonly leadersAhead: number,

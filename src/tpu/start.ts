@@ -10,24 +10,11 @@ import { E, TxrelayError } from '../errors.js';
 import type { Logger } from '../obs/log.js';
 import type { Metrics } from '../obs/metrics.js';
 import { registerTpuMetrics } from '../obs/tpu-metrics.js';
-import type { QuicLib } from './conn.js';
+import { loadQuic } from './conn.js';
 import { loadIdentity, type TpuIdentity } from './identity.js';
 import { LeaderTracker } from './leaders.js';
-import { TpuPool } from './pool.js';
+import { TpuPoolThread } from './pool-thread.js';
 import { TpuRoute } from './route.js';
-
-/** The QUIC library, or why it cannot load (its binary is per platform, and optional). */
-async function loadQuic(): Promise<QuicLib | string> {
-  try {
-    const q = await import('@matrixai/quic');
-    // Its default logger writes every connection's events to stderr: this one says nothing.
-    const silent: Record<string, unknown> = { info: () => {}, debug: () => {}, warn: () => {}, error: () => {} };
-    silent.getChild = () => silent;
-    return { QUICClient: q.QUICClient, logger: silent as unknown as QuicLib['logger'] };
-  } catch (e) {
-    return (e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 200);
-  }
-}
 
 interface TpuStartOptions {
   /** HTTP acceptor threads: the route runs on the main thread's lane only. */
@@ -47,6 +34,7 @@ export async function startTpu(cfg: Config, log: Logger, opts: TpuStartOptions):
   };
   if (!cfg.solana.chain_rpc) return off('solana.chain_rpc is empty (the leader schedule and the leaders\' addresses are read from it)');
   if (opts.threads > 1) return off(`http.acceptors runs ${opts.threads} HTTP threads; the TPU route runs with one (set http.acceptors = 1)`);
+  // Tried here first: the one line says so before a thread is started for it.
   const lib = await loadQuic();
   if (typeof lib === 'string') return off(`the QUIC library @matrixai/quic cannot load (${lib})`);
   let me: TpuIdentity;
@@ -61,7 +49,9 @@ export async function startTpu(cfg: Config, log: Logger, opts: TpuStartOptions):
     pollMs: opts.pollMs,
     log: (level, msg, fields) => log[level]({ ...fields, component: 'tpu' }, msg),
   });
-  const pool = new TpuPool(lib, me, opts.handshakeTimeoutMs);
+  // The QUIC library's CPU (docs/benchmarks.md#tpu) is kept off the thread that admits.
+  const pool = await TpuPoolThread.start(me, opts.handshakeTimeoutMs);
+  if (typeof pool === 'string') return off(pool);
   // One leader more than a send uses: the next one's handshake is done before its first slot.
   tracker.onSlot = (slot) => pool.window(tracker.leaders(slot, t.leaders_ahead + 1));
   await tracker.start();
