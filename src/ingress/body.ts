@@ -38,7 +38,7 @@ export class BodyBudget {
   }
 }
 
-/** Where a request's body goes: the Submission itself, instead of a closure per callback. */
+/** Where a request's body goes: the pipeline's admission of it (src/pipeline/admission.ts), instead of a closure per callback. */
 export interface BodyTarget {
   /** `into` supplies the destination once the length is known (a slab block: one copy). */
   readonly wantsInto: boolean;

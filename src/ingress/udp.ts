@@ -13,7 +13,7 @@ import { availableParallelism } from 'node:os';
 import { PACKET_DATA_SIZE } from '../chains/solana/decode.js';
 import type { Pipeline } from '../pipeline/admit.js';
 import type { Outcome } from '../pipeline/outcome.js';
-import { Kind, Submission, type DoorIo, type Sink } from '../pipeline/submission.js';
+import { Kind, refusedAt, solanaTx, type Sink } from '../pipeline/submission.js';
 import { CounterSet } from '../obs/metrics.js';
 
 /** docs/protocol.md#udp. */
@@ -33,10 +33,6 @@ interface UdpListenResult {
   reusePort: boolean;
 }
 
-const UDP_IO: DoorIo = {
-  peer: (sub) => sub.ip!,
-};
-
 export class UdpIngress {
   readonly outcomes = new CounterSet<string>();
   /** Per socket, in binding order. */
@@ -53,19 +49,15 @@ export class UdpIngress {
     const txLen = msg[LEN_OFFSET]! | (msg[LEN_OFFSET + 1]! << 8);
     if (txLen > PACKET_DATA_SIZE) return o.inc('too_large');
     if (msg.length !== HEADER + txLen || txLen === 0) return o.inc('bad_length');
-    const sub = new Submission(Kind.SolanaTx, 'solana', UDP_IO);
-    sub.door = 'udp';
-    sub.overUdp = true;
-    sub.ip = ip;
-    sub.keyBytes = msg;
-    sub.keyOffset = KEY_OFFSET;
-    sub.bytes = msg;
-    sub.start = HEADER;
-    sub.end = msg.length;
+    const off = this.pipeline.arrive(Kind.SolanaTx, 'solana');
+    const sub =
+      off !== null
+        ? refusedAt(Kind.SolanaTx, 'solana', 'udp', off, { overUdp: true, ip })
+        : solanaTx('udp', { overUdp: true, ip, keyBytes: msg, keyOffset: KEY_OFFSET, bytes: msg, start: HEADER, end: msg.length });
     this.pipeline.admit(sub, this.done);
   }
 
-  private readonly done: Sink = (_sub: Submission, r: Outcome): void => {
+  private readonly done: Sink = (_sub, r: Outcome): void => {
     this.outcomes.inc(r.error !== null ? r.error.spec.code : r.status === 'duplicate' ? 'duplicate' : 'admitted');
   };
 

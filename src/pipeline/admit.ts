@@ -1,6 +1,9 @@
 /**
  * The admission pipeline: the one way in for every door; its stages and their
- * order per kind are the table in stages.ts (docs/architecture.md). Everything
+ * order per kind are the table in stages.ts (docs/architecture.md). A door
+ * asks `arrive` before it reads anything, builds its submission, hands it to
+ * `admit` and pushes the body when told to; its sink gets the Outcome. The
+ * pipeline never calls a door in between. Everything
  * before the check runs on the request's thread,
  * so unauthorised, over-limit and shed traffic never costs a signature check.
  * Every answer leaves through `finish`, which gives back what the submission
@@ -21,7 +24,9 @@ import { MAX_BUNDLE_BODY } from './bundle.js';
 import type { BatchRecorder } from './evm-batch.js';
 import { runStages } from './stages.js';
 import { Outcome } from './outcome.js';
-import { Kind, Submission, type BodySink, type Next, type Sink, type Turn } from './submission.js';
+import { Kind, type Submission, type Sink, type Turn } from './submission.js';
+import { Admission, Group, type BodySink } from './admission.js';
+import type { Family } from './accounts.js';
 import type { Trace, Tracker } from '../status/tracker.js';
 import { nextRequestId } from '../status/request-id.js';
 import type { AccountRecord } from '../store/accounts.js';
@@ -51,19 +56,19 @@ const SIGNATURE_BYTES = 64;
  * The id of the request `sub` came in (its outermost submission's), made the
  * first time something of it is queued: a refused or shed request costs none.
  */
-function requestIdOf(sub: Submission): string {
-  const root = rootOf(sub);
+function requestIdOf(a: Admission): string {
+  const root = rootOf(a);
   return (root.requestId ??= nextRequestId());
 }
 
-function rootOf(sub: Submission): Submission {
-  let root = sub;
+function rootOf(a: Admission): Admission {
+  let root = a;
   while (root.parent !== null) root = root.parent;
   return root;
 }
 
 /** The door a status names: a datagram's is `udp`. */
-const doorOf = (sub: Submission): string => (sub.overUdp ? 'udp' : sub.door || (sub.parent?.door ?? ''));
+const doorOf = (a: Admission): string => (a.sub.overUdp ? 'udp' : a.sub.door || (a.parent?.sub.door ?? ''));
 /** Refusals for what the client wrote (docs/protocol.md#rate-limits): charged to the account's refusals bucket. */
 const SHAPE_ERRORS: ReadonlySet<ErrorSpec> = new Set([E.PARSE, E.INVALID_REQUEST, E.JSON_TOO_DEEP, E.METHOD_NOT_FOUND, E.INVALID_PARAMS, E.TOO_LARGE]);
 
@@ -81,8 +86,8 @@ export class Pipeline implements BodySink {
   readonly clock: Clock;
   /** The job table's bytes as a Buffer: a hash's hex straight from its slot. */
   readonly jobsBuf: Buffer;
-  /** The submission each job slot checks (a bundle's for each of its members). */
-  private readonly bySlot: (Submission | undefined)[];
+  /** The admission each job slot checks (a bundle's for each of its members). */
+  private readonly bySlot: (Admission | undefined)[];
   private readonly keyScratch = new Uint8Array(1 + SIGNATURE_BYTES);
 
   constructor(readonly d: PipelineDeps) {
@@ -91,7 +96,7 @@ export class Pipeline implements BodySink {
     this.jobs = d.jobs;
     this.clock = d.clock;
     this.jobsBuf = Buffer.from(d.jobs.bytes.buffer, d.jobs.bytes.byteOffset, d.jobs.bytes.length);
-    this.bySlot = new Array<Submission | undefined>(d.jobs.slots).fill(undefined);
+    this.bySlot = new Array<Admission | undefined>(d.jobs.slots).fill(undefined);
   }
 
   get draining(): boolean {
@@ -109,54 +114,66 @@ export class Pipeline implements BodySink {
   }
 
   /**
-   * The one way in. `sink` gets the outcome exactly once, possibly before
-   * `admit` returns. What it returns the door does at once, while its
-   * request is readable: `Next.Head`, read the head and peer and `resume`;
-   * `Next.Body`, read the body into `sub` (src/ingress/body.ts).
+   * Asked by a door before it reads anything of an arrival: draining, the
+   * family off, or shed (gate.ts steps 1-2). A refusal is built into the
+   * submission (`refusedAt`) and admitted, so it is counted and answered
+   * like any other.
    */
-  admit(sub: Submission, sink: Sink): Next {
-    sub.sink = sink;
-    sub.step = 0;
-    return runStages(this, sub);
+  arrive(kind: Kind, family: Family): RelayError | null {
+    return this.gate.arrive(kind, family);
   }
 
-  /** After `Next.Head`: the head and peer are read into `sub` (`sub.refused` if the head is not this door's). */
-  resume(sub: Submission): Next {
-    return runStages(this, sub);
+  /**
+   * The one way in. `sink` gets the outcome exactly once, possibly before
+   * `admit` returns. Returns the admission when the door is to read the body
+   * now, while its request is readable, and push it into it (it is the body
+   * reader's target, src/ingress/body.ts); null when there is nothing to read.
+   */
+  admit(sub: Submission, sink: Sink): Admission | null {
+    const a = new Admission(sub, sink, this);
+    return runStages(this, a) ? a : null;
   }
 
-  // ---- the body (src/ingress/body.ts, through the submission) ---------------
+  /** A member of `parent`'s group (a call of a JSON-RPC body, an EVM batch's item), admitted by `admitMembers`; it settles into the group, never to a sink of its own. */
+  member(sub: Submission, parent: Admission): Admission {
+    const m = new Admission(sub, parent.sink, this);
+    m.parent = parent;
+    return m;
+  }
+
+  // ---- the body, as the door pushes it ----------------------------------------
 
   /** A raw transaction body of `length` bytes: its slab block, read into directly; null when refused. */
-  bodyInto(sub: Submission, length: number): Uint8Array | null {
+  bodyInto(a: Admission, length: number): Uint8Array | null {
     if (length === 0) {
-      this.finish(sub, Outcome.refused(new RelayError(E.SOL_DECODE, 'empty body')));
+      this.finish(a, Outcome.refused(new RelayError(E.SOL_DECODE, 'empty body')));
       return null;
     }
-    if (!this.place.reserve(sub, length)) {
-      this.finish(sub, Outcome.refused(new RelayError(E.CAPACITY, SLAB_FULL)));
+    if (!this.place.reserve(a, length)) {
+      this.finish(a, Outcome.refused(new RelayError(E.CAPACITY, SLAB_FULL)));
       return null;
     }
-    return this.place.view(sub.offset, length);
+    return this.place.view(a.offset, length);
   }
 
   /** The body is here: the stages go on from the one after `read`. */
-  bodyArrived(sub: Submission, bytes: Uint8Array): void {
-    sub.received = bytes;
-    void runStages(this, sub);
+  bodyArrived(a: Admission, bytes: Uint8Array): void {
+    a.received = bytes;
+    void runStages(this, a);
   }
 
-  bodyTooLarge(sub: Submission, n: number): void {
+  bodyTooLarge(a: Admission, n: number): void {
+    const kind = a.sub.kind;
     let err: RelayError;
-    if (sub.kind === Kind.SolanaTx) err = new RelayError(E.SOL_DECODE, `transaction is ${n} bytes, more than ${MAX_V1_TX_SIZE}`);
-    else if (sub.kind === Kind.Bundle) err = new RelayError(E.BATCH_DECODE, `body is ${n} bytes, more than ${MAX_BUNDLE_BODY}`);
-    else if (sub.kind === Kind.Query) err = new RelayError(E.TOO_LARGE, `a status read's body of ${n} bytes exceeds ${sub.maxBody}`);
+    if (kind === Kind.SolanaTx) err = new RelayError(E.SOL_DECODE, `transaction is ${n} bytes, more than ${MAX_V1_TX_SIZE}`);
+    else if (kind === Kind.Bundle) err = new RelayError(E.BATCH_DECODE, `body is ${n} bytes, more than ${MAX_BUNDLE_BODY}`);
+    else if (kind === Kind.Query) err = new RelayError(E.TOO_LARGE, `a status read's body of ${n} bytes exceeds ${a.sub.maxBody}`);
     else err = new RelayError(E.TOO_LARGE, `body of ${n} bytes exceeds http.max_body_bytes (${this.d.maxBody})`);
-    this.finish(sub, Outcome.refused(err));
+    this.finish(a, Outcome.refused(err));
   }
 
-  bodyOverBudget(sub: Submission): void {
-    this.finish(sub, Outcome.refused(new RelayError(E.CAPACITY, 'request bodies being read are over http.max_buffered_body_bytes')));
+  bodyOverBudget(a: Admission): void {
+    this.finish(a, Outcome.refused(new RelayError(E.CAPACITY, 'request bodies being read are over http.max_buffered_body_bytes')));
   }
 
   /**
@@ -164,51 +181,47 @@ export class Pipeline implements BodySink {
    * message, `POST /v1/status`) or one of its calls, takes a credit of the
    * account its credential named; other doors' refusals are paid for at the gate.
    */
-  private chargeRefusal(sub: Submission): void {
-    const root = rootOf(sub);
-    if (root.account === null || (root.kind !== Kind.Calls && root.kind !== Kind.Query)) return;
+  private chargeRefusal(a: Admission): void {
+    const root = rootOf(a);
+    if (root.account === null || (root.sub.kind !== Kind.Calls && root.sub.kind !== Kind.Query)) return;
     this.gate.chargeRefusal(root.account);
   }
 
   // ---- groups: a JSON-RPC body's calls, an EVM batch's items ---------------------
 
-  /** Admits a group's members in order; the group settles when the last one does. */
-  admitMembers(group: Submission, members: Submission[]): void {
-    group.children = members;
-    group.pending = members.length;
-    for (const m of members) {
-      m.parent = group;
-      m.arrived = true;
-      m.ip = group.ip;
-      this.admit(m, this.memberSettled);
-    }
+  /** Admits a group's members (made by `member`) in order; the group settles when the last one does. */
+  admitMembers(parent: Admission, members: Admission[]): void {
+    parent.group ??= new Group(members);
+    for (const m of members) void runStages(this, m);
   }
 
-  private readonly memberSettled: Sink = (m, o) => {
+  /** A member settled: its outcome kept in order; the last to settle answers the group (members were counted as they settled). */
+  private memberSettled(m: Admission, o: Outcome): void {
     m.outcome = o;
     const g = m.parent!;
-    if (--g.pending > 0) {
+    const group = g.group!;
+    if (--group.pending > 0) {
       // The members still unsettled are all checked and waiting: queue them now.
-      if (g.checked !== null && g.checked.length === g.pending) this.queueGroup(g);
+      if (group.checked !== null && group.checked.length === group.pending) this.queueGroup(group);
       return;
     }
-    // One call (the usual case) answers with its own outcome. Members were counted as they settled.
-    if (g.kind === Kind.Calls) return g.sink!(g, g.children!.length === 1 ? o : Outcome.group(null, g.children!.map((c) => c.outcome!), false, rootOf(g).requestId));
-    const items = g.children!.map((c) => c.outcome!);
+    const items = group.members.map((c) => c.outcome!);
+    const requestId = rootOf(g).requestId;
+    if (g.sub.kind === Kind.Calls) return this.settle(g, Outcome.group(null, items, false, requestId));
     const sent = items.filter((x) => x.sent && x.id !== null).map((x) => x.id!);
-    if (this.d.tracker !== null && sent.length > 0) this.d.tracker.batch(g.batchId!, requestIdOf(g), g.account!.id, g.door, sent);
+    if (this.d.tracker !== null && sent.length > 0) this.d.tracker.batch(group.batchId!, requestIdOf(g), g.account!.id, g.sub.door, sent);
     // Durable before the answer, so a crash after it leaves the record complete. A failed write does
     // not change the answer (the record holds every hash); the recorder counts it.
-    const done = Outcome.group(g.batchId, items, this.dry(g.lane), rootOf(g).requestId);
-    const answer = (): void => g.sink!(g, done);
-    this.d.batches!.updateOutcome(g.batchId!, items).then(answer, answer);
-  };
+    const done = Outcome.group(group.batchId, items, this.dry(g.lane), requestId);
+    const answer = (): void => this.settle(g, done);
+    this.d.batches!.updateOutcome(group.batchId!, items).then(answer, answer);
+  }
 
   /** Queues a group's checked members in order; the last to settle answers the group. */
-  private queueGroup(g: Submission): void {
-    const slots = g.checked!;
-    g.checked = null;
-    g.flushing = true;
+  private queueGroup(group: Group): void {
+    const slots = group.checked!;
+    group.checked = null;
+    group.flushing = true;
     for (const s of slots) this.onChecked(s);
   }
 
@@ -224,34 +237,34 @@ export class Pipeline implements BodySink {
     return fwd.depth >= fwd.capacity;
   }
 
-  /** Slot `s`, filled for `sub`, to the verifier; `onChecked` resumes `sub` (the scheduler calls it when not inline). */
-  verify(s: number, sub: Submission): void {
-    this.bySlot[s] = sub;
+  /** Slot `s`, filled for `a`, to the verifier; `onChecked` resumes `a` (the scheduler calls it when not inline). */
+  verify(s: number, a: Admission): void {
+    this.bySlot[s] = a;
     if (this.d.verifier.run(s)) this.onChecked(s);
   }
 
   /** Slot `s` is checked: `sub` goes on, or waits in the scheduler's `commits` until its answer can leave at once (`Turn`). */
   readonly onChecked = (s: number): void => {
-    const sub = this.bySlot[s]!;
-    const root = this.answeredBy(sub);
+    const a = this.bySlot[s]!;
+    const root = this.answeredBy(a);
     const t = this.d.turn;
-    if (root !== null && root.io.corked && !t.committing && (t.ack.depth > 0 || t.holding)) {
+    if (root !== null && root.sub.corked && !t.committing && (t.ack.depth > 0 || t.holding)) {
       if (t.commits.push(s) === 1) setImmediate(t.runCommits);
       return;
     }
     // A group's members are queued together, right before its answer: one queued as soon as it was
     // checked would be forwarded unanswered if the connection closed before the last member settled
     // (docs/protocol.md#deviations). A bundle in a group queues in its own enqueue stage, as it settles.
-    const g = sub.parent;
-    if (g !== null && !g.flushing && sub.kind !== Kind.Bundle && (g.kind === Kind.Calls || g.kind === Kind.EvmBatch)) {
-      (g.checked ??= []).push(s);
-      if (g.checked.length === g.pending) this.queueGroup(g);
+    const group = a.parent?.group ?? null;
+    if (group !== null && !group.flushing && a.sub.kind !== Kind.Bundle) {
+      (group.checked ??= []).push(s);
+      if (group.checked.length === group.pending) this.queueGroup(group);
       return;
     }
     this.bySlot[s] = undefined;
     // A bundle goes on once its last member is checked.
-    if (sub.kind === Kind.Bundle && --sub.pending > 0) return;
-    void runStages(this, sub);
+    if (a.sub.kind === Kind.Bundle && --a.bundle!.pending > 0) return;
+    void runStages(this, a);
   };
 
   /**
@@ -260,33 +273,34 @@ export class Pipeline implements BodySink {
    * of, and its claim is withdrawn, so a resend is checked afresh. An EVM
    * batch's items go on: its durable record already names them.
    */
-  gone(sub: Submission): boolean {
-    const root = this.answeredBy(sub);
-    return root !== null && root.conn?.aborted === true;
+  gone(a: Admission): boolean {
+    const root = this.answeredBy(a);
+    return root !== null && root.sub.conn?.aborted === true;
   }
 
-  /** The submission whose answer tells of `sub` (its JSON-RPC array's, or its own); null for an EVM batch's item. */
-  private answeredBy(sub: Submission): Submission | null {
-    let root = sub;
-    while (root.parent !== null && root.parent.kind === Kind.Calls) root = root.parent;
+  /** The admission whose answer tells of `a` (its JSON-RPC body's, or its own); null for an EVM batch's item. */
+  private answeredBy(a: Admission): Admission | null {
+    let root = a;
+    while (root.parent !== null && root.parent.sub.kind === Kind.Calls) root = root.parent;
     return root.parent === null ? root : null;
   }
 
   /**
    * A transaction's success, with what its answer says besides: whether its
-   * lane is dry, and its request's id (a datagram has none: nothing answers it).
+   * lane is dry, its request's id (a datagram has none: nothing answers it),
+   * and a bundle's id.
    */
-  accepted(sub: Submission, status: 'queued' | 'duplicate', id: string, ids: readonly string[] | null = null): Outcome {
-    return Outcome.accepted(status, id, ids, this.dry(sub.lane), sub.overUdp ? null : requestIdOf(sub));
+  accepted(a: Admission, status: 'queued' | 'duplicate', id: string, ids: readonly string[] | null = null): Outcome {
+    return Outcome.accepted(status, id, ids, this.dry(a.lane), a.sub.overUdp ? null : requestIdOf(a), a.bundle?.id ?? null);
   }
 
   /** A trace for a transaction about to be queued; undefined when tracing is off. */
-  trace(sub: Submission, id: string): Trace | undefined {
-    return this.d.tracker?.open(id, requestIdOf(sub), sub.account!.id, sub.family, doorOf(sub));
+  trace(a: Admission, id: string): Trace | undefined {
+    return this.d.tracker?.open(id, requestIdOf(a), a.account!.id, a.sub.family, doorOf(a));
   }
 
-  traceDuplicate(sub: Submission, id: string): void {
-    this.d.tracker?.duplicate(id, requestIdOf(sub), sub.account!.id, sub.family, doorOf(sub));
+  traceDuplicate(a: Admission, id: string): void {
+    this.d.tracker?.duplicate(id, requestIdOf(a), a.account!.id, a.sub.family, doorOf(a));
   }
 
   checkError(s: number, decode: ErrorSpec, prefix: string): RelayError {
@@ -307,29 +321,35 @@ export class Pipeline implements BodySink {
 
   // ---- finish ---------------------------------------------------------------
 
-  release(sub: Submission): void {
-    if (sub.slot >= 0) {
-      this.jobs.release(sub.slot);
-      sub.slot = -1;
+  release(a: Admission): void {
+    if (a.slot >= 0) {
+      this.jobs.release(a.slot);
+      a.slot = -1;
     }
-    const slots = sub.slots;
-    if (slots !== null) {
-      for (const s of slots) this.jobs.release(s);
-      sub.slots = null;
+    const parts = a.bundle;
+    if (parts !== null && parts.slots !== null) {
+      for (const s of parts.slots) this.jobs.release(s);
+      parts.slots = null;
     }
-    this.place.releaseOf(sub);
+    this.place.releaseOf(a);
   }
 
-  /** The one way out: resources back, counted, to the door (a settled group skips it: its members were counted). */
-  finish(sub: Submission, o: Outcome): void {
-    this.release(sub);
+  /** The one way out: resources back, counted, to the door's sink (a settled group skips it: its members were counted). */
+  finish(a: Admission, o: Outcome): void {
+    this.release(a);
     if (o.error !== null) {
-      if (SHAPE_ERRORS.has(o.error.spec)) this.chargeRefusal(sub);
+      if (SHAPE_ERRORS.has(o.error.spec)) this.chargeRefusal(a);
       this.rejected.inc(o.error.spec.code);
-      this.rejectedByDoor.inc((doorOf(sub) || 'other') + LABEL_SEPARATOR + o.error.spec.code);
-    } else if (sub.kind <= Kind.EvmTx) {
-      (o.status === 'queued' ? this.admitted : this.duplicates).inc(sub.lane);
+      this.rejectedByDoor.inc((doorOf(a) || 'other') + LABEL_SEPARATOR + o.error.spec.code);
+    } else if (a.sub.kind <= Kind.EvmTx) {
+      (o.status === 'queued' ? this.admitted : this.duplicates).inc(a.lane);
     }
-    sub.sink!(sub, o);
+    this.settle(a, o);
+  }
+
+  /** `a`'s outcome to its door's sink, or into its group (a JSON-RPC body's EVM batch settles into the body). */
+  private settle(a: Admission, o: Outcome): void {
+    if (a.parent === null) a.sink(a.sub, o);
+    else this.memberSettled(a, o);
   }
 }

@@ -14,7 +14,8 @@ import { sumBundleTips, type TipAccounts } from '../chains/solana/tip.js';
 import { JobResult } from '../exec/jobs.js';
 import { KEY_SOLANA_BUNDLE } from '../exec/check.js';
 import { SLAB_FULL, type Placer } from './place.js';
-import type { Submission } from './submission.js';
+import type { Encoding } from './submission.js';
+import { BundleParts, type Admission } from './admission.js';
 
 export const MAX_BUNDLE = 4;
 /** Count byte, up to 4 u16 lengths and up to 4 transactions of at most 4096 bytes (v1). */
@@ -25,8 +26,8 @@ const SIGNATURE_BYTES = 64;
 /** One decoded view per member, reused: the main thread prepares one bundle at a time, synchronously. */
 export const memberViews: readonly SolanaTxView[] = Array.from({ length: MAX_BUNDLE }, () => new SolanaTxView());
 
-/** Body: `count` (1-4), `count` u16 LE lengths, the transactions; the total exact. Sets `sub.offsets` and `sub.lengths`. */
-export function placeBundle(p: Placer, sub: Submission, body: Uint8Array): RelayError | null {
+/** Body: `count` (1-4), `count` u16 LE lengths, the transactions; the total exact. Sets the admission's bundle parts. */
+export function placeBundle(p: Placer, a: Admission, body: Uint8Array): RelayError | null {
   const bad = (m: string) => new RelayError(E.BATCH_DECODE, m);
   if (body.length < 1) return bad('empty body');
   const count = body[0]!;
@@ -53,35 +54,32 @@ export function placeBundle(p: Placer, sub: Submission, body: Uint8Array): Relay
     offsets.push(o);
     at += lengths[i]!;
   }
-  sub.offsets = offsets;
-  sub.lengths = lengths;
+  a.bundle = new BundleParts(offsets, lengths);
   return null;
 }
 
 /**
- * A bundle sent as text (`sendBundle`): `sub.texts` in `sub.encoding`, each
+ * A bundle sent as text (`sendBundle`): `texts` in `encoding`, each
  * decoded strictly into its own slab block, as a `sendTransaction` is. A
- * member that does not decode is 605 naming its index. Sets `sub.offsets`
- * and `sub.lengths`.
+ * member that does not decode is 605 naming its index. Sets the admission's
+ * bundle parts.
  */
-export function placeBundleTexts(p: Placer, sub: Submission): RelayError | null {
-  const texts = sub.texts!;
+export function placeBundleTexts(p: Placer, a: Admission, texts: readonly string[], encoding: Encoding): RelayError | null {
   const offsets: number[] = [];
   const lengths: number[] = [];
   for (let i = 0; i < texts.length; i++) {
-    // The Placer decodes into `sub.offset`; each block is moved to `offsets` at once.
-    const err = p.solanaText(sub, texts[i]!);
+    // The Placer decodes into `a.offset`; each block is moved to `offsets` at once.
+    const err = p.solanaText(a, texts[i]!, encoding);
     if (err !== null) {
       for (const o of offsets) p.release(o);
       return err.spec === E.SOL_DECODE ? new RelayError(E.BATCH_DECODE, `transaction ${i}: ${err.detail}`) : err;
     }
-    offsets.push(sub.offset);
-    lengths.push(sub.length);
-    sub.offset = -1;
-    sub.length = 0;
+    offsets.push(a.offset);
+    lengths.push(a.length);
+    a.offset = -1;
+    a.length = 0;
   }
-  sub.offsets = offsets;
-  sub.lengths = lengths;
+  a.bundle = new BundleParts(offsets, lengths);
   return null;
 }
 
@@ -90,7 +88,7 @@ export function placeBundleTexts(p: Placer, sub: Submission): RelayError | null 
  * first signatures, in order (the dedup key after its domain byte), so the
  * same bundle always has the same id.
  */
-export function bundleId(key: Uint8Array): string {
+function bundleId(key: Uint8Array): string {
   return createHash('sha256').update(key.subarray(1)).digest('hex');
 }
 
@@ -99,9 +97,10 @@ export function bundleId(key: Uint8Array): string {
  * transfer, 607 below the account's minimum; none without tip accounts), and
  * sets the dedup key and signatures.
  */
-export function prepareBundle(p: Placer, sub: Submission, tips: TipAccounts | null): RelayError | null {
-  const offsets = sub.offsets!;
-  const lengths = sub.lengths!;
+export function prepareBundle(p: Placer, a: Admission, tips: TipAccounts | null): RelayError | null {
+  const parts = a.bundle!;
+  const offsets = parts.offsets!;
+  const lengths = parts.lengths;
   const n = offsets.length;
   for (let i = 0; i < n; i++) {
     const bytes = p.view(offsets[i]!, lengths[i]!);
@@ -117,7 +116,7 @@ export function prepareBundle(p: Placer, sub: Submission, tips: TipAccounts | nu
       tips,
     );
     if (!found) return new RelayError(E.TIP_NOT_FOUND);
-    const minTip = sub.account!.solana.min_tip_lamports;
+    const minTip = a.account!.solana.min_tip_lamports;
     if (lamports < BigInt(minTip)) return new RelayError(E.TIP_TOO_LOW, String(minTip));
   }
   // A fresh array: it outlives the checks.
@@ -129,8 +128,9 @@ export function prepareBundle(p: Placer, sub: Submission, tips: TipAccounts | nu
     key.set(p.bytes.subarray(at, at + SIGNATURE_BYTES), 1 + SIGNATURE_BYTES * i);
     ids.push(base58EncodeAt(p.bytes, at, SIGNATURE_BYTES));
   }
-  sub.key = key;
-  sub.ids = ids;
+  parts.key = key;
+  parts.ids = ids;
+  parts.id = bundleId(key);
   return null;
 }
 

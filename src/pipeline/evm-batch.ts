@@ -12,7 +12,7 @@ import { signingHashAt, txHashAt, keccak256At } from '../chains/evm/hash.js';
 import { JobKind, KEY_BYTES, S_AUX0, S_AUX1, S_AUX2, S_AUX3, S_AUX4, type JobTable } from '../exec/jobs.js';
 import type { Placer } from './place.js';
 import type { Outcome } from './outcome.js';
-import type { Submission } from './submission.js';
+import type { Admission } from './admission.js';
 
 /** The durable batch receive record (src/store/batches.ts). */
 export interface BatchRecorder {
@@ -32,7 +32,7 @@ const hash32 = new Uint8Array(KEY_BYTES);
  * record). An invalid item gets `item.invalid`, keeps its raw hash (the
  * reconciliation handle) and gives its bytes and slot back.
  */
-export function prepareItem(p: Placer, jobs: JobTable, chainId: bigint, item: Submission): void {
+export function prepareItem(p: Placer, jobs: JobTable, chainId: bigint, item: Admission): void {
   const raw = p.view(item.offset, item.length);
   const s = item.slot;
   try {

@@ -24,7 +24,8 @@ import type { AccountRecord } from '../store/accounts.js';
 import type { Verifier } from '../exec/verifier.js';
 import { Shed } from '../exec/controller.js';
 import { refusalLimits, type Accounts, type Family } from './accounts.js';
-import { Kind, type Submission } from './submission.js';
+import { Kind } from './submission.js';
+import type { Admission } from './admission.js';
 
 export interface GateDeps {
   clock: Clock;
@@ -59,49 +60,53 @@ export class Gate {
   constructor(private readonly d: GateDeps) {}
 
   /**
-   * Steps 1-2 for an arrival, before anything of it is read: its refusal, or
-   * null. The door then reads the head and the peer: a shed answer costs no
-   * more than a bare request.
+   * Steps 1-2 for an arrival, asked by its door before anything of it is
+   * read: its refusal, or null. The door then reads the head and the peer:
+   * a shed answer costs no more than a bare request.
    */
-  arrive(sub: Submission): RelayError | null {
-    const off = this.off(sub);
+  arrive(kind: Kind, family: Family): RelayError | null {
+    const off = this.off(kind, family);
     return off !== null ? off : this.shed();
   }
 
   /** Step 1, and whether the node serves the family. A JSON-RPC body's calls are each refused DRAINING, with their own ids. */
-  private off(sub: Submission): RelayError | null {
-    if (sub.kind === Kind.Calls) return null;
+  private off(kind: Kind, family: Family): RelayError | null {
+    if (kind === Kind.Calls) return null;
     if (this.draining) return new RelayError(E.DRAINING);
     // A status read is the account's whichever family's header carried the credential (docs/protocol.md#status).
-    if (!this.d.enabled[sub.family] && sub.kind !== Kind.Query) return new RelayError(E.NOT_FOUND);
+    if (!this.d.enabled[family] && kind !== Kind.Query) return new RelayError(E.NOT_FOUND);
     return null;
   }
 
-  /** Steps 3-6 for `sub` (a call of a JSON-RPC body: 1 and 4-6): its refusal, or null with `sub.account` and `sub.lane` set (a JSON-RPC body: step 3). */
-  pass(sub: Submission): RelayError | null {
-    if (!sub.arrived) {
-      const limited = this.limitIp(sub, sub.ip!, sub.ipCredits);
+  /**
+   * Steps 3-6 for `a` (a member of a JSON-RPC body or EVM batch: 1 and 4-6):
+   * its refusal, or null with `a.account` and `a.lane` set (a JSON-RPC body:
+   * steps 3-4 for its header's credential).
+   */
+  pass(a: Admission): RelayError | null {
+    const sub = a.sub;
+    if (a.parent === null) {
+      const limited = this.limitIp(sub.overUdp, sub.ip, 1);
       if (limited !== null) return limited;
-      sub.arrived = true;
     } else {
-      const off = this.off(sub);
+      const off = this.off(sub.kind, sub.family);
       if (off !== null) return off;
     }
-    if (sub.kind === Kind.Calls) return this.knownCredential(sub);
-    if (sub.account === null) {
-      const refused = this.authenticate(sub);
+    if (sub.kind === Kind.Calls) return this.knownCredential(a);
+    if (a.account === null) {
+      const refused = this.authenticate(a);
       if (refused !== null) return refused;
     }
     // A status read's body to come is refused work's to pay for while it is unread (docs/protocol.md#rate-limits).
-    if (sub.kind === Kind.Query && sub.maxBody > 0) return this.refusalsLeft(sub.account!);
+    if (sub.kind === Kind.Query && sub.maxBody > 0) return this.refusalsLeft(a.account!);
     // A status read has its own limit (the service's), and an EVM batch takes its credits item by item.
     if (sub.kind === Kind.EvmBatch || sub.kind === Kind.Query) return null;
-    return this.take(sub.account!, sub.family, 1);
+    return this.take(a.account!, sub.family, 1);
   }
 
   /** Step 3 for the rest of an arrival's credits (the calls of a JSON-RPC array past its first). */
-  more(sub: Submission, credits: number): RelayError | null {
-    return this.limitIp(sub, sub.ip!, credits);
+  more(a: Admission, credits: number): RelayError | null {
+    return this.limitIp(a.sub.overUdp, a.sub.ip, credits);
   }
 
   /** Step 6 for `n` credits of the account's `family` bucket (an EVM batch's items take theirs one by one). */
@@ -116,14 +121,14 @@ export class Gate {
     return wait > 0 ? new RelayError(E.RATE_ACCOUNT, String(rec.evm.tps), wait) : null;
   }
 
-  private limitIp(sub: Submission, ip: string, credits: number): RelayError | null {
-    const udp = sub.overUdp;
+  private limitIp(udp: boolean, ip: string, credits: number): RelayError | null {
     const wait = (udp ? this.d.udpIpLimiter : this.d.ipLimiter).tryTake(ip, credits, this.d.clock());
     return wait > 0 ? new RelayError(E.RATE_IP, String(udp ? this.d.udpIpRps : this.d.ipRps), wait) : null;
   }
 
   /** Steps 4-5: the live account behind the credential, enabled for the family, with a lane that can forward. */
-  private authenticate(sub: Submission): RelayError | null {
+  private authenticate(a: Admission): RelayError | null {
+    const sub = a.sub;
     let rec: AccountRecord | undefined;
     if (sub.keyBytes !== null) rec = this.d.accounts.byBytes(sub.keyBytes, sub.keyOffset);
     else if (sub.credential === null || sub.credential === '') return new RelayError(E.AUTH_MISSING);
@@ -132,14 +137,14 @@ export class Gate {
     if (sub.kind === Kind.Query) {
       // Reads are the account's, whichever family it has enabled.
       if (!rec.evm.enabled && !rec.solana.enabled) return new RelayError(E.AUTH_INVALID);
-      sub.account = rec;
+      a.account = rec;
       return null;
     }
     if (!rec[sub.family].enabled) return new RelayError(E.AUTH_INVALID);
     const lane = laneFor(sub.family, rec, sub.kind === Kind.Bundle);
     if (!this.d.forwarder.lane(lane).available()) return new RelayError(E.UNAVAILABLE, 'every upstream of this lane is failing');
-    sub.account = rec;
-    sub.lane = lane;
+    a.account = rec;
+    a.lane = lane;
     return null;
   }
 
@@ -148,13 +153,14 @@ export class Gate {
    * some live account's (each call is then authenticated for its family).
    * Without it a body is neither buffered nor parsed.
    */
-  private knownCredential(sub: Submission): RelayError | null {
+  private knownCredential(a: Admission): RelayError | null {
+    const sub = a.sub;
     if (sub.credential === null || sub.credential === '') return new RelayError(E.AUTH_MISSING);
     const rec = this.d.accounts.byText(sub.credential);
     if (rec === undefined) return unknownKey(sub.credential);
     if (!rec.evm.enabled && !rec.solana.enabled) return new RelayError(E.AUTH_INVALID);
     // Whose refusals the body's are (Pipeline.chargeRefusal); each call is still authenticated for its family.
-    sub.account = rec;
+    a.account = rec;
     return this.refusalsLeft(rec);
   }
 

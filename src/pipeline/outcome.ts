@@ -8,6 +8,7 @@
  */
 import type { RelayError, Retry } from '../errors.js';
 import type { StatusView } from '../status/tracker.js';
+import type { AccountRecord } from '../store/accounts.js';
 
 /** `answered`: a status read, which queues nothing. */
 type Status = 'queued' | 'duplicate' | 'not-sent' | 'answered';
@@ -27,15 +28,24 @@ export class Outcome {
     readonly dry = false,
     /** The request's id for status reads (`x-svc-request-id`); null when nothing of it was queued, and over UDP. */
     readonly requestId: string | null = null,
+    /** An accepted bundle's id (Jito's: docs/protocol.md#solana-bundles). */
+    readonly bundleId: string | null = null,
+    /** A status read's account: whose reads these were (a WebSocket upgrade opens its socket for it). */
+    readonly account: AccountRecord | null = null,
   ) {}
 
   static answered(statuses: readonly StatusView[]): Outcome {
     return new Outcome('answered', null, null, null, null, statuses);
   }
 
-  /** Queued or a duplicate: `ids` a bundle's signatures; `dry` and `requestId` as above. */
-  static accepted(status: 'queued' | 'duplicate', id: string, ids: readonly string[] | null, dry: boolean, requestId: string | null): Outcome {
-    return new Outcome(status, id, null, ids, null, null, dry, requestId);
+  /** Queued or a duplicate: `ids` a bundle's signatures; `dry`, `requestId` and `bundleId` as above. */
+  static accepted(status: 'queued' | 'duplicate', id: string, ids: readonly string[] | null, dry: boolean, requestId: string | null, bundleId: string | null = null): Outcome {
+    return new Outcome(status, id, null, ids, null, null, dry, requestId, bundleId);
+  }
+
+  /** A status read's answer, naming the account it was read for. */
+  by(account: AccountRecord): Outcome {
+    return new Outcome(this.status, this.id, this.error, this.ids, this.items, this.statuses, this.dry, this.requestId, this.bundleId, account);
   }
 
   /** Not sent, with why; `id` where the transaction could still be hashed (an EVM batch item). */

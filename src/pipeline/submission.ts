@@ -1,13 +1,13 @@
 /**
- * A submission: what a door hands `Pipeline.admit`, and the pipeline's state
- * for it until its Outcome reaches the door's sink. The one object per
- * request: the body is read into it and job slots point back to it, so no
- * closure is made per request. A door fills in only what it read off the
- * wire. Every field is initialised here, so V8 keeps one shape for all.
+ * A submission: what a door hands `Pipeline.admit`, built once by the door
+ * from what it read off the wire (head, peer, params) and never changed
+ * after. One type per kind, told apart by `kind`; the pipeline's own state
+ * for it is its Admission (admission.ts).
+ *
+ * Every kind is built by `build` below into one object layout, so the
+ * stages that read any kind (the gate) see one shape.
  */
 import type { RelayError } from '../errors.js';
-import type { AccountRecord } from '../store/accounts.js';
-import type { LaneName } from '../forward/lane.js';
 import type { Family } from './accounts.js';
 import type { Outcome } from './outcome.js';
 
@@ -32,167 +32,178 @@ export const enum Encoding {
   Hex = 2,
 }
 
-/** What the door does next, as `Pipeline.admit` and `resume` return it: the door reads; the pipeline never calls it to. */
-export const enum Next {
-  /** Nothing: the sink has the outcome, or will. */
-  Done = 0,
-  /** Read the head (`io.head`) and the peer's address into it, then `resume`: it was not shed. */
-  Head = 1,
-  /** Read the body (at most `maxBody` bytes) into it; its arrival goes on. */
-  Body = 2,
-}
-
-/** The door turns the outcome into its wire answer; one function per door, not per request. */
-export type Sink = (sub: Submission, outcome: Outcome) => void;
-
-/** A door's transport, one object per door. */
-export interface DoorIo {
+/** What every kind carries. */
+interface Common {
+  readonly door: string;
+  readonly family: Family;
   /**
-   * Reads the request's head into `sub` (its credential), or the refusal of
-   * a request that is not this door's wire format. The door calls it when
-   * `admit` says `Next.Head`: after the shed decision, so a shed costs no
-   * header read.
+   * Refused before the gate: draining, shed, the family off (Pipeline.arrive,
+   * asked by the door before it reads the head), or not a request this door
+   * takes (Content-Type, query, method). Nothing else of it was read.
    */
-  head?(sub: Submission): RelayError | null;
-  /** Read by the door only after the shed decision (`Next.Head`): on uWS it is a system call. */
-  peer(sub: Submission): string;
-  /**
-   * Answers on uWS HTTP responses: a checked transaction is queued only
-   * where its answer cannot be dropped unseen (`Turn`).
-   */
-  corked?: true;
-  /**
-   * A JSON body's reading, by the door as the body arrives and before the
-   * pipeline gets it (src/ingress/doors/context.ts `bodyTo`): a JSON-RPC
-   * body's calls into `calls`, a status read's ids into `queryIds`, or why
-   * the body is refused. The pipeline never calls it.
-   */
-  parse?(sub: Submission, body: Uint8Array): RelayError | null;
-}
-
-export interface BodySink {
-  bodyInto(sub: Submission, length: number): Uint8Array | null;
-  bodyArrived(sub: Submission, bytes: Uint8Array): void;
-  bodyTooLarge(sub: Submission, declared: number): void;
-  bodyOverBudget(sub: Submission): void;
-}
-
-export class Submission {
-  // ---- set by the door ----------------------------------------------------
-  door = '';
-  /** The account's credential as text (`api-key`, Bearer, `?auth=`); null when absent. */
-  credential: string | null = null;
-  /** The credential as 16 raw UUID bytes at `keyOffset` (UDP). */
-  keyBytes: Uint8Array | null = null;
-  keyOffset = 0;
-  /** Null until the door reads it (`Next.Head`); a door that knows it at once sets it first. */
-  ip: string | null = null;
-  ipCredits = 1;
-  /** Shed and per-IP checks already passed (a call inside a JSON-RPC body). */
-  arrived = false;
-  /** The UDP per-IP buckets and size limit apply. */
-  overUdp = false;
-  /** Refused before the gate: not a request this door takes (Content-Type, query, method). */
-  refused: RelayError | null = null;
+  readonly refused: RelayError | null;
   /** Malformed params: refused after the gate, so it costs its credit like any invalid transaction. */
-  invalid: RelayError | null = null;
-
-  /** The payload: bytes[start, end) (UDP), `text`, `texts` (EVM batch items), or the body (`maxBody` > 0). */
-  bytes: Uint8Array | null = null;
-  start = 0;
-  end = 0;
-  text: string | null = null;
-  encoding: Encoding = Encoding.Base64;
-  /** The text, once it decodes, is forwarded as sent (canonical base64, `0x` hex). */
-  textForwarded = false;
-  texts: readonly string[] | null = null;
-  /** The body limit; 0 when the payload is already here. */
-  maxBody = 0;
-
+  readonly invalid: RelayError | null;
+  /** The account's credential as text (`api-key`, Bearer, `?auth=`); null when absent. */
+  readonly credential: string | null;
+  /** The credential as 16 raw UUID bytes at `keyOffset` (UDP). */
+  readonly keyBytes: Uint8Array | null;
+  readonly keyOffset: number;
+  /** The peer's address ('' when refused before it was read). */
+  readonly ip: string;
+  /** A datagram: the UDP per-IP buckets and size limit apply, and nothing answers it. */
+  readonly overUdp: boolean;
   /**
    * Where its answer goes (a uWS response, a WebSocket): once `aborted`, the
-   * client went away and nothing of it is queued (read on the outermost
-   * submission). Null: nothing to watch.
+   * client went away and nothing of it is queued. Null: nothing to watch.
    */
-  conn: { readonly aborted?: boolean } | null = null;
+  readonly conn: { readonly aborted?: boolean } | null;
+  /** Answered on a uWS HTTP response: a checked transaction is queued only where its answer cannot be dropped unseen (`Turn`). */
+  readonly corked: boolean;
   /** The door's context for its answer; never read by the pipeline. */
-  ctx: unknown = null;
-  /** The door's request handle, valid only until `admit` returns (uWS forbids reading it later). */
-  req: unknown = null;
+  readonly ctx: unknown;
   /** The JSON-RPC id as JSON text (`null` outside JSON-RPC). */
-  rpcId = 'null';
-  /** A status read's ids. */
-  queryIds: readonly string[] | null = null;
-  /** A JSON-RPC body's calls, in order, as the door read them. */
-  calls: Submission[] | null = null;
+  readonly rpcId: string;
+  /** A body to read, of at most this many bytes (the door reads it when `admit` says); 0: the payload came with the head. */
+  readonly maxBody: number;
+}
 
-  /** The request's id (`x-svc-request-id`), on the outermost submission, made by the pipeline once something of the request is queued. */
-  requestId: string | null = null;
+export interface SolanaTxSubmission extends Common {
+  readonly kind: Kind.SolanaTx;
+  /** A datagram's transaction: bytes[start, end). */
+  readonly bytes: Uint8Array | null;
+  readonly start: number;
+  readonly end: number;
+  /** A JSON-RPC call's transaction, in `encoding`. */
+  readonly text: string | null;
+  readonly encoding: Encoding;
+  /** The text, once it decodes, is forwarded as sent (canonical base64). */
+  readonly textForwarded: boolean;
+}
 
-  // ---- set by the pipeline ------------------------------------------------
-  sink: Sink | null = null;
-  body: BodySink | null = null;
-  /** The next of its kind's stages to run (stages.ts). */
-  step = 0;
-  /** The body as read, once it arrived; null when the payload came with the head. */
-  received: Uint8Array | null = null;
-  account: AccountRecord | null = null;
-  lane: LaneName = 'solana-single';
-  /** The transaction's bytes in the shared slab (-1: none yet). */
-  offset = -1;
-  length = 0;
-  /** A bundle's transactions in the slab. */
-  offsets: number[] | null = null;
-  lengths: number[] | null = null;
-  /** Job table slot (-1: none), and for a bundle its members' slots. */
-  slot = -1;
-  slots: number[] | null = null;
-  /** Checks (bundle members) or members (groups) not yet settled. */
-  pending = 0;
-  /** A bundle's dedup key (its ordered signatures) and its signatures as text. */
-  key: Uint8Array | null = null;
-  ids: string[] | null = null;
-  /** An EVM batch item's hash. */
-  hash: string | null = null;
-  children: Submission[] | null = null;
-  parent: Submission | null = null;
-  outcome: Outcome | null = null;
-  /** An EVM batch's receive record id. */
-  batchId: string | null = null;
-  /** A group's checked members waiting to be queued together, right before its answer (slots). */
-  checked: number[] | null = null;
-  /** Every unsettled member of the group is checked: they are being queued. */
-  flushing = false;
+export interface BundleSubmission extends Common {
+  readonly kind: Kind.Bundle;
+  /** A JSON-RPC `sendBundle`'s transactions, in `encoding`; null: the binary body. */
+  readonly texts: readonly string[] | null;
+  readonly encoding: Encoding;
+}
 
+export interface EvmTxSubmission extends Common {
+  readonly kind: Kind.EvmTx;
+  /** The `0x` transaction, forwarded as sent; null: the plain-text body. */
+  readonly text: string | null;
+}
+
+export interface EvmBatchSubmission extends Common {
+  readonly kind: Kind.EvmBatch;
+  readonly texts: readonly string[] | null;
+}
+
+/** A JSON-RPC body: the door reads and parses it into its calls, each a submission of its own. */
+export interface CallsSubmission extends Common {
+  readonly kind: Kind.Calls;
+}
+
+export interface QuerySubmission extends Common {
+  readonly kind: Kind.Query;
+  /** The ids asked for; null: they come in the body. */
+  readonly queryIds: readonly string[] | null;
+}
+
+export type Submission = SolanaTxSubmission | BundleSubmission | EvmTxSubmission | EvmBatchSubmission | CallsSubmission | QuerySubmission;
+
+type Init<S extends Submission> = Partial<Omit<S, 'kind' | 'family' | 'door'>>;
+/** Every kind's fields at once: what the one layout holds. */
+type AnyInit = Init<SolanaTxSubmission> & Init<BundleSubmission> & Init<EvmBatchSubmission> & Init<QuerySubmission>;
+
+/** The one layout: every field in one order, whatever the kind. */
+class Fields {
   constructor(
     readonly kind: Kind,
     readonly family: Family,
-    readonly io: DoorIo,
-  ) {}
-
-  // ---- the request body (src/ingress/body.ts calls these) -----------------
-
-  /** Only a raw transaction body goes straight into the slab; the others are read, then placed. */
-  get wantsInto(): boolean {
-    return this.kind === Kind.SolanaTx;
+    readonly door: string,
+    i: AnyInit,
+  ) {
+    this.refused = i.refused ?? null;
+    this.invalid = i.invalid ?? null;
+    this.credential = i.credential ?? null;
+    this.keyBytes = i.keyBytes ?? null;
+    this.keyOffset = i.keyOffset ?? 0;
+    this.ip = i.ip ?? '';
+    this.overUdp = i.overUdp ?? false;
+    this.conn = i.conn ?? null;
+    this.corked = i.corked ?? false;
+    this.ctx = i.ctx ?? null;
+    this.rpcId = i.rpcId ?? 'null';
+    this.maxBody = i.maxBody ?? 0;
+    this.bytes = i.bytes ?? null;
+    this.start = i.start ?? 0;
+    this.end = i.end ?? 0;
+    this.text = i.text ?? null;
+    this.texts = i.texts ?? null;
+    this.encoding = i.encoding ?? Encoding.Base64;
+    this.textForwarded = i.textForwarded ?? false;
+    this.queryIds = i.queryIds ?? null;
   }
-
-  into(length: number): Uint8Array | null {
-    return this.body!.bodyInto(this, length);
-  }
-
-  bodyBytes(bytes: Uint8Array): void {
-    this.body!.bodyArrived(this, bytes);
-  }
-
-  tooLarge(declared: number): void {
-    this.body!.bodyTooLarge(this, declared);
-  }
-
-  overBudget(): void {
-    this.body!.bodyOverBudget(this);
-  }
+  readonly refused: RelayError | null;
+  readonly invalid: RelayError | null;
+  readonly credential: string | null;
+  readonly keyBytes: Uint8Array | null;
+  readonly keyOffset: number;
+  readonly ip: string;
+  readonly overUdp: boolean;
+  readonly conn: { readonly aborted?: boolean } | null;
+  readonly corked: boolean;
+  readonly ctx: unknown;
+  readonly rpcId: string;
+  readonly maxBody: number;
+  readonly bytes: Uint8Array | null;
+  readonly start: number;
+  readonly end: number;
+  readonly text: string | null;
+  readonly texts: readonly string[] | null;
+  readonly encoding: Encoding;
+  readonly textForwarded: boolean;
+  readonly queryIds: readonly string[] | null;
 }
+
+export function solanaTx(door: string, i: Init<SolanaTxSubmission>): SolanaTxSubmission {
+  return new Fields(Kind.SolanaTx, 'solana', door, i) as SolanaTxSubmission;
+}
+
+export function bundle(door: string, i: Init<BundleSubmission>): BundleSubmission {
+  return new Fields(Kind.Bundle, 'solana', door, i) as BundleSubmission;
+}
+
+export function evmTx(door: string, i: Init<EvmTxSubmission>): EvmTxSubmission {
+  return new Fields(Kind.EvmTx, 'evm', door, i) as EvmTxSubmission;
+}
+
+export function evmBatch(door: string, i: Init<EvmBatchSubmission>): EvmBatchSubmission {
+  return new Fields(Kind.EvmBatch, 'evm', door, i) as EvmBatchSubmission;
+}
+
+/** A JSON-RPC body; `family` says how a refusal of the whole is worded before its calls are read. */
+export function calls(door: string, family: Family, i: Init<CallsSubmission>): CallsSubmission {
+  return new Fields(Kind.Calls, family, door, i) as CallsSubmission;
+}
+
+/** A status read; `family` only picks whose refusal words are used: reads are the account's, across families. */
+export function query(door: string, family: Family, i: Init<QuerySubmission>): QuerySubmission {
+  return new Fields(Kind.Query, family, door, i) as QuerySubmission;
+}
+
+/** A submission of `kind` refused before anything of it was read (Pipeline.arrive): what the door answers it with. */
+export function refusedAt(kind: Kind, family: Family, door: string, refused: RelayError, i: AnyInit = {}): Submission {
+  return new Fields(kind, family, door, { ...i, refused }) as Submission;
+}
+
+/**
+ * The door turns the outcome into its wire answer; one function per door, not
+ * per request. It gets back its own submission: the Outcome holds all the
+ * pipeline found.
+ */
+export type Sink = (sub: Submission, outcome: Outcome) => void;
 
 /**
  * When a checked transaction may be queued, kept by the ingress scheduler

@@ -2,10 +2,10 @@
  * The admission pipeline without a socket: real tables, a real job table and
  * verifier (checks inline), real forwarding lanes with no upstream (they
  * admit and discard), a real store on disk for accounts and batch records.
- * A door here is a stand-in DoorIo whose body arrives at once; everything
- * behind it is the relay's own code.
+ * A door here is a stand-in that builds the submission and pushes its whole
+ * body at once when told to; everything behind it is the relay's own code.
  */
-import { bodyTo } from '../../src/ingress/doors/context.js';
+import { bodyTo, type Parse } from '../../src/ingress/doors/context.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,7 +29,8 @@ import { TipAccounts } from '../../src/chains/solana/tip.js';
 import { initKeccak } from '../../src/chains/evm/hash.js';
 import { Pipeline } from '../../src/pipeline/admit.js';
 import { Outcome as OutcomeClass, type Outcome } from '../../src/pipeline/outcome.js';
-import { Kind, Next, Submission, type DoorIo } from '../../src/pipeline/submission.js';
+import { solanaTx, type SolanaTxSubmission, type Submission } from '../../src/pipeline/submission.js';
+import type { Admission } from '../../src/pipeline/admission.js';
 import * as sol from './solana.js';
 
 const PLANS = {
@@ -47,8 +48,8 @@ export interface Harness {
   forwarder: Forwarder;
   batches: BatchStore;
   account(input?: Record<string, unknown>): Promise<NewAccount>;
-  /** Admits `sub` and resolves with the outcomes its sink got (more than one would be a bug). */
-  admit(sub: Submission): Promise<Outcome[]>;
+  /** Admits a submission (with the body its door pushes when told to) and resolves with the outcomes its sink got (more than one would be a bug). */
+  admit(sent: Submission | Sent): Promise<Outcome[]>;
   close(): Promise<void>;
 }
 
@@ -107,20 +108,17 @@ export async function harness(opts: { ipRps?: number; ipBurst?: number; slabByte
     forwarder,
     batches,
     account: (input = {}) => accounts.create(input, PLANS),
-    admit: (sub) =>
+    admit: (sent) =>
       new Promise((resolve) => {
+        const s = 'sub' in sent ? sent : { sub: sent };
         const got: Outcome[] = [];
-        let next = pipeline.admit(sub, (_s, o) => {
+        const a = pipeline.admit(s.sub, (_s, o) => {
           got.push(o);
           // Any second call would land in `got` before the next turn.
           setImmediate(() => resolve(got));
         });
         // What an HTTP door does (src/ingress/doors/context.ts admitHttp).
-        if (next === Next.Head) {
-          sub.ip = sub.io.peer(sub);
-          next = pipeline.resume(sub);
-        }
-        if (next === Next.Body) readStandIn(sub);
+        if (a !== null) pushWhole(a, s.body ?? new Uint8Array(0), s.parse);
       }),
     async close() {
       await verifier.close();
@@ -132,19 +130,20 @@ export async function harness(opts: { ipRps?: number; ipBurst?: number; slabByte
   };
 }
 
-/** A stand-in door and the request body it holds. */
-type StandIn = DoorIo & { body: Uint8Array };
-
-/** A door whose request body is `body`, arriving whole as soon as the pipeline says to read it. */
-export function bodyDoor(body: Uint8Array): StandIn {
-  return { peer: () => '192.0.2.1', body };
+/** A submission, the body its door pushes when the pipeline says to read it, and the door's reading of a JSON body. */
+export interface Sent {
+  sub: Submission;
+  body?: Uint8Array;
+  parse?: Parse;
 }
 
+/** The peer address stand-in doors read. */
+export const PEER = '192.0.2.1';
+
 /** What an HTTP door's body reader does (src/ingress/body.ts) into the door's target, with the whole body here at once. */
-function readStandIn(sub: Submission): void {
-  const body = (sub.io as StandIn).body;
-  const t = bodyTo(sub);
-  if (body.length > sub.maxBody) return t.tooLarge(body.length);
+function pushWhole(a: Admission, body: Uint8Array, parse?: Parse): void {
+  const t = bodyTo(a, parse);
+  if (body.length > a.sub.maxBody) return t.tooLarge(body.length);
   if (t.wantsInto) {
     const into = t.into(body.length);
     if (into === null) return;
@@ -154,11 +153,9 @@ function readStandIn(sub: Submission): void {
   t.bodyBytes(body);
 }
 
-export function v2(tx: Uint8Array, key: string | null): Submission {
-  const sub = new Submission(Kind.SolanaTx, 'solana', bodyDoor(tx));
-  sub.credential = key;
-  sub.maxBody = 4096;
-  return sub;
+/** `POST /v2` of `tx` with `key` as its credential. */
+export function v2(tx: Uint8Array, key: string | null, more: Partial<SolanaTxSubmission> = {}): Sent {
+  return { sub: solanaTx('solana-v2', { credential: key, ip: PEER, maxBody: 4096, ...more }), body: tx };
 }
 
 /** Nothing a settled submission held is still held. */

@@ -5,11 +5,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { E, RelayError } from '../../src/errors.js';
-import { Encoding, Kind, Next, Submission, type DoorIo } from '../../src/pipeline/submission.js';
+import { Encoding, Kind, bundle as bundleOf, calls as callsOf, evmBatch, evmTx, refusedAt, solanaTx, type Submission } from '../../src/pipeline/submission.js';
 import type { Outcome } from '../../src/pipeline/outcome.js';
 import * as sol from '../helpers/solana.js';
 import * as evm from '../helpers/evm.js';
-import { TIP, assertNothingHeld, bodyDoor, harness, v2 } from '../helpers/pipeline.js';
+import { PEER, TIP, assertNothingHeld, harness, v2, type Sent } from '../helpers/pipeline.js';
 
 test('a Solana transaction is queued under its first signature; the same one again is a duplicate, not forwarded twice', async (t) => {
   const h = await harness();
@@ -34,14 +34,8 @@ test('a client gone before its answer (uWS closing a pipelining connection) has 
   const key = (await h.account()).uuid;
   const sol1 = sol.legacyTransfer();
   const evm1 = await evm.signed1559({ nonce: 61 });
-  const goneV2 = new Submission(Kind.SolanaTx, 'solana', bodyDoor(sol1.bytes));
-  goneV2.conn = { aborted: true };
-  goneV2.credential = key;
-  goneV2.maxBody = 4096;
-  const goneEvm = new Submission(Kind.EvmTx, 'evm', bodyDoor(new Uint8Array(0)));
-  goneEvm.conn = { aborted: true };
-  goneEvm.credential = key;
-  goneEvm.text = evm1.hex;
+  const goneV2 = v2(sol1.bytes, key, { conn: { aborted: true } });
+  const goneEvm = evmTx('jsonrpc', { conn: { aborted: true }, credential: key, ip: PEER, text: evm1.hex });
   for (const sub of [goneV2, goneEvm]) {
     const [o] = await h.admit(sub);
     assert.equal(o!.error?.spec, E.CLIENT_GONE);
@@ -51,10 +45,7 @@ test('a client gone before its answer (uWS closing a pipelining connection) has 
   // The same transactions from a client that stays: checked and queued, not duplicates.
   const [again] = await h.admit(v2(sol1.bytes, key));
   assert.equal(again!.status, 'queued');
-  const e = new Submission(Kind.EvmTx, 'evm', bodyDoor(new Uint8Array(0)));
-  e.credential = key;
-  e.text = evm1.hex;
-  const [evmAgain] = await h.admit(e);
+  const [evmAgain] = await h.admit(evmTx('jsonrpc', { credential: key, ip: PEER, text: evm1.hex }));
   assert.equal(evmAgain!.status, 'queued');
   assertNothingHeld(h);
 });
@@ -87,17 +78,19 @@ test('the per-IP bucket is charged before authentication: unauthenticated reques
   assert.equal(limited!.error?.spec, E.RATE_IP);
 });
 
-test('draining refuses before the gate reads anything, retry-safe', async (t) => {
+test('draining refuses on arrival, before the door reads anything, retry-safe; the refusal is admitted and counted like any other', async (t) => {
   const h = await harness();
   t.after(() => h.close());
   h.pipeline.draining = true;
-  const io: DoorIo = { peer: () => assert.fail('the peer address is not read') };
-  const sub = new Submission(Kind.SolanaTx, 'solana', io);
-  sub.maxBody = 4096;
+  const off = h.pipeline.arrive(Kind.SolanaTx, 'solana');
+  assert.equal(off?.spec, E.DRAINING);
+  assert.equal(h.pipeline.arrive(Kind.Calls, 'evm'), null, 'a JSON-RPC body goes on: each of its calls is refused with its own id');
   let o: Outcome | undefined;
-  assert.equal(h.pipeline.admit(sub, (_s, x) => (o = x)), Next.Done, 'neither the head nor the body is read');
+  const sub = refusedAt(Kind.SolanaTx, 'solana', 'solana-v2', off!, { maxBody: 4096 });
+  assert.equal(h.pipeline.admit(sub, (_s, x) => (o = x)), null, 'the body is not read');
   assert.equal(o!.error?.spec, E.DRAINING);
   assert.equal(o!.retry, 'retry_safe');
+  assert.equal(h.pipeline.rejected.get('TXR_DRAINING'), 1);
 });
 
 test('every refusal after placing gives back what the submission held: a bad signature, a body too large, an empty body', async (t) => {
@@ -122,13 +115,10 @@ test('a full slab refuses for capacity, retry-safe, before the body is read; the
   t.after(() => h.close());
   const key = (await h.account({ solana: { tps: 100, burst: 100 } })).uuid;
   // A client that declared its body and is still sending it: its block is reserved.
-  const slow = new Submission(Kind.SolanaTx, 'solana', { peer: () => '192.0.2.1' });
-  slow.credential = key;
-  slow.maxBody = 4096;
-  assert.equal(h.pipeline.admit(slow, () => assert.fail('a body that never completes is never answered')), Next.Head);
-  slow.ip = '192.0.2.1';
-  assert.equal(h.pipeline.resume(slow), Next.Body, 'the door reads the body');
-  slow.into(900);
+  const slow = solanaTx('solana-v2', { credential: key, ip: PEER, maxBody: 4096 });
+  const a = h.pipeline.admit(slow, () => assert.fail('a body that never completes is never answered'));
+  assert.ok(a !== null, 'the door reads the body');
+  a.into(900);
   assert.equal(h.slab.live, 1);
   const [full] = await h.admit(v2(sol.legacyTransfer().bytes, key));
   assert.equal(full!.error?.spec, E.CAPACITY);
@@ -142,14 +132,7 @@ test('a Solana transaction as base64 text: its text is what the lane forwards; i
   t.after(() => h.close());
   const key = (await h.account({ solana: { tps: 100, burst: 100 } })).uuid;
   const tx = sol.legacyTransfer();
-  const text = (t: string): Submission => {
-    const sub = new Submission(Kind.SolanaTx, 'solana', bodyDoor(new Uint8Array(0)));
-    sub.credential = key;
-    sub.text = t;
-    sub.encoding = Encoding.Base64;
-    sub.textForwarded = true;
-    return sub;
-  };
+  const text = (t: string): Submission => solanaTx('jsonrpc', { credential: key, ip: PEER, text: t, encoding: Encoding.Base64, textForwarded: true });
   assert.equal((await h.admit(text(Buffer.from(tx.bytes).toString('base64'))))[0]!.id, tx.signature);
   const [bad] = await h.admit(text('not base64!'));
   assert.equal(bad!.error?.spec, E.SOL_DECODE);
@@ -169,11 +152,8 @@ function bundleBody(txs: Uint8Array[]): Uint8Array {
   return out;
 }
 
-function bundle(txs: Uint8Array[], key: string): Submission {
-  const sub = new Submission(Kind.Bundle, 'solana', bodyDoor(bundleBody(txs)));
-  sub.credential = key;
-  sub.maxBody = 1 + 8 + 4 * 4096;
-  return sub;
+function bundle(txs: Uint8Array[], key: string): Sent {
+  return { sub: bundleOf('solana-batch', { credential: key, ip: PEER, maxBody: 1 + 8 + 4 * 4096 }), body: bundleBody(txs) };
 }
 
 test('bundles: the tip rule across the bundle, all signatures in order, duplicates by the ordered signatures', async (t) => {
@@ -200,10 +180,7 @@ test('bundles: the tip rule across the bundle, all signatures in order, duplicat
 });
 
 function batch(texts: string[], key: string): Submission {
-  const sub = new Submission(Kind.EvmBatch, 'evm', bodyDoor(new Uint8Array(0)));
-  sub.credential = key;
-  sub.texts = texts;
-  return sub;
+  return evmBatch('jsonrpc', { credential: key, ip: PEER, texts });
 }
 
 test('an EVM batch: the record holds every hash before any item is admitted; items take their credits in order', async (t) => {
@@ -258,28 +235,11 @@ test('a JSON-RPC body\'s calls: the IP bucket is charged for each call past the 
   t.after(() => h.close());
   const key = (await h.account({ solana: { tps: 100, burst: 100 } })).uuid;
   const txs = [sol.legacyTransfer(), sol.legacyTransfer()];
-  const io: DoorIo = {
-    ...bodyDoor(new Uint8Array(2)),
-    parse: (sub) => {
-      sub.calls = txs.map((tx) => {
-        const c = new Submission(Kind.SolanaTx, 'solana', io);
-        c.credential = key;
-        c.text = Buffer.from(tx.bytes).toString('base64');
-        return c;
-      });
-      return null;
-    },
-  };
-  const calls = (): Submission => {
-    const sub = new Submission(Kind.Calls, 'evm', io);
-    sub.maxBody = 1024;
-    // The header's credential: a body is read only for a live account's.
-    sub.credential = key;
-    return sub;
-  };
-  const stranger = calls();
-  stranger.credential = '00000000-0000-4000-8000-000000000000';
-  const [refused] = await h.admit(stranger);
+  // The door's reading of the body: its calls, each a submission of its own.
+  const parse = () => txs.map((tx) => solanaTx('jsonrpc', { credential: key, ip: PEER, text: Buffer.from(tx.bytes).toString('base64') }));
+  // The header's credential: a body is read only for a live account's.
+  const calls = (credential = key): Sent => ({ sub: callsOf('jsonrpc', 'evm', { maxBody: 1024, credential, ip: PEER }), body: new Uint8Array(2), parse });
+  const [refused] = await h.admit(calls('00000000-0000-4000-8000-000000000000'));
   assert.equal(refused!.error?.spec, E.AUTH_INVALID, 'no live account behind the header: refused before the body is read');
   const [o] = await h.admit(calls());
   assert.deepEqual(o!.items!.map((x) => x.id), txs.map((x) => x.signature));
@@ -300,23 +260,8 @@ test('a JSON-RPC body\'s calls are queued together: a client gone after the firs
     if (++checks === 2) conn.aborted = true;
     return run(s, done);
   };
-  const io: DoorIo = {
-    ...bodyDoor(new Uint8Array(2)),
-    parse: (sub) => {
-      sub.calls = txs.map((tx) => {
-        const c = new Submission(Kind.EvmTx, 'evm', io);
-        c.credential = key;
-        c.text = tx.hex;
-        return c;
-      });
-      return null;
-    },
-  };
-  const sub = new Submission(Kind.Calls, 'evm', io);
-  sub.conn = conn;
-  sub.maxBody = 1024;
-  sub.credential = key;
-  const [o] = await h.admit(sub);
+  const parse = () => txs.map((tx) => evmTx('jsonrpc', { credential: key, ip: PEER, text: tx.hex }));
+  const [o] = await h.admit({ sub: callsOf('jsonrpc', 'evm', { conn, maxBody: 1024, credential: key, ip: PEER }), body: new Uint8Array(2), parse });
   assert.deepEqual(o!.items!.map((x) => x.error?.spec), [E.CLIENT_GONE, E.CLIENT_GONE, E.CLIENT_GONE], 'every member refused, none queued alone');
   assert.equal(h.forwarder.stats().lanes['evm-paid'].admitted + h.forwarder.stats().lanes['evm-free'].admitted, 0, 'nothing forwarded for an answer nobody will read');
   assertNothingHeld(h);
@@ -325,9 +270,8 @@ test('a JSON-RPC body\'s calls are queued together: a client gone after the firs
 test('a refused submission is answered without touching the gate: the door\'s own refusal is counted like any other', async (t) => {
   const h = await harness();
   t.after(() => h.close());
-  const sub = v2(new Uint8Array(10), null);
-  sub.refused = new RelayError(E.UNSUPPORTED_MEDIA, 'use text/plain');
-  const [o] = await h.admit(sub);
+  const sent = v2(new Uint8Array(10), null, { refused: new RelayError(E.UNSUPPORTED_MEDIA, 'use text/plain') });
+  const [o] = await h.admit(sent);
   assert.equal(o!.error?.spec, E.UNSUPPORTED_MEDIA);
   assert.equal(h.pipeline.rejected.get('TXR_UNSUPPORTED_MEDIA'), 1);
 });

@@ -1,11 +1,12 @@
-/** What every HTTP door gets from the composition root, and the transport the pipeline reads through. */
+/** What every HTTP door gets from the composition root, and how a door hands a request to the pipeline. */
 import type { Pipeline } from '../../pipeline/admit.js';
-import { Next, type DoorIo, type Sink, type Submission } from '../../pipeline/submission.js';
+import type { Sink, Submission } from '../../pipeline/submission.js';
+import type { Admission, Parsed } from '../../pipeline/admission.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '../uws.js';
 import type { AckFirst } from '../ack-first.js';
 import { readBodyTo, type BodyBudget, type BodyTarget } from '../body.js';
-import type { RelayError } from '../../errors.js';
-import type { LatencyTimer, Replier, Res } from '../reply.js';
+import type { LatencyTimer, Res } from '../reply.js';
+import type { Replier } from '../reply.js';
 
 export interface DoorContext {
   app: TemplatedApp;
@@ -26,61 +27,46 @@ export interface DoorContext {
   tipAccounts: readonly string[];
 }
 
-/** The request is valid only while the handler runs, which is when the pipeline asks. */
-export function httpIo(ctx: DoorContext, res: (sub: Submission) => Res = (sub) => sub.ctx as Res): DoorIo {
-  return {
-    peer: (sub) => ctx.ip(res(sub), sub.req as HttpRequest),
-    corked: true,
-  };
-}
+/** A door's reading of a JSON body, made as the body arrives and pushed to the pipeline with it. */
+export type Parse = (sub: Submission, body: Uint8Array) => Parsed;
 
 /**
- * Admits `sub`, reading what the pipeline asks for while the handler runs:
- * the head and the peer once it is not shed, then the body (at most
- * `sub.maxBody` bytes) once it passed the gate.
+ * Admits `sub`, built from the request's head, while the handler runs (uWS
+ * forbids reading the request later), and reads the body (at most
+ * `sub.maxBody` bytes) when the pipeline says so, pushing it in, read by
+ * `parse` first where the door gives one.
  */
-export function admitHttp(ctx: DoorContext, sub: Submission, sink: Sink, res: Res): void {
-  let next = ctx.pipeline.admit(sub, sink);
-  if (next === Next.Head) {
-    const io = sub.io;
-    sub.refused = io.head?.(sub) ?? null;
-    if (sub.refused === null) sub.ip = io.peer(sub);
-    next = ctx.pipeline.resume(sub);
-  }
-  if (next === Next.Body) readBodyTo(res, sub.req as HttpRequest, sub.maxBody, bodyTo(sub), ctx.ack, ctx.bodies);
+export function admitHttp(ctx: DoorContext, sub: Submission, sink: Sink, res: Res, req: HttpRequest, parse?: Parse): void {
+  const a = ctx.pipeline.admit(sub, sink);
+  if (a !== null) readBodyTo(res, req, sub.maxBody, bodyTo(a, parse), ctx.ack, ctx.bodies);
 }
 
-/**
- * Where `sub`'s body goes: the submission itself, or where the door reads it
- * first (`DoorIo.parse`, a JSON body) and then hands it on.
- */
-export function bodyTo(sub: Submission): BodyTarget {
-  return sub.io.parse === undefined ? sub : new ParsedBody(sub, sub.io.parse);
+/** Where a body goes: the admission itself, or through the door's reading of it first (a JSON body). */
+export function bodyTo(a: Admission, parse?: Parse): BodyTarget {
+  return parse === undefined ? a : new ParsedBody(a, parse);
 }
 
 class ParsedBody implements BodyTarget {
   readonly wantsInto = false;
   constructor(
-    private readonly sub: Submission,
-    private readonly parse: (sub: Submission, body: Uint8Array) => RelayError | null,
+    private readonly a: Admission,
+    private readonly parse: Parse,
   ) {}
 
   into(): Uint8Array | null {
     return null;
   }
 
-  /** Parsed while the bytes are valid (they may be uWS's chunk), then the pipeline goes on. */
+  /** Parsed while the bytes are valid (they may be uWS's chunk), then pushed on with the reading. */
   bodyBytes(bytes: Uint8Array): void {
-    const err = this.parse(this.sub, bytes);
-    if (err !== null) this.sub.invalid = err;
-    this.sub.bodyBytes(bytes);
+    this.a.bodyParsed(bytes, this.parse(this.a.sub, bytes));
   }
 
   tooLarge(declared: number): void {
-    this.sub.tooLarge(declared);
+    this.a.tooLarge(declared);
   }
 
   overBudget(): void {
-    this.sub.overBudget();
+    this.a.overBudget();
   }
 }

@@ -5,12 +5,12 @@
  */
 import { E, RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
-import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
+import { Kind, evmTx, refusedAt, type Sink, type Submission } from '../../pipeline/submission.js';
 import { TAKES_EVM, write, PREFLIGHT, type DoorWords } from '../../answers/answer.js';
 import { renderEvmText } from '../../answers/evm.js';
 import type { Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
-import { admitHttp, httpIo, type DoorContext } from './context.js';
+import { admitHttp, type DoorContext } from './context.js';
 
 /** `Authorization: Bearer <uuid>` -> the UUID; '' when the header is present but not a Bearer credential. */
 /** An Authorization header that is not `Bearer <uuid>` is told the form (AUTH_MISSING's detail). */
@@ -79,23 +79,8 @@ function plainValue(s: string, from: number): boolean {
 }
 
 export function registerEvmTextDoor(ctx: DoorContext): void {
-  const { app, reply } = ctx;
+  const { app, reply, pipeline } = ctx;
   const words: DoorWords = { takes: TAKES_EVM, tips: '' };
-  const io: DoorIo = {
-    ...httpIo(ctx),
-    /** Plain text, and exactly one of `?auth=` or Bearer (docs/protocol.md#authentication). */
-    head: (sub) => {
-      const req = sub.req as HttpRequest;
-      if (!/^text\/plain\s*(;|$)/i.test(req.getHeader('content-type'))) return new RelayError(E.UNSUPPORTED_MEDIA, 'use text/plain');
-      const fromQuery = parseAuthQuery(req.getQuery() ?? '');
-      if (fromQuery instanceof RelayError) return fromQuery;
-      const fromHeader = bearer(req.getHeader('authorization') || null);
-      if (fromQuery !== null && fromHeader !== null) return new RelayError(E.INVALID_REQUEST, 'use exactly one authentication method');
-      sub.credential = fromQuery ?? fromHeader;
-      if (sub.credential === '') return new RelayError(E.AUTH_MISSING, BEARER_FORM);
-      return null;
-    },
-  };
 
   const sink: Sink = (sub: Submission, o: Outcome) => {
     const res = sub.ctx as Res;
@@ -113,12 +98,25 @@ export function registerEvmTextDoor(ctx: DoorContext): void {
 
   const timer = ctx.timer('evm-text');
   app.post('/v2/svc_send_raw_transaction', (r: HttpResponse, req: HttpRequest) => {
-    const sub = new Submission(Kind.EvmTx, 'evm', io);
-    sub.door = 'evm-text';
-    sub.ctx = sub.conn = reply.begin(r, timer);
-    sub.req = req;
-    sub.maxBody = ctx.maxBody;
-    sub.textForwarded = true;
-    admitHttp(ctx, sub, sink, sub.ctx as Res);
+    const res = reply.begin(r, timer);
+    // Shed or draining: refused before a header is read.
+    const credential = pipeline.arrive(Kind.EvmTx, 'evm') ?? credentialOf(req);
+    const sub: Submission =
+      credential instanceof RelayError
+        ? refusedAt(Kind.EvmTx, 'evm', 'evm-text', credential, { ctx: res, conn: res, corked: true })
+        : evmTx('evm-text', { credential, ip: ctx.ip(r, req), ctx: res, conn: res, corked: true, maxBody: ctx.maxBody });
+    admitHttp(ctx, sub, sink, res, req);
   });
+}
+
+/** Plain text, and exactly one of `?auth=` or Bearer (docs/protocol.md#authentication): the credential, or the head's refusal. */
+function credentialOf(req: HttpRequest): string | null | RelayError {
+  if (!/^text\/plain\s*(;|$)/i.test(req.getHeader('content-type'))) return new RelayError(E.UNSUPPORTED_MEDIA, 'use text/plain');
+  const fromQuery = parseAuthQuery(req.getQuery() ?? '');
+  if (fromQuery instanceof RelayError) return fromQuery;
+  const fromHeader = bearer(req.getHeader('authorization') || null);
+  if (fromQuery !== null && fromHeader !== null) return new RelayError(E.INVALID_REQUEST, 'use exactly one authentication method');
+  const credential = fromQuery ?? fromHeader;
+  if (credential === '') return new RelayError(E.AUTH_MISSING, BEARER_FORM);
+  return credential;
 }

@@ -10,7 +10,6 @@
 import { E, RelayError } from '../../errors.js';
 import type { HttpRequest } from '../uws.js';
 import type { StatusObject } from '../../shared/status.js';
-import type { Submission } from '../../pipeline/submission.js';
 
 export const JITO_BUNDLES = '/api/v1/bundles';
 export const JITO_TRANSACTIONS = '/api/v1/transactions';
@@ -29,14 +28,14 @@ export interface JitoStatusOp {
   inflight: boolean;
 }
 
-/** A Jito status read (`sub`, a Solana query): the account's statuses of `[[id, ...]]`, 1 to 5 ids, answered in Jito's shapes. */
-export function jitoStatusRead(sub: Submission, method: string, params: unknown): Submission {
+/** A Jito status read's ids, `[[id, ...]]`, 1 to 5 (or why not), and how it is answered (in Jito's shapes, `jitoStatuses`). */
+export function jitoStatusRead(method: string, params: unknown): { ids: string[] | RelayError; op: JitoStatusOp } {
   const ids = Array.isArray(params) && params.length === 1 ? params[0] : undefined;
+  const op: JitoStatusOp = { op: 'jito-statuses', inflight: method === 'getInflightBundleStatuses' };
   if (!Array.isArray(ids) || ids.length < 1 || ids.length > MAX_JITO_IDS || !ids.every((x) => typeof x === 'string' && x.length > 0 && x.length <= 128)) {
-    sub.invalid = new RelayError(E.INVALID_PARAMS, `params must be [[bundle id, ...]], 1 to ${MAX_JITO_IDS} ids`);
-  } else sub.queryIds = ids as string[];
-  sub.ctx = { op: 'jito-statuses', inflight: method === 'getInflightBundleStatuses' } satisfies JitoStatusOp;
-  return sub;
+    return { ids: new RelayError(E.INVALID_PARAMS, `params must be [[bundle id, ...]], 1 to ${MAX_JITO_IDS} ids`), op };
+  }
+  return { ids: ids as string[], op };
 }
 
 /**

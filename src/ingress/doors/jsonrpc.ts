@@ -12,9 +12,9 @@
  * error but 401 and 429 is HTTP 200 with the JSON-RPC error object
  * (docs/protocol.md#solana-json-rpc).
  *
- * The request is one Submission, read once it passed the shed and per-IP
- * checks; its calls become Submissions of their own, admitted in order and
- * answered together. A standard JSON-RPC array (of `eth_sendRawTransaction`
+ * The request is one submission, its head read once it passed the shed
+ * decision; its body's calls become submissions of their own, admitted in
+ * order and answered together. A standard JSON-RPC array (of `eth_sendRawTransaction`
  * only) gets an array of single answers. An array holds at most
  * `evm.max_batch` calls, counted from its bytes before parsing: 43k
  * unauthenticated `{}` in one body cost 0.22 s of the event loop without it.
@@ -27,13 +27,13 @@
 import { E, RelayError, SOLANA_HEADER } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
 import type { Family } from '../../pipeline/accounts.js';
-import { Encoding, Kind, Next, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
+import { Encoding, Kind, bundle, calls, evmBatch, evmTx, query, refusedAt, solanaTx, type Sink, type Submission } from '../../pipeline/submission.js';
 import { TAKES_JITO, TAKES_RPC, tipsWords, write, rpcError, type Answer, type DoorWords } from '../../answers/answer.js';
 import { Shape, renderCall, renderWhole, type Call } from '../../answers/rpc.js';
-import { MAX_BUNDLE, bundleId } from '../../pipeline/bundle.js';
+import { MAX_BUNDLE } from '../../pipeline/bundle.js';
 import { JSON_TYPE, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
-import { admitHttp, bodyTo, httpIo, type DoorContext } from './context.js';
+import { admitHttp, bodyTo, type DoorContext, type Parse } from './context.js';
 import { BEARER_FORM, bearer } from './evm.js';
 import { TOO_DEEP_DETAIL, scanCall, tooDeep, topLevelElements } from './rpc-scan.js';
 import { apiKeyQuery } from './api-key.js';
@@ -62,7 +62,7 @@ export interface RpcSocket {
   readonly credential: string;
   /** False once the socket closed. */
   readonly open: boolean;
-  /** True once the socket closed: what the pipeline reads (Submission.conn). */
+  /** True once the socket closed: what the pipeline reads (the submission's `conn`). */
   readonly aborted: boolean;
   readonly ip: string;
   /** The family a status read or subscription is made as: one the account has enabled. */
@@ -93,8 +93,10 @@ interface RpcRequest {
   /** Jito's `?bundleOnly=true`: `sendTransaction` as a bundle of one. */
   bundleOnly: boolean;
   array: boolean;
-  /** A WebSocket message, during its callback only (uWS takes it back after). */
-  message: Uint8Array | null;
+  /** The body's calls, as this door read them: what its answer is made of. */
+  calls: Submission[] | null;
+  /** The peer's address, once read (after the shed decision). */
+  ip: string;
   t0: number;
 }
 
@@ -102,7 +104,7 @@ interface RpcRequest {
 type SocketOp = { op: 'subscribe' } | { op: 'unsubscribe'; id: number };
 /** A read answered by the door once the gate let it through: Jito's `getTipAccounts`. */
 type ReadOp = SocketOp | { op: 'tips' } | JitoStatusOp;
-/** A `sendTransaction` admitted as a bundle of one (`ctx` of its Submission): answered with its signature. */
+/** A `sendTransaction` admitted as a bundle of one (`ctx` of its submission): answered with its signature. */
 const BUNDLE_OF_ONE = 'bundle-of-one';
 
 const ARRAY_METHODS = new Set(['eth_sendRawTransaction']);
@@ -128,150 +130,121 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
   const rootWords: DoorWords = { takes: TAKES_RPC, tips: tipsWords(ctx.tipAccounts) };
   const jitoWords: DoorWords = { takes: TAKES_JITO, tips: rootWords.tips };
 
-  const io: DoorIo = {
-    ...httpIo(ctx, (sub) => (sub.ctx as RpcRequest).res!),
-    // JSON-RPC is application/json; a missing Content-Type is 415 too.
-    head: (sub) => {
-      const req = sub.req as HttpRequest;
-      if (!/^application\/json\s*(;|$)/i.test(req.getHeader('content-type'))) return new RelayError(E.UNSUPPORTED_MEDIA, 'use application/json');
-      const rq = sub.ctx as RpcRequest;
-      rq.authorization = req.getHeader('authorization') || null;
-      if (rq.route.jito) {
-        const head = jitoHead(req);
-        if (head instanceof RelayError) return head;
-        rq.apiKey = head.credential;
-        rq.bundleOnly = head.bundleOnly;
-      } else {
-        // `?api-key=` (docs/protocol.md#authentication), read with the header before the shed decision (route below).
-        const query = req.getQuery();
-        const fromQuery = query ? apiKeyQuery(query) : null;
-        if (fromQuery instanceof RelayError) return fromQuery;
-        if (fromQuery !== null && req.getHeader('api-key') !== '') return new RelayError(E.INVALID_REQUEST, 'send the account UUID in one of the api-key header or ?api-key=');
-      }
-      // Checked by the gate before the body is read: a stranger's body is never buffered or parsed.
-      sub.credential = rq.route.jito ? rq.apiKey : (rq.apiKey ?? bearer(rq.authorization));
-      if (sub.credential === '') return new RelayError(E.AUTH_MISSING, BEARER_FORM);
-      // Only the EVM header on a Jito path: the refusal names the one to use, as on the other Solana doors.
-      if (rq.route.jito && sub.credential === null && rq.authorization !== null) return new RelayError(E.AUTH_MISSING, SOLANA_HEADER);
-      return null;
-    },
-    parse: (sub, body) => readCalls(sub, body),
-  };
-  const socketIo: DoorIo = {
-    peer: (sub) => (sub.ctx as RpcRequest).socket!.ip,
-    parse: (sub, body) => readCalls(sub, body),
+  /** JSON-RPC is application/json (a missing Content-Type is 415 too), and the credential: `rq` takes what the calls need of the head. */
+  const headOf = (req: HttpRequest, rq: RpcRequest): string | null | RelayError => {
+    if (!/^application\/json\s*(;|$)/i.test(req.getHeader('content-type'))) return new RelayError(E.UNSUPPORTED_MEDIA, 'use application/json');
+    rq.authorization = req.getHeader('authorization') || null;
+    if (rq.route.jito) {
+      const head = jitoHead(req);
+      if (head instanceof RelayError) return head;
+      rq.apiKey = head.credential;
+      rq.bundleOnly = head.bundleOnly;
+    } else {
+      // `?api-key=` (docs/protocol.md#authentication), read with the header before the shed decision (route below).
+      const query = req.getQuery();
+      const fromQuery = query ? apiKeyQuery(query) : null;
+      if (fromQuery instanceof RelayError) return fromQuery;
+      if (fromQuery !== null && req.getHeader('api-key') !== '') return new RelayError(E.INVALID_REQUEST, 'send the account UUID in one of the api-key header or ?api-key=');
+    }
+    // Checked by the gate before the body is read: a stranger's body is never buffered or parsed.
+    const credential = rq.route.jito ? rq.apiKey : (rq.apiKey ?? bearer(rq.authorization));
+    if (credential === '') return new RelayError(E.AUTH_MISSING, BEARER_FORM);
+    // Only the EVM header on a Jito path: the refusal names the one to use, as on the other Solana doors.
+    if (rq.route.jito && credential === null && rq.authorization !== null) return new RelayError(E.AUTH_MISSING, SOLANA_HEADER);
+    return credential;
   };
 
-  const callOf = (rq: RpcRequest, c: RpcCall | RelayError, id: string, io: DoorIo): Submission => {
+  /** One call of the body, as a submission of its own. */
+  const callOf = (rq: RpcRequest, c: RpcCall | RelayError, rpcId: string): Submission => {
     const door = rq.socket === null ? rq.route.door : 'ws';
-    if (c instanceof RelayError) return refusedCall(c, id, io, door);
+    const ip = rq.ip;
+    if (c instanceof RelayError) return evmTx(door, { refused: c, rpcId, ip });
     const m = c.method;
-    if (SOCKET_METHODS.has(m) && rq.socket === null) return refusedCall(new RelayError(E.METHOD_NOT_FOUND, `${m} (only on the WebSocket door, /ws)`), id, io, door);
+    if (SOCKET_METHODS.has(m) && rq.socket === null) return evmTx(door, { refused: new RelayError(E.METHOD_NOT_FOUND, `${m} (only on the WebSocket door, /ws)`), rpcId, ip });
     if (!rq.route.methods.has(m) && !(rq.socket !== null && SOCKET_METHODS.has(m))) {
-      return refusedCall(new RelayError(E.METHOD_NOT_FOUND, m.slice(0, 64) + ONLY_SENDS), id, io, door);
+      return evmTx(door, { refused: new RelayError(E.METHOD_NOT_FOUND, m.slice(0, 64) + ONLY_SENDS), rpcId, ip });
     }
-    if (rq.array && !ARRAY_METHODS.has(m)) return refusedCall(new RelayError(E.INVALID_REQUEST, `${m} cannot be sent inside a JSON-RPC array`), id, io, door);
+    if (rq.array && !ARRAY_METHODS.has(m)) return evmTx(door, { refused: new RelayError(E.INVALID_REQUEST, `${m} cannot be sent inside a JSON-RPC array`), rpcId, ip });
     const p = c.params;
     // Over a WebSocket every call carries the upgrade's credential; over HTTP each family's own header.
     const sk = rq.socket;
-    let sub: Submission;
+    // A Solana call: the socket's credential, else the api-key header's; only the EVM header is told which one to use.
+    const solanaKey = sk?.credential ?? rq.apiKey;
+    const solanaRefused = solanaKey === null && rq.authorization !== null ? new RelayError(E.AUTH_MISSING, SOLANA_HEADER) : null;
+    const evmKey = sk?.credential ?? bearer(rq.authorization);
+    const evmRefused = evmKey === null && rq.apiKey !== null ? new RelayError(E.AUTH_MISSING, EVM_HEADER) : null;
     if (m === 'sendBundle' || (m === 'sendTransaction' && rq.bundleOnly)) {
-      sub = solanaCall(rq, Kind.Bundle, io);
       // Jito's bundleOnly: a sendTransaction as a bundle of one, with the bundle rules and lane.
       const b = m === 'sendBundle' ? sendBundleParams(p) : bundleOfOne(sendTransactionParams(p));
-      if (m !== 'sendBundle') sub.ctx = BUNDLE_OF_ONE;
-      if (b instanceof RelayError) sub.invalid = b;
-      else {
-        sub.texts = b.data;
-        sub.encoding = b.encoding;
-      }
-    } else if (m === 'sendTransaction') {
-      sub = solanaCall(rq, Kind.SolanaTx, io);
-      const tx = sendTransactionParams(p);
-      if (tx instanceof RelayError) sub.invalid = tx;
-      else {
-        sub.text = tx.data;
-        sub.encoding = tx.encoding;
-        // Base64 that decodes is canonical (strict decoding): the lane forwards the client's own text.
-        sub.textForwarded = tx.encoding === Encoding.Base64;
-      }
-    } else if (m === 'getTipAccounts') {
-      // Read access, as a subscription: the gate and the status reads' limit, then the door answers.
-      sub = new Submission(Kind.Query, 'solana', io);
-      sub.credential = rq.apiKey;
-      sub.queryIds = [];
-      sub.ctx = { op: 'tips' } satisfies ReadOp;
-    } else if (JITO_STATUS_METHODS.has(m)) {
-      sub = jitoStatusRead(solanaCall(rq, Kind.Query, io), m, p);
-    } else if (m === 'txrelay_getStatuses') {
-      // Either family's credential: the statuses are the account's, whichever door sent them.
-      sub = new Submission(Kind.Query, sk?.family ?? (rq.apiKey !== null ? 'solana' : 'evm'), io);
-      sub.credential = sk?.credential ?? rq.apiKey ?? bearer(rq.authorization);
-      const ids = statusIds(Array.isArray(p) && p.length === 1 ? p[0] : undefined);
-      if (ids instanceof RelayError) sub.invalid = ids;
-      else sub.queryIds = ids;
-    } else if (sk !== null && SOCKET_METHODS.has(m)) {
-      // A subscription is read access: the gate and the status reads' limit, then the socket answers.
-      sub = new Submission(Kind.Query, sk.family, io);
-      sub.credential = sk.credential;
-      sub.queryIds = [];
-      const op = socketOp(m, p);
-      if (op instanceof RelayError) sub.invalid = op;
-      else sub.ctx = op;
-    } else if (m === 'eth_sendRawTransaction') {
-      sub = new Submission(Kind.EvmTx, 'evm', io);
-      sub.credential = sk?.credential ?? bearer(rq.authorization);
-      if (sub.credential === null && rq.apiKey !== null) sub.refused = new RelayError(E.AUTH_MISSING, EVM_HEADER);
-      if (!Array.isArray(p) || p.length !== 1 || typeof p[0] !== 'string') sub.invalid = new RelayError(E.INVALID_PARAMS, 'params must be ["0x…"]');
-      else {
-        sub.text = p[0];
-        sub.textForwarded = true;
-      }
-    } else {
-      sub = new Submission(Kind.EvmBatch, 'evm', io);
-      sub.credential = sk?.credential ?? bearer(rq.authorization);
-      if (sub.credential === null && rq.apiKey !== null) sub.refused = new RelayError(E.AUTH_MISSING, EVM_HEADER);
-      if (!Array.isArray(p) || p.length < 1 || p.length > maxArray || !p.every((x) => typeof x === 'string')) {
-        sub.invalid = new RelayError(E.INVALID_PARAMS, `params must be 1 to ${maxArray} "0x…" strings`);
-      } else sub.texts = p as string[];
+      const ok = !(b instanceof RelayError);
+      return bundle(door, {
+        credential: solanaKey, refused: solanaRefused, rpcId, ip,
+        invalid: ok ? null : b, texts: ok ? b.data : null, encoding: ok ? b.encoding : Encoding.Base58,
+        ctx: m === 'sendBundle' ? null : BUNDLE_OF_ONE,
+      });
     }
-    sub.door = door;
-    sub.rpcId = id;
-    return sub;
+    if (m === 'sendTransaction') {
+      const tx = sendTransactionParams(p);
+      const ok = !(tx instanceof RelayError);
+      return solanaTx(door, {
+        credential: solanaKey, refused: solanaRefused, rpcId, ip,
+        invalid: ok ? null : tx, text: ok ? tx.data : null, encoding: ok ? tx.encoding : Encoding.Base64,
+        // Base64 that decodes is canonical (strict decoding): the lane forwards the client's own text.
+        textForwarded: ok && tx.encoding === Encoding.Base64,
+      });
+    }
+    if (m === 'getTipAccounts') {
+      // Read access, as a subscription: the gate and the status reads' limit, then the door answers.
+      return query(door, 'solana', { credential: rq.apiKey, rpcId, ip, queryIds: [], ctx: { op: 'tips' } satisfies ReadOp });
+    }
+    if (JITO_STATUS_METHODS.has(m)) {
+      const r = jitoStatusRead(m, p);
+      const bad = r.ids instanceof RelayError ? r.ids : null;
+      return query(door, 'solana', { credential: solanaKey, refused: solanaRefused, rpcId, ip, invalid: bad, queryIds: bad ? null : (r.ids as string[]), ctx: r.op });
+    }
+    if (m === 'txrelay_getStatuses') {
+      // Either family's credential: the statuses are the account's, whichever door sent them.
+      const ids = statusIds(Array.isArray(p) && p.length === 1 ? p[0] : undefined);
+      const bad = ids instanceof RelayError ? ids : null;
+      return query(door, sk?.family ?? (rq.apiKey !== null ? 'solana' : 'evm'), {
+        credential: sk?.credential ?? rq.apiKey ?? bearer(rq.authorization), rpcId, ip, invalid: bad, queryIds: bad ? null : (ids as string[]),
+      });
+    }
+    if (sk !== null && SOCKET_METHODS.has(m)) {
+      // A subscription is read access: the gate and the status reads' limit, then the socket answers.
+      const op = socketOp(m, p);
+      const bad = op instanceof RelayError ? op : null;
+      return query(door, sk.family, { credential: sk.credential, rpcId, ip, queryIds: [], invalid: bad, ctx: bad ? null : op });
+    }
+    if (m === 'eth_sendRawTransaction') {
+      const ok = Array.isArray(p) && p.length === 1 && typeof p[0] === 'string';
+      return evmTx(door, {
+        credential: evmKey, refused: evmRefused, rpcId, ip,
+        invalid: ok ? null : new RelayError(E.INVALID_PARAMS, 'params must be ["0x…"]'), text: ok ? (p[0] as string) : null,
+      });
+    }
+    const ok = Array.isArray(p) && p.length >= 1 && p.length <= maxArray && p.every((x) => typeof x === 'string');
+    return evmBatch(door, {
+      credential: evmKey, refused: evmRefused, rpcId, ip,
+      invalid: ok ? null : new RelayError(E.INVALID_PARAMS, `params must be 1 to ${maxArray} "0x…" strings`), texts: ok ? (p as string[]) : null,
+    });
   };
 
-  /** A Solana call: the socket's credential, else the api-key header's; only the EVM header is told which one to use. */
-  const solanaCall = (rq: RpcRequest, kind: Kind, io: DoorIo): Submission => {
-    const sub = new Submission(kind, 'solana', io);
-    sub.credential = rq.socket?.credential ?? rq.apiKey;
-    if (sub.credential === null && rq.authorization !== null) sub.refused = new RelayError(E.AUTH_MISSING, SOLANA_HEADER);
-    return sub;
-  };
-
-  const refusedCall = (err: RelayError, id: string, io: DoorIo, door: string): Submission => {
-    const sub = new Submission(Kind.EvmTx, 'evm', io);
-    sub.door = door;
-    sub.refused = err;
-    sub.rpcId = id;
-    return sub;
-  };
-
-  /** The body's calls into `sub.calls` (DoorIo.parse), or why it is refused. */
-  const readCalls = (sub: Submission, body: Uint8Array): RelayError | null => {
-    const calls = parseCalls(sub, body);
-    if (calls instanceof RelayError) return calls;
-    sub.calls = calls;
-    return null;
-  };
-
-  const parseCalls = (sub: Submission, body: Uint8Array): Submission[] | RelayError => {
+  /** The body's calls (kept by the door for its answer, and pushed to the pipeline), or why it is refused. */
+  const parse: Parse = (sub, body) => {
     const rq = sub.ctx as RpcRequest;
+    const calls = parseCalls(rq, body);
+    if (!(calls instanceof RelayError)) rq.calls = calls;
+    return calls;
+  };
+
+  const parseCalls = (rq: RpcRequest, body: Uint8Array): Submission[] | RelayError => {
     const n = topLevelElements(body, maxArray);
     if (n > maxArray) return new RelayError(E.INVALID_REQUEST, `a JSON-RPC array holds at most ${maxArray} calls`);
     if (n === 0) {
       // The usual single call, read from its bytes (rpc-scan.ts); whatever it declines is parsed below.
       const fast = scanCall(body);
-      if (fast !== null) return [callOf(rq, fast, fast.id, sub.io)];
+      if (fast !== null) return [callOf(rq, fast, fast.id)];
     }
     // JSON.parse of a deep body costs far more per byte than of a flat one: refused from its bytes first.
     if (tooDeep(body)) return new RelayError(E.JSON_TOO_DEEP, TOO_DEEP_DETAIL);
@@ -281,10 +254,10 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     } catch {
       return new RelayError(E.PARSE, 'body is not valid JSON');
     }
-    if (!Array.isArray(msg)) return [callOf(rq, readCall(msg), idOf(msg), sub.io)];
+    if (!Array.isArray(msg)) return [callOf(rq, readCall(msg), idOf(msg))];
     if (msg.length === 0) return new RelayError(E.INVALID_REQUEST, 'empty array');
     rq.array = true;
-    return msg.map((m) => callOf(rq, readCall(m), idOf(m), sub.io));
+    return msg.map((m) => callOf(rq, readCall(m), idOf(m)));
   };
 
   /** What a call's answer depends on, refilled per call (answers/rpc.ts renders it). */
@@ -301,7 +274,7 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     else if (c.kind === Kind.SolanaTx) view.shape = Shape.SolanaTx;
     else if (c.kind === Kind.Bundle) {
       view.shape = c.ctx === BUNDLE_OF_ONE ? Shape.BundleOfOne : Shape.Bundle;
-      if (ok) view.bundleId = bundleId(c.key!);
+      if (ok) view.bundleId = o.bundleId!;
     } else if (c.kind === Kind.Query) {
       const op = c.ctx as ReadOp | null;
       view.shape = op === null ? Shape.Statuses : Shape.Read;
@@ -318,67 +291,76 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
     return renderCall(view, o, rq.route.jito ? jitoWords : rootWords);
   };
 
+  /** The body's answer: refused whole (`o.items` null: its calls were never read), or each call's outcome in `o.items`. */
   const sink: Sink = (sub: Submission, o: Outcome) => {
     const rq = sub.ctx as RpcRequest;
-    const calls = sub.children;
-    const err = o.error;
-    if (rq.socket !== null) return socketAnswer(rq, sub, o);
+    if (rq.socket !== null) return socketAnswer(rq, o);
     const res = rq.res!;
-    if (calls === null && err !== null) {
+    const items = o.items;
+    if (items === null) {
       // The request as a whole, refused before its calls were read.
-      return write(reply, res, renderWhole(err, rq.apiKey !== null, rq.route.jito, rq.route.jito ? jitoWords : rootWords));
+      return write(reply, res, renderWhole(o.error!, rq.apiKey !== null, rq.route.jito, rq.route.jito ? jitoWords : rootWords));
     }
-    if (calls === null) return;
     // A request that queued anything carries its id, for status reads.
     res.requestId = o.requestId;
-    if (!rq.array) return write(reply, res, answerOf(rq, calls[0]!, o));
-    reply.send(res, o.httpStatus(202), JSON_TYPE, arrayBody(rq, calls));
+    if (!rq.array) return write(reply, res, answerOf(rq, rq.calls![0]!, items[0]!));
+    reply.send(res, o.httpStatus(202), JSON_TYPE, arrayBody(rq, items));
   };
 
   /** Standard JSON-RPC array: an array of single answers, in order (over HTTP the status by the batch rule). */
-  const arrayBody = (rq: RpcRequest, calls: Submission[]): string => {
+  const arrayBody = (rq: RpcRequest, items: readonly Outcome[]): string => {
+    const calls = rq.calls!;
     let body = '[';
-    for (let i = 0; i < calls.length; i++) body += (i > 0 ? ',' : '') + answerOf(rq, calls[i]!, calls[i]!.outcome!).body;
+    for (let i = 0; i < calls.length; i++) body += (i > 0 ? ',' : '') + answerOf(rq, calls[i]!, items[i]!).body;
     return body + ']';
   };
 
   const wsTimer = ctx.timer('ws');
   /** The HTTP answer's body, over the socket: the JSON-RPC error object even where HTTP would say it in plain text. */
-  const socketAnswer = (rq: RpcRequest, sub: Submission, o: Outcome): void => {
-    const calls = sub.children;
+  const socketAnswer = (rq: RpcRequest, o: Outcome): void => {
+    const items = o.items;
     const err = o.error;
     let body: string;
     let hold = 0;
-    if (calls === null) {
-      if (err === null) return;
-      body = rpcError(err, 'null');
-      hold = err.holdMs;
+    if (items === null) {
+      body = rpcError(err!, 'null');
+      hold = err!.holdMs;
     } else {
-      body = rq.array ? arrayBody(rq, calls) : answerOf(rq, calls[0]!, o).body;
+      body = rq.array ? arrayBody(rq, items) : answerOf(rq, rq.calls![0]!, items[0]!).body;
     }
     // What the answer says of the client's pace: any call that went through, every call refused for the rate, or neither.
-    const pace = calls === null
-      ? (err!.spec === E.RATE_ACCOUNT ? Pace.Limited : Pace.Refused)
-      : calls.some((c) => c.outcome?.error === null) ? Pace.Ok : calls.every((c) => c.outcome?.error?.spec === E.RATE_ACCOUNT) ? Pace.Limited : Pace.Refused;
+    const pace =
+      items === null
+        ? err!.spec === E.RATE_ACCOUNT
+          ? Pace.Limited
+          : Pace.Refused
+        : items.some((x) => x.error === null)
+          ? Pace.Ok
+          : items.every((x) => x.error?.spec === E.RATE_ACCOUNT)
+            ? Pace.Limited
+            : Pace.Refused;
     rq.socket!.answer(body, hold, pace);
     wsTimer?.observe((performance.now() - rq.t0) / 1000);
   };
 
   const route = (path: string, rt: RpcRoute): void => {
     const timer = ctx.timer(rt.door);
+    const family: Family = rt.jito ? 'solana' : 'evm';
     app.post(path, (r: HttpResponse, req: HttpRequest) => {
       const res = reply.begin(r, timer);
-      const sub = new Submission(Kind.Calls, rt.jito ? 'solana' : 'evm', io);
-      sub.door = rt.door;
       // The api-key header is read before the shed decision: it says how a shed is answered (plain text for a Solana caller).
       // Jito's paths read their credential with the rest of the head (jito.ts): their sheds are plain text anyway.
       const query = rt.jito ? '' : req.getQuery();
       const apiKey = rt.jito ? null : req.getHeader('api-key') || (query ? queryKey(query) : null);
-      sub.ctx = { res, socket: null, route: rt, apiKey, authorization: null, bundleOnly: false, array: false, message: null, t0: 0 } satisfies RpcRequest;
-      sub.req = req;
-      sub.conn = res;
-      sub.maxBody = ctx.maxBody;
-      admitHttp(ctx, sub, sink, res);
+      const rq: RpcRequest = { res, socket: null, route: rt, apiKey, authorization: null, bundleOnly: false, array: false, calls: null, ip: '', t0: 0 };
+      const credential = pipeline.arrive(Kind.Calls, family) ?? headOf(req, rq);
+      let sub: Submission;
+      if (credential instanceof RelayError) sub = refusedAt(Kind.Calls, family, rt.door, credential, { ctx: rq, conn: res, corked: true });
+      else {
+        rq.ip = ctx.ip(r, req);
+        sub = calls(rt.door, family, { credential, ip: rq.ip, ctx: rq, conn: res, corked: true, maxBody: ctx.maxBody });
+      }
+      admitHttp(ctx, sub, sink, res, req, parse);
     });
   };
   route('/', root);
@@ -391,29 +373,27 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
   return (socket, message) => {
     // As for an HTTP body (body.ts): uWS flushes this callback's answers when it returns, and forwarding waits for that.
     ctx.ack.drain();
-    const sub = new Submission(Kind.Calls, socket.family, socketIo);
-    sub.door = 'ws';
-    sub.credential = socket.credential;
-    const rq: RpcRequest = { res: null, socket, route: root, apiKey: null, authorization: null, bundleOnly: false, array: false, message, t0: wsTimer ? performance.now() : 0 };
-    sub.ctx = rq;
-    sub.conn = socket;
-    sub.ip = socket.ip;
-    sub.maxBody = ctx.maxBody;
+    const rq: RpcRequest = { res: null, socket, route: root, apiKey: null, authorization: null, bundleOnly: false, array: false, calls: null, ip: socket.ip, t0: wsTimer ? performance.now() : 0 };
+    const off = pipeline.arrive(Kind.Calls, socket.family);
+    const sub =
+      off !== null
+        ? refusedAt(Kind.Calls, socket.family, 'ws', off, { ctx: rq, conn: socket })
+        : calls('ws', socket.family, { credential: socket.credential, ip: socket.ip, ctx: rq, conn: socket, maxBody: ctx.maxBody });
     ctx.ack.enter();
     try {
-      // The message is the body: handed on here, as an HTTP door reads its body.
-      if (pipeline.admit(sub, sink) === Next.Body) {
-        if (message.length > sub.maxBody) sub.tooLarge(message.length);
-        else bodyTo(sub).bodyBytes(message);
+      // The message is the body: pushed here, as an HTTP door pushes the body it read.
+      const a = pipeline.admit(sub, sink);
+      if (a !== null) {
+        if (message.length > sub.maxBody) a.tooLarge(message.length);
+        else bodyTo(a, parse).bodyBytes(message);
       }
     } finally {
       ctx.ack.leave();
-      rq.message = null;
     }
   };
 }
 
-/** `?api-key=`'s value where well-formed; a malformed query is refused with the head (io.head above). */
+/** `?api-key=`'s value where well-formed; a malformed query is refused with the head (`headOf` above). */
 function queryKey(query: string): string | null {
   const k = apiKeyQuery(query);
   return typeof k === 'string' ? k : null;

@@ -7,12 +7,13 @@
  */
 import { E, RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
-import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
+import { Kind, query, refusedAt, type Sink, type Submission } from '../../pipeline/submission.js';
+import type { Family } from '../../pipeline/accounts.js';
 import { TAKES_STATUS, write, type DoorWords } from '../../answers/answer.js';
 import { renderStatuses } from '../../answers/rpc.js';
 import { watchAbort, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
-import { admitHttp, httpIo, type DoorContext } from './context.js';
+import { admitHttp, type DoorContext, type Parse } from './context.js';
 import { bearer } from './evm.js';
 import { statusIds } from './jsonrpc.js';
 import { TOO_DEEP_DETAIL, tooDeep } from './rpc-scan.js';
@@ -22,31 +23,18 @@ import { apiKeyQuery } from './api-key.js';
 const MAX_STATUS_BODY = 16 * 1024;
 
 export function registerStatusDoor(ctx: DoorContext): void {
-  const { app, reply } = ctx;
+  const { app, reply, pipeline } = ctx;
   const words: DoorWords = { takes: TAKES_STATUS, tips: '' };
-  const io: DoorIo = {
-    ...httpIo(ctx),
-    head: (sub) => {
-      const req = sub.req as HttpRequest;
-      const query = req.getQuery();
-      const fromQuery = query ? apiKeyQuery(query) : null;
-      if (fromQuery instanceof RelayError) return fromQuery;
-      sub.credential = req.getHeader('api-key') || bearer(req.getHeader('authorization') || null) || fromQuery;
-      return null;
-    },
-    parse: (sub, body) => {
-      if (tooDeep(body)) return new RelayError(E.JSON_TOO_DEEP, TOO_DEEP_DETAIL);
-      let msg: unknown;
-      try {
-        msg = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.length).toString('utf8'));
-      } catch {
-        return new RelayError(E.PARSE, 'body is not valid JSON');
-      }
-      const ids = statusIds((msg as { ids?: unknown } | null)?.ids);
-      if (ids instanceof RelayError) return ids;
-      sub.queryIds = ids;
-      return null;
-    },
+  /** `{"ids": [...]}`: the ids, or why not. */
+  const parse: Parse = (_sub, body) => {
+    if (tooDeep(body)) return new RelayError(E.JSON_TOO_DEEP, TOO_DEEP_DETAIL);
+    let msg: unknown;
+    try {
+      msg = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.length).toString('utf8'));
+    } catch {
+      return new RelayError(E.PARSE, 'body is not valid JSON');
+    }
+    return statusIds((msg as { ids?: unknown } | null)?.ids);
   };
 
   const answer = (one: boolean): Sink => (sub: Submission, o: Outcome) => write(reply, sub.ctx as Res, renderStatuses(o, one, words));
@@ -54,32 +42,38 @@ export function registerStatusDoor(ctx: DoorContext): void {
   const many = answer(false);
 
   const timer = ctx.timer('status');
-  const start = (r: HttpResponse, req: HttpRequest): Submission => {
+  /** A read of `ids` (null: in the body, of at most `maxBody` bytes), or `invalid` its ids' refusal. */
+  const read = (r: HttpResponse, req: HttpRequest, res: Res, ids: string[] | RelayError | null, maxBody: number): Submission => {
     // The family only picks whose credential header is read first; reads are the account's, across families.
-    const sub = new Submission(Kind.Query, req.getHeader('api-key') ? 'solana' : 'evm', io);
-    sub.door = 'status';
-    sub.ctx = reply.begin(r, timer);
-    sub.req = req;
-    return sub;
+    const family: Family = req.getHeader('api-key') ? 'solana' : 'evm';
+    const credential = pipeline.arrive(Kind.Query, family) ?? credentialOf(req);
+    if (credential instanceof RelayError) return refusedAt(Kind.Query, family, 'status', credential, { ctx: res, conn: res, corked: true });
+    const invalid = ids instanceof RelayError ? ids : null;
+    return query('status', family, { credential, ip: ctx.ip(r, req), ctx: res, conn: res, corked: true, maxBody, invalid, queryIds: ids instanceof RelayError ? null : ids });
   };
   app.get('/v1/status/:id', (r: HttpResponse, req: HttpRequest) => {
-    const sub = start(r, req);
+    const res = reply.begin(r, timer);
     let id = '';
     try {
       id = decodeURIComponent(req.getParameter(0) ?? '');
     } catch {
       // Broken percent-encoding: refused below as an empty id.
     }
-    const ids = statusIds([id]);
-    if (ids instanceof RelayError) sub.invalid = ids;
-    else sub.queryIds = ids;
+    const sub = read(r, req, res, statusIds([id]), 0);
     // With acceptor threads the answer waits for the others' trackers: the abort handler first.
-    watchAbort(sub.ctx as Res);
-    admitHttp(ctx, sub, one, sub.ctx as Res);
+    watchAbort(res);
+    admitHttp(ctx, sub, one, res, req);
   });
   app.post('/v1/status', (r: HttpResponse, req: HttpRequest) => {
-    const sub = start(r, req);
-    sub.maxBody = MAX_STATUS_BODY;
-    admitHttp(ctx, sub, many, sub.ctx as Res);
+    const res = reply.begin(r, timer);
+    admitHttp(ctx, read(r, req, res, null, MAX_STATUS_BODY), many, res, req, parse);
   });
+}
+
+/** Either family's header, or `?api-key=` (docs/protocol.md#status): the credential, or the head's refusal. */
+function credentialOf(req: HttpRequest): string | null | RelayError {
+  const q = req.getQuery();
+  const fromQuery = q ? apiKeyQuery(q) : null;
+  if (fromQuery instanceof RelayError) return fromQuery;
+  return req.getHeader('api-key') || bearer(req.getHeader('authorization') || null) || fromQuery;
 }

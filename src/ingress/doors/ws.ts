@@ -29,7 +29,7 @@
 import { E, RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
 import type { Family } from '../../pipeline/accounts.js';
-import { Kind, Submission, type DoorIo, type Sink } from '../../pipeline/submission.js';
+import { Kind, query, refusedAt, type Sink, type Submission } from '../../pipeline/submission.js';
 import type { AccountRecord } from '../../store/accounts.js';
 import type { StatusFeed, Subscriber } from '../../status/feed.js';
 import { refusalLimits } from '../../pipeline/accounts.js';
@@ -322,15 +322,11 @@ export function registerWsDoor(ctx: DoorContext, message: RpcMessage, feed: Stat
   door.setHandler(message);
   const enabled = ctx.enabled;
 
-  const io: DoorIo = {
-    peer: (sub) => (sub.ctx as Upgrade).ip,
-  };
-
   const upgraded: Sink = (sub: Submission, out: Outcome) => {
     const u = sub.ctx as Upgrade;
     const err = out.error;
     if (err !== null) return write(reply, u.res, rpcRefusal(err, words));
-    const rec = sub.account!;
+    const rec = out.account!;
     // An account whose socket was just closed for flooding waits before its next one: reconnecting at once
     // would put the flood straight back on the acceptor.
     const wait = door.cooldownLeft(rec.id);
@@ -356,11 +352,8 @@ export function registerWsDoor(ctx: DoorContext, message: RpcMessage, feed: Stat
     upgrade: (r: HttpResponse, req: HttpRequest, context: unknown) => {
       const res = reply.begin(r, timer);
       const credential = req.getHeader('api-key') || bearer(req.getHeader('authorization') || null) || req.getQuery('api-key') || '';
-      const sub = new Submission(Kind.Query, enabled.solana ? 'solana' : 'evm', io);
-      sub.door = 'ws';
-      sub.credential = credential || null;
-      sub.queryIds = [];
-      sub.ctx = {
+      const family = enabled.solana ? 'solana' : 'evm';
+      const u: Upgrade = {
         res,
         key: req.getHeader('sec-websocket-key'),
         protocol: req.getHeader('sec-websocket-protocol'),
@@ -369,9 +362,11 @@ export function registerWsDoor(ctx: DoorContext, message: RpcMessage, feed: Stat
         ip: ctx.ip(res, req),
         capKey: addressKey(res.getRemoteAddress()),
         credential,
-      } satisfies Upgrade;
-      sub.req = req;
-      sub.ip = (sub.ctx as Upgrade).ip;
+      };
+      // An upgrade is a read: authenticated, of the reads' limit, answered by opening the socket.
+      const off = pipeline.arrive(Kind.Query, family);
+      const sub: Submission =
+        off !== null ? refusedAt(Kind.Query, family, 'ws', off, { ctx: u, conn: res }) : query('ws', family, { credential: credential || null, ip: u.ip, ctx: u, conn: res, queryIds: [] });
       // A held refusal answers after the handler returned.
       watchAbort(res);
       pipeline.admit(sub, upgraded);
