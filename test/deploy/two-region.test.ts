@@ -1,9 +1,9 @@
 /**
  * The two-region recipe (docs/operations.md#two-region-production-recipe)
  * runs as written: two nodes start from exactly deploy/two-region/eu.toml and
- * us.toml with the secrets of txrelay.env, only their ports, addresses, paths
- * and upstream URLs substituted (each substitution must find its text, so the
- * files and this test cannot drift apart). One PostgreSQL (TXRELAY_TEST_PG)
+ * us.toml with the secrets of txrelay.env, only their ports, addresses, paths,
+ * upstream URLs and the database URL substituted (each substitution must find
+ * its text, so the files and this test cannot drift apart). One PostgreSQL (TXRELAY_TEST_PG)
  * holds the registry; the doors speak TLS with a self-signed certificate made
  * here; an account made on one node sends signed transactions through both;
  * each node's metrics-only listener answers /metrics and nothing of the admin
