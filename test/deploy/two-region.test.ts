@@ -1,18 +1,22 @@
 /**
  * The two-region recipe (docs/operations.md#two-region-production-recipe)
  * runs as written: two nodes start from exactly deploy/two-region/eu.toml and
- * us.toml with the secrets of txrelay.env, only their ports, addresses, paths
- * and upstream URLs substituted (each substitution must find its text, so the
- * files and this test cannot drift apart). One PostgreSQL (TXRELAY_TEST_PG)
+ * us.toml with the secrets of txrelay.env, only their ports, addresses, paths,
+ * upstream URLs and the database URL substituted (each substitution must find
+ * its text, so the files and this test cannot drift apart). One PostgreSQL (TXRELAY_TEST_PG)
  * holds the registry; the doors speak TLS with a self-signed certificate made
  * here; an account made on one node sends signed transactions through both;
  * each node's metrics-only listener answers /metrics and nothing of the admin
- * API; prometheus.yml scrapes exactly those listeners.
+ * API; prometheus.yml scrapes exactly those listeners and passes `promtool
+ * check config` where promtool is installed. The nodes connect as a role made
+ * with the statements docs/operations.md gives (no superuser, owner of its
+ * database), so the schema migrations and LISTEN are shown to need no more.
  */
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
@@ -20,10 +24,12 @@ import { parse as parseToml } from 'smol-toml';
 import { eventually } from '../helpers/relay.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { signed1559 } from '../helpers/evm.js';
-import { freshDatabase, pgSkip } from '../helpers/pg.js';
+import { PG_URL, pgSkip, sql } from '../helpers/pg.js';
 import { freePorts } from '../../bench/e2e/relay.js';
 
 const DEPLOY = new URL('../../../deploy/two-region/', import.meta.url).pathname;
+const ALERTS = new URL('../../../deploy/prometheus/alerts.yml', import.meta.url).pathname;
+const PROMTOOL = '/usr/bin/promtool';
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 
 const skip = await pgSkip();
@@ -65,7 +71,20 @@ test('two nodes start from deploy/two-region as written, share one registry, and
 
   const upstream = await startUpstream();
   t.after(() => upstream.close());
-  const dbUrl = await freshDatabase(t, 'tworegion');
+  // The role and database as docs/operations.md#the-database-across-regions creates them (a unique name on the shared server).
+  const role = `txrelay_${randomBytes(5).toString('hex')}`;
+  const password = randomBytes(12).toString('hex');
+  await sql(PG_URL, `CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+  await sql(PG_URL, `CREATE DATABASE ${role} OWNER ${role}`);
+  t.after(async () => {
+    await sql(PG_URL, `DROP DATABASE IF EXISTS ${role} WITH (FORCE)`).catch(() => {});
+    await sql(PG_URL, `DROP ROLE IF EXISTS ${role}`).catch(() => {});
+  });
+  const db = new URL(PG_URL);
+  db.username = role;
+  db.password = password;
+  db.pathname = '/' + role;
+  const dbUrl = db.toString();
 
   // The secrets file, as systemd hands it to the relay: only the values change.
   const secrets = envFile(readFileSync(join(DEPLOY, 'txrelay.env'), 'utf8'));
@@ -154,4 +173,13 @@ test('two nodes start from deploy/two-region as written, share one registry, and
   const targets = [...prom.matchAll(/targets: \["([^"]+)"\]/g)].map((m) => m[1]);
   const listens = ['eu', 'us'].map((n) => (parseToml(readFileSync(join(DEPLOY, `${n}.toml`), 'utf8')) as any).metrics.listen);
   assert.deepEqual(targets, listens);
+  // And Prometheus takes the file as it is, with the rules at the path it names.
+  if (existsSync(PROMTOOL)) {
+    const promFile = join(dir, 'prometheus.yml');
+    writeFileSync(promFile, sub(prom, '/etc/prometheus/txrelay-alerts.yml', ALERTS));
+    const check = spawnSync(PROMTOOL, ['check', 'config', promFile], { encoding: 'utf8' });
+    assert.equal(check.status, 0, `promtool check config:\n${check.stdout}${check.stderr}`);
+  } else {
+    t.diagnostic(`${PROMTOOL} missing: prometheus.yml not checked by promtool (scripts/ensure-prometheus.sh installs it)`);
+  }
 });

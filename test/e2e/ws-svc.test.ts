@@ -111,6 +111,42 @@ test('a lane with no upstream: dry_run over /ws where HTTP sends x-svc-dry-run, 
   }
 });
 
+test('an array over /ws: each answer that sent has its own svc with the array\'s one request id, as HTTP\'s one header; the refused member has none', async () => {
+  const ws = await wsOf(paid);
+  try {
+    const [a, b, c] = [await signed1559({ nonce: nonce++ }), await signed1559({ nonce: nonce++ }), await signed1559({ nonce: nonce++ })];
+    const call = (id: number, hex: string) => ({ jsonrpc: '2.0', id, method: 'eth_sendRawTransaction', params: [hex] });
+    const http = await fetch(relay.base + '/', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${paid}` },
+      body: JSON.stringify([call(1, a.hex), call(2, '0x12')]),
+    });
+    const httpRequest = http.headers.get('x-svc-request-id');
+    assert.ok(httpRequest);
+    const httpBody = (await http.json()) as { result?: string; svc?: unknown }[];
+    assert.ok(httpBody.every((m) => m.svc === undefined), 'HTTP says it in headers only');
+
+    // b is new, 0x12 is refused, a was sent over HTTP above.
+    ws.ws.send(JSON.stringify([call(1, b.hex), call(2, '0x12'), call(3, a.hex), call(4, c.hex)]));
+    const answers = (await ws.until(() => ws.messages.find((m) => Array.isArray(m)), 5000, 'the array\'s answer')) as any[];
+    const byId = new Map(answers.map((m) => [m.id, m]));
+    assert.equal(byId.get(2).error.code, -32602);
+    assert.equal(byId.get(2).svc, undefined);
+    const sent = [byId.get(1), byId.get(3), byId.get(4)];
+    for (const m of sent) assert.ok(m.result && m.svc?.request_id, JSON.stringify(m));
+    const wsRequest = byId.get(1).svc.request_id as string;
+    assert.ok(sent.every((m) => m.svc.request_id === wsRequest), 'one request id for the whole array');
+    assert.notEqual(wsRequest, httpRequest);
+    assert.deepEqual(sent.map((m) => m.svc.duplicate === true), [false, true, false]);
+    // Both ids are the ones the status API files the transactions under.
+    assert.equal(await requestOf(paid, a.hash), httpRequest);
+    assert.equal(await requestOf(paid, b.hash), wsRequest);
+    assert.equal(await requestOf(paid, c.hash), wsRequest);
+  } finally {
+    ws.ws.close();
+  }
+});
+
 test('a refusal over /ws carries no svc member, as HTTP sends none of those headers', async () => {
   const ws = await wsOf(paid);
   try {
