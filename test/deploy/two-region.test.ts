@@ -2,10 +2,12 @@
  * The two-region recipe (docs/operations.md#two-region-production-recipe)
  * runs as written: two nodes start from exactly deploy/two-region/eu.toml and
  * us.toml with the secrets of txrelay.env, only their ports, addresses, paths,
- * upstream URLs and the database URL substituted (each substitution must find
- * its text, so the files and this test cannot drift apart). One PostgreSQL (TXRELAY_TEST_PG)
- * holds the registry; the doors speak TLS with a self-signed certificate made
- * here; an account made on one node sends signed transactions through both;
+ * upstream URLs and the database's address, password and CA file substituted
+ * (each substitution must find its text, so the files and this test cannot
+ * drift apart). One PostgreSQL, a private cluster started here, holds the
+ * registry: TLS on, plain connections refused for the relay's role, and the
+ * nodes connect with txrelay.env's `sslmode=verify-full` against its CA; the
+ * doors speak TLS with a self-signed certificate made here; an account made on one node sends signed transactions through both;
  * each node's metrics-only listener answers /metrics and nothing of the admin
  * API; prometheus.yml scrapes exactly those listeners and passes `promtool
  * check config` where promtool is installed. The nodes connect as a role made
@@ -24,7 +26,8 @@ import { parse as parseToml } from 'smol-toml';
 import { eventually } from '../helpers/relay.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { signed1559 } from '../helpers/evm.js';
-import { PG_URL, pgSkip, sql } from '../helpers/pg.js';
+import { sql } from '../helpers/pg.js';
+import { PgCluster, clusterUnavailable } from '../helpers/pg-cluster.js';
 import { freePorts } from '../../bench/e2e/relay.js';
 
 const DEPLOY = new URL('../../../deploy/two-region/', import.meta.url).pathname;
@@ -32,7 +35,7 @@ const ALERTS = new URL('../../../deploy/prometheus/alerts.yml', import.meta.url)
 const PROMTOOL = '/usr/bin/promtool';
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 
-const skip = await pgSkip();
+const skip = clusterUnavailable() ?? false;
 
 /** `from` replaced by `to` everywhere; `from` must be there. */
 function sub(text: string, from: string, to: string): string {
@@ -71,25 +74,30 @@ test('two nodes start from deploy/two-region as written, share one registry, and
 
   const upstream = await startUpstream();
   t.after(() => upstream.close());
-  // The role and database as docs/operations.md#the-database-across-regions creates them (a unique name on the shared server).
-  const role = `txrelay_${randomBytes(5).toString('hex')}`;
+
+  // The database server, as docs/operations.md#the-database-across-regions sets it up: ssl = on with a
+  // certificate for the name the nodes connect to (here 127.0.0.1), the relay's role on hostssl only.
+  const dbCert = join(dir, 'pg-ca.pem');
+  const dbKey = join(dir, 'pg-server.key');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', dbKey, '-out', dbCert, '-days', '2', '-subj', '/CN=db.test', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  const hba = ['local all all trust', 'host all postgres 127.0.0.1/32 trust', 'hostssl txrelay txrelay 127.0.0.1/32 scram-sha-256', 'hostnossl all all 0.0.0.0/0 reject', ''].join('\n');
+  const cluster = await PgCluster.create({ cert: dbCert, key: dbKey, hba });
+  t.after(() => cluster.destroy());
+  // The role and database as the docs create them: no superuser, owner of its database.
   const password = randomBytes(12).toString('hex');
-  await sql(PG_URL, `CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
-  await sql(PG_URL, `CREATE DATABASE ${role} OWNER ${role}`);
-  t.after(async () => {
-    await sql(PG_URL, `DROP DATABASE IF EXISTS ${role} WITH (FORCE)`).catch(() => {});
-    await sql(PG_URL, `DROP ROLE IF EXISTS ${role}`).catch(() => {});
-  });
-  const db = new URL(PG_URL);
-  db.username = role;
-  db.password = password;
-  db.pathname = '/' + role;
-  const dbUrl = db.toString();
+  await sql(cluster.url, `CREATE ROLE txrelay LOGIN PASSWORD '${password}'`);
+  await sql(cluster.url, 'CREATE DATABASE txrelay OWNER txrelay');
 
   // The secrets file, as systemd hands it to the relay: only the values change.
   const secrets = envFile(readFileSync(join(DEPLOY, 'txrelay.env'), 'utf8'));
   assert.deepEqual(Object.keys(secrets).sort(), ['TXRELAY_ADMIN_TOKEN', 'TXRELAY_DATABASE_URL']);
   assert.match(secrets['TXRELAY_DATABASE_URL']!, /[?&]sslmode=verify-full(&|$)/, 'the example checks the database server\'s certificate');
+  let dbUrl = secrets['TXRELAY_DATABASE_URL']!;
+  dbUrl = sub(dbUrl, 'REPLACE_WITH_PASSWORD', password);
+  dbUrl = sub(dbUrl, 'db.eu.internal:5432', `127.0.0.1:${cluster.port}`);
+  dbUrl = sub(dbUrl, '/etc/txrelay/pg-ca.pem', dbCert);
+  // The relay's role cannot connect in the clear: the registry is only reached over TLS.
+  await assert.rejects(sql(dbUrl.replace(/\?.*$/, ''), 'SELECT 1'), /no encryption|pg_hba/);
   const dropIn = readFileSync(join(DEPLOY, 'txrelay.service.d', 'two-region.conf'), 'utf8');
   assert.match(dropIn, /^EnvironmentFile=\/etc\/txrelay\/txrelay\.env$/m);
 
@@ -112,7 +120,7 @@ test('two nodes start from deploy/two-region as written, share one registry, and
 
     const env: NodeJS.ProcessEnv = {};
     for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('TXRELAY_')) env[k] = v;
-    // As written but the database: the token left empty, so the node keeps it in its data directory for the CLI.
+    // The token left empty, as written, so the node keeps it in its data directory for the CLI.
     Object.assign(env, { ...secrets, TXRELAY_DATABASE_URL: dbUrl });
     const child = spawn(process.execPath, [CLI, 'serve', '--config', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -154,6 +162,10 @@ test('two nodes start from deploy/two-region as written, share one registry, and
   await eventually(async () => (viaUs = await send(us, 2)).status === 202, 10_000, 'the account on us');
   assert.equal(viaUs.json.result, viaUs.hash);
   await upstream.waitForCalls(2);
+  // Both nodes' registry connections are the relay's role, over TLS.
+  const conns = await sql(cluster.url, "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.usename = 'txrelay'");
+  assert.ok(conns.rows.length >= 2, `the nodes hold registry connections (${conns.rows.length})`);
+  assert.ok(conns.rows.every((r) => r.ssl === true), 'every one of them over TLS');
 
   // Plain HTTP on a TLS door is not served.
   await assert.rejects(request(eu.https.replace('https:', 'http:') + '/', { method: 'POST', body: '{}', headersTimeout: 3000, bodyTimeout: 3000 }).then((r) => r.body.text()));

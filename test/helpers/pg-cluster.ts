@@ -6,7 +6,7 @@
  * they are missing, for a one-line skip.
  */
 import { execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePorts } from '../../bench/e2e/relay.js';
@@ -41,26 +41,52 @@ function run(cmd: string, args: string[]): void {
   else execFileSync(full, args, { stdio: 'pipe' });
 }
 
+/** TLS for a cluster: the server's certificate and key (PEM files, copied in for the server's user), and pg_hba.conf's text. */
+interface ClusterTls {
+  cert: string;
+  key: string;
+  hba: string;
+}
+
 export class PgCluster {
   readonly dir: string;
   readonly port: number;
+  private readonly ssl: string;
 
-  private constructor(dir: string, port: number) {
+  private constructor(dir: string, port: number, ssl: string) {
     this.dir = dir;
     this.port = port;
+    this.ssl = ssl;
   }
 
-  /** A new cluster, initialised and started; its database `postgres` is the one to use. */
-  static async create(): Promise<PgCluster> {
+  /** A new cluster, initialised and started; its database `postgres` is the one to use (as `postgres`, trusted on 127.0.0.1). */
+  static async create(tls?: ClusterTls): Promise<PgCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'txrelay-pg-'));
-    if (AS_ROOT) {
-      const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
-      const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
-      chownSync(dir, uid, gid);
-    }
+    const owner = AS_ROOT
+      ? {
+          uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()),
+          gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim()),
+        }
+      : null;
+    if (owner) chownSync(dir, owner.uid, owner.gid);
     const [port] = (await freePorts(1)) as [number];
-    run('initdb', ['-D', join(dir, 'data'), '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
-    const c = new PgCluster(dir, port);
+    const data = join(dir, 'data');
+    run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
+    let ssl = '';
+    if (tls) {
+      // The server reads its key only when its own user owns it, mode 0600.
+      const cert = join(dir, 'server.crt');
+      const key = join(dir, 'server.key');
+      copyFileSync(tls.cert, cert);
+      copyFileSync(tls.key, key);
+      writeFileSync(join(data, 'pg_hba.conf'), tls.hba);
+      for (const f of [cert, key, join(data, 'pg_hba.conf')]) {
+        chmodSync(f, 0o600);
+        if (owner) chownSync(f, owner.uid, owner.gid);
+      }
+      ssl = ` -c ssl=on -c ssl_cert_file=${cert} -c ssl_key_file=${key}`;
+    }
+    const c = new PgCluster(dir, port, ssl);
     c.start();
     return c;
   }
@@ -70,7 +96,7 @@ export class PgCluster {
   }
 
   start(): void {
-    const opts = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
+    const opts = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off${this.ssl}`;
     run('pg_ctl', ['-D', join(this.dir, 'data'), '-o', opts, '-w', '-l', join(this.dir, 'log'), 'start']);
   }
 
