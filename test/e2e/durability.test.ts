@@ -42,7 +42,13 @@ async function startNode(dataDir: string, extraEnv: Record<string, string> = {})
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
-  await eventually(() => out.includes('txrelay listening') || child.exitCode !== null, 15000, 'relay start');
+  try {
+    await eventually(() => out.includes('txrelay listening') || child.exitCode !== null, 15000, 'relay start');
+  } catch (e) {
+    // A start that never reports: killed, so that no relay outlives the test and keeps its file running.
+    child.kill('SIGKILL');
+    throw e;
+  }
   if (child.exitCode !== null) throw new Error(`relay exited: ${out}`);
   return { child, base: `http://127.0.0.1:${http}`, env };
 }

@@ -220,11 +220,17 @@ test('start-up stops with one line for a missing, unreadable or mismatched certi
     ['http', a.cert, '', /^txrelay: http\.tls_key_file \(TXRELAY_HTTP_TLS_KEY_FILE\) is not set but http\.tls_cert_file is — /],
   ];
   const keyPem = readFileSync(b.key, 'utf8');
-  for (const [section, cert, key, want] of cases) {
-    const file = join(dir, 'config.toml');
-    const pairOf = (name: string) => (name === section ? `tls_cert_file = "${cert}"\ntls_key_file = "${key}"\n` : '');
-    writeFileSync(file, `[http]\nport = 0\n${pairOf('http')}[udp]\nport = 0\n[admin]\nport = 0\n${pairOf('admin')}[storage]\ndata_dir = "${join(dir, 'data')}"\n[workers]\nthreads = 1\n`);
-    const { code, stderr } = await serve(file, root);
+  // The starts run at once, each with its own file and data directory: each one mostly waits on its own start-up.
+  const runs = await Promise.all(
+    cases.map(([section, cert, key], i) => {
+      const file = join(dir, `config-${i}.toml`);
+      const pairOf = (name: string) => (name === section ? `tls_cert_file = "${cert}"\ntls_key_file = "${key}"\n` : '');
+      writeFileSync(file, `[http]\nport = 0\n${pairOf('http')}[udp]\nport = 0\n[admin]\nport = 0\n${pairOf('admin')}[storage]\ndata_dir = "${join(dir, `data-${i}`)}"\n[workers]\nthreads = 1\n`);
+      return serve(file, root);
+    }),
+  );
+  for (const [i, [section, cert, key, want]] of cases.entries()) {
+    const { code, stderr } = runs[i]!;
     const lines = stderr.trimEnd().split('\n');
     assert.equal(lines.length, 1, `one line for ${section} ${cert} ${key}:\n${stderr}`);
     assert.match(lines[0]!, want);
