@@ -35,7 +35,7 @@ import { JSON_TYPE, type Res } from '../reply.js';
 import type { HttpRequest, HttpResponse } from '../uws.js';
 import { admitHttp, bodyTo, type DoorContext, type Parse } from './context.js';
 import { BEARER_FORM, bearer } from './evm.js';
-import { TOO_DEEP_DETAIL, scanCall, tooDeep, topLevelElements } from './rpc-scan.js';
+import { parseJsonBody, scanCall, topLevelElements } from './rpc-scan.js';
 import { apiKeyQuery } from './api-key.js';
 import { JITO_BUNDLES, JITO_BUNDLE_METHODS, JITO_STATUS_METHODS, JITO_TRANSACTIONS, JITO_TRANSACTION_METHODS, jitoHead, jitoStatusRead, jitoStatuses, type JitoStatusOp } from './jito.js';
 
@@ -246,14 +246,8 @@ export function registerJsonRpcDoor(ctx: DoorContext): RpcMessage {
       const fast = scanCall(body);
       if (fast !== null) return [callOf(rq, fast, fast.id)];
     }
-    // JSON.parse of a deep body costs far more per byte than of a flat one: refused from its bytes first.
-    if (tooDeep(body)) return new RelayError(E.JSON_TOO_DEEP, TOO_DEEP_DETAIL);
-    let msg: unknown;
-    try {
-      msg = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.length).toString('utf8'));
-    } catch {
-      return new RelayError(E.PARSE, 'body is not valid JSON');
-    }
+    const msg = parseJsonBody(body);
+    if (msg instanceof RelayError) return msg;
     if (!Array.isArray(msg)) return [callOf(rq, readCall(msg), idOf(msg))];
     if (msg.length === 0) return new RelayError(E.INVALID_REQUEST, 'empty array');
     rq.array = true;

@@ -5,7 +5,7 @@
  * account's submission quota. Answers are JSON; errors are the JSON-RPC
  * error object with id null, as on the EVM doors.
  */
-import { E, RelayError } from '../../errors.js';
+import { RelayError } from '../../errors.js';
 import type { Outcome } from '../../pipeline/outcome.js';
 import { Kind, query, refusedAt, type Sink, type Submission } from '../../pipeline/submission.js';
 import type { Family } from '../../pipeline/accounts.js';
@@ -16,7 +16,7 @@ import type { HttpRequest, HttpResponse } from '../uws.js';
 import { admitHttp, type DoorContext, type Parse } from './context.js';
 import { bearer } from './evm.js';
 import { statusIds } from './jsonrpc.js';
-import { TOO_DEEP_DETAIL, tooDeep } from './rpc-scan.js';
+import { parseJsonBody } from './rpc-scan.js';
 import { apiKeyQuery } from './api-key.js';
 
 /** `{"ids": [100 ids of 128 characters]}` fits with room to spare. */
@@ -27,14 +27,8 @@ export function registerStatusDoor(ctx: DoorContext): void {
   const words: DoorWords = { takes: TAKES_STATUS, tips: '' };
   /** `{"ids": [...]}`: the ids, or why not. */
   const parse: Parse = (_sub, body) => {
-    if (tooDeep(body)) return new RelayError(E.JSON_TOO_DEEP, TOO_DEEP_DETAIL);
-    let msg: unknown;
-    try {
-      msg = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.length).toString('utf8'));
-    } catch {
-      return new RelayError(E.PARSE, 'body is not valid JSON');
-    }
-    return statusIds((msg as { ids?: unknown } | null)?.ids);
+    const msg = parseJsonBody(body);
+    return msg instanceof RelayError ? msg : statusIds((msg as { ids?: unknown } | null)?.ids);
   };
 
   const answer = (one: boolean): Sink => (sub: Submission, o: Outcome) => write(reply, sub.ctx as Res, renderStatuses(o, one, words));
