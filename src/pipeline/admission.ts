@@ -90,10 +90,6 @@ export class Admission implements BodyTarget {
     private readonly body: BodySink,
   ) {}
 
-  get kind(): Kind {
-    return this.sub.kind;
-  }
-
   // ---- the request body, as the door's reader pushes it (src/ingress/body.ts) ----
 
   /** Only a raw transaction body goes straight into the slab; the others are read, then placed. */
