@@ -28,6 +28,22 @@ app.close();
 
 const N_SOLANA = 12;
 const N_EVM = 8;
+/**
+ * These waits are about what goes out, not how fast: CI's slowest hosts, four
+ * test files at once, have taken over 5 s from a start to its first forward.
+ */
+const WAIT_MS = 30_000;
+
+/** Waits for n upstream calls; on a timeout the error carries the relay's lane counters. */
+async function resent(relay: TestRelay, up: TestUpstream, n: number): Promise<void> {
+  try {
+    await up.waitForCalls(n, WAIT_MS);
+  } catch (e) {
+    const text = await (await fetch(relay.admin + '/metrics')).text();
+    const lanes = text.split('\n').filter((l) => l.startsWith('txrelay_lane_') && !l.endsWith(' 0'));
+    throw new Error(`${(e as Error).message}; the relay's non-zero lane counters:\n${lanes.join('\n')}`);
+  }
+}
 
 /** One request on a connection of its own: with acceptor threads, connections go to the threads in turn. */
 async function send(relay: TestRelay, req: string | Buffer): Promise<number> {
@@ -85,7 +101,7 @@ async function stopWithHungUpstream(dir: string, acceptors: number): Promise<{ s
     for (let i = 0; acceptors > 1 && i < acceptors; i++) {
       assert.ok((await relay.metric('txrelay_acceptor_requests_total', { acceptor: String(i) })) > 0, `thread ${i} acknowledged some, so its lanes hold some`);
     }
-    await hung.waitForCalls(1);
+    await hung.waitForCalls(1, WAIT_MS);
     await relay.stop();
     return sent;
   } finally {
@@ -106,12 +122,12 @@ async function resendCase(acceptors: number): Promise<void> {
     try {
       const relay = await startTestRelay({ ...lanes(up), http: { acceptors } }, dir);
       try {
-        await up.waitForCalls(N_SOLANA + N_EVM);
+        await resent(relay, up, N_SOLANA + N_EVM);
         const got = up.calls().map((c) => String((c.params as string[])[0]).toLowerCase());
         const want = [...sent.solana.map((s) => s.toLowerCase()), ...sent.evm];
         assert.deepEqual(new Set(got), new Set(want), 'the next start sends exactly what was acknowledged');
         assert.equal(got.length, want.length, 'each once');
-        await eventually(() => spillFiles(dir).length === 0, 5000, 'spill removed once everything in it was sent');
+        await eventually(() => spillFiles(dir).length === 0, WAIT_MS, 'spill removed once everything in it was sent');
       } finally {
         await relay.stop();
       }
@@ -145,8 +161,8 @@ describe('spill on stop', { concurrency: true }, () => {
         const relay = await startTestRelay({ ...lanes(up), solana: { rpc_upstreams: [up.url], spill_max_age_s: 1 } }, dir);
         try {
           assert.equal(await relay.metric('txrelay_lane_dropped_total', { lane: 'solana-single', reason: 'expired_after_restart' }), N_SOLANA);
-          await up.waitForCalls(N_EVM);
-          await eventually(() => spillFiles(dir).length === 0, 5000, 'spill removed');
+          await resent(relay, up, N_EVM);
+          await eventually(() => spillFiles(dir).length === 0, WAIT_MS, 'spill removed');
           const got = up.calls().map((c) => String((c.params as string[])[0]).toLowerCase());
           assert.deepEqual(new Set(got), new Set(sent.evm), 'only the EVM transactions are sent');
         } finally {
