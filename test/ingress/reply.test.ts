@@ -101,7 +101,8 @@ test('a held refusal (limits.shed_hold_ms) is written once its hold is over, in 
   assert.equal(log.length, 0, 'nothing written in the turn, nor at its end');
   b!.abort();
   rp.send(a!, 200, null, 'again');
-  while (log.length === 0) await sleep(5);
+  // Each is due 40 ms after its own push: on a loaded host the three can fall due a timer apart.
+  while (rp.heldRefusals() > 0) await sleep(5);
   assert.ok(performance.now() - t0 >= 39, `written after its hold (${(performance.now() - t0).toFixed(1)} ms)`);
   assert.deepEqual(log, ['a 503 Service Unavailable', 'a body 1', 'c 503 Service Unavailable', 'c body 3'], 'answering it again was a no-op');
   assert.equal(rp.heldRefusals(), 0);
