@@ -12,9 +12,9 @@ import { IpLimiter } from './tables/ip-limiter.js';
 import { DedupFilter } from './tables/dedup.js';
 import { Store } from './store/db.js';
 import { AccountStore, type Registry } from './store/accounts.js';
-import { PgRegistry } from './store/pg-registry.js';
+import type { PgRegistry } from './store/pg-registry.js';
 import { BatchStore, storedItems } from './store/batches.js';
-import { Uploader } from './store/uploader.js';
+import type { Uploader } from './store/uploader.js';
 import { nextBatchId } from './store/ids.js';
 import { adminTokenFile } from './store/admin-token.js';
 import type { Pipeline } from './pipeline/admit.js';
@@ -41,8 +41,9 @@ import { base58Backend } from './native/base58.js';
 import { Replay, writeSpill } from './forward/spill.js';
 import type { SpillEntry } from './forward/lane.js';
 import { nativeUnavailableReason } from './native/addon.js';
-import { startTpu, tpuMetrics } from './tpu/start.js';
-import { LandingService } from './landing/start.js';
+import type { LandingService } from './landing/start.js';
+import type { TpuRoute } from './tpu/route.js';
+import { landingFamilies } from './landing/families.js';
 
 /** Batch records older than the store's retention (7 days) are pruned hourly when no database takes them. */
 const PRUNE_INTERVAL_MS = 3600_000;
@@ -204,6 +205,7 @@ export class Relay {
     let accounts: Registry;
     if (cfg.registry.mode === 'postgres') {
       try {
+        const { PgRegistry } = await import('./store/pg-registry.js');
         pgRegistry = await PgRegistry.open({
           url: cfg.database.url,
           store: db,
@@ -254,8 +256,15 @@ export class Relay {
     // With acceptor threads, what the main thread traces (UDP) reaches the threads' WebSocket subscribers.
     let threadFeed: AcceptorThreads | null = null;
     // Closed with the solana-single lane it feeds.
-    const tpu = await startTpu(cfg, log, { threads });
-    const landing = LandingService.create(cfg, clock);
+    // What only some configurations use loads only for them: a start (a test's, the CLI's) pays for what it runs.
+    let tpu: TpuRoute | null = null;
+    let tpuMetrics: ((m: Metrics, t: TpuRoute) => void) | null = null;
+    if (cfg.solana.enabled && cfg.solana.tpu.enabled) {
+      const { startTpu, tpuMetrics: register } = await import('./tpu/start.js');
+      tpu = await startTpu(cfg, log, { threads });
+      tpuMetrics = register;
+    }
+    const landing = landingFamilies(cfg).size > 0 ? (await import('./landing/start.js')).LandingService.create(cfg, clock) : null;
     const service = await HttpService.start({
       cfg, uws, clock, log, accounts: registry, dedup, ipLimiter, udpIpLimiter, statusReads, tips, batches: recorder, threads: verifyThreads, name: 'main', landing: landing?.landing,
       feedLink: { watch: () => {}, publish: (account, json) => threadFeed?.publish(account, json) },
@@ -270,6 +279,7 @@ export class Relay {
       pruneTimer = setInterval(() => void batches.prune({ includeNotUploaded: true }).catch(() => {}), PRUNE_INTERVAL_MS);
       pruneTimer.unref();
     } else {
+      const { Uploader } = await import('./store/uploader.js');
       uploader = new Uploader(batches, { url: cfg.database.url, log: componentLog(log, 'uploader') });
       uploader.start();
     }
@@ -293,7 +303,7 @@ export class Relay {
       node = mergeStats(services);
     };
     metrics.histogram('txrelay_accept_seconds', 'Time from the start of a request handler to its answer, by door.', 'door', ACCEPT_BUCKETS, () => node.accept);
-    if (tpu) tpuMetrics(metrics, tpu);
+    if (tpu && tpuMetrics) tpuMetrics(metrics, tpu);
     registerRelayMetrics(metrics, { stats: () => node, services: () => services, dedup, udp, batches, node: cfg.node.name, registry: pgRegistry });
     landing?.start(metrics, [service, acceptors]);
 

@@ -25,7 +25,7 @@ import { attachConnectionCaps, connectionCaps } from './conn-caps.js';
 import type { StatusView } from '../status/tracker.js';
 import { HttpService } from './service.js';
 import { readTls } from './tls.js';
-import { landingFamilies } from '../landing/start.js';
+import { landingFamilies } from '../landing/families.js';
 import type { ToAcceptor, FromAcceptor } from './acceptors.js';
 
 export interface AcceptorData {

@@ -18,7 +18,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import WsSocket, { WebSocketServer } from 'ws';
+import { createRequire } from 'node:module';
+import type { default as WsSocket, WebSocketServer } from 'ws';
 import { SendStatus, type WebSocket, type WebSocketBehavior } from './uws.js';
 
 // The reasons uWS passes to `close` with 1006 (WebSocketProtocol.h).
@@ -37,6 +38,9 @@ const MAX_CLOSE_REASON = 123;
 const BINARY = { binary: true };
 const TEXT = { binary: false };
 const EMPTY = Buffer.alloc(0);
+/** ws's `OPEN`: the package loads with the first hub (a node:http acceptor's first WebSocket route), not with the relay. */
+const OPEN = 1;
+const require = createRequire(import.meta.url);
 
 /** Which uWS reason a ws error stands for: a receiver's (WS_ERR_*), or none for a failed write. */
 function errorReason(err: Error & { code?: string }): string {
@@ -93,7 +97,8 @@ class WsRoute {
 
   constructor(readonly behavior: WebSocketBehavior<unknown>) {
     ({ quietMs: this.quietMs, marginMs: this.marginMs } = idleParts(behavior.idleTimeout, behavior.sendPingsAutomatically));
-    this.wss = new WebSocketServer({
+    const { WebSocketServer: Server } = require('ws') as typeof import('ws');
+    this.wss = new Server({
       noServer: true,
       clientTracking: false,
       perMessageDeflate: false,
@@ -169,7 +174,7 @@ class WsState {
   send(message: string | Uint8Array, isBinary: boolean): SendStatus {
     const ws = this.ws;
     // The peer's close frame came in: uWS would have run `close` already.
-    if (ws.readyState !== WsSocket.OPEN) return SendStatus.Dropped;
+    if (ws.readyState !== OPEN) return SendStatus.Dropped;
     const b = this.route.behavior;
     if (b.maxBackpressure > 0 && ws.bufferedAmount > b.maxBackpressure) {
       if (b.closeOnBackpressureLimit && !this.dropping) {
@@ -217,7 +222,7 @@ class WsState {
 
   end(code: number, message: string | undefined): void {
     const reason = Buffer.from(message ?? '');
-    if (this.ws.readyState === WsSocket.OPEN) {
+    if (this.ws.readyState === OPEN) {
       // uWS sends no code for 0, 1005 and 1006; ws throws on codes a peer may not send (uWS sends them).
       if (code === 0 || code === 1005 || code === 1006) this.ws.close();
       else this.ws.close(code, reason.subarray(0, MAX_CLOSE_REASON));

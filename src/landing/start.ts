@@ -10,6 +10,7 @@ import type { Metrics } from '../obs/metrics.js';
 import { registerLandingMetrics } from '../obs/landing-metrics.js';
 import type { Landed } from '../status/trace.js';
 import { Landing, type Family } from './landing.js';
+import { landingFamilies } from './families.js';
 
 /** A signature the chain never reports is ended `timeout` after this long: a blockhash is valid for about 60-90 s, so this is only a backstop. */
 const SOLANA_MAX_AGE_MS = 180_000;
@@ -19,14 +20,6 @@ const EVM_POLL_MS = 1_000;
 const BEHIND_CHECK_MS = 1_000;
 
 const LANES: Record<Family, readonly string[]> = { solana: ['solana-single', 'solana-bundle'], evm: ['evm-paid', 'evm-free'] };
-
-/** The families followed on chain: enabled, with a chain RPC. */
-export function landingFamilies(cfg: Config): Set<Family> {
-  const out = new Set<Family>();
-  if (cfg.solana.enabled && cfg.solana.chain_rpc !== '') out.add('solana');
-  if (cfg.evm.enabled && cfg.evm.chain_rpc !== '') out.add('evm');
-  return out;
-}
 
 /** Where landings go: a service's tracker, or the acceptor threads. */
 interface LandingSink {
