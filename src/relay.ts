@@ -230,7 +230,7 @@ export class Relay {
     // Status reads per account, one budget however many threads answer them.
     const statusReads = IpLimiter.create({ nowMs: t0, rate: cfg.status.reads_per_s, burst: cfg.status.reads_burst, capacity: 4096 });
     const udpIpLimiter = IpLimiter.create({ nowMs: t0, rate: cfg.udp.ip_rps, burst: cfg.udp.ip_burst });
-    const dedup = DedupFilter.create({ windowMs: cfg.dedup.window_s * 1000 });
+    const dedup = DedupFilter.create({ windowMs: cfg.dedup.window_s * 1000, capacity: cfg.dedup.capacity });
     let tips: TipAccounts | null = null;
     if (cfg.solana.tip_accounts.length > 0) tips = new TipAccounts(cfg.solana.tip_accounts);
     else if (cfg.solana.enabled) log.warn('solana.tip_accounts is empty: the bundle tip rule is disabled');

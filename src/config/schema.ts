@@ -351,6 +351,14 @@ export const configSchema = {
           default: 120,
           description: 'A transaction seen on this node within this many seconds is a duplicate: answered as a success, not forwarded again.',
         },
+        capacity: {
+          type: 'integer',
+          minimum: 1000,
+          maximum: 100_000_000,
+          default: 10_000_000,
+          description:
+            'Transactions the duplicate table holds at once, shared by every thread: 19.2 bytes each, reserved and written at start (183 MiB at the default). Size it as peak transactions per second times `window_s`; past it the oldest are forgotten early (`txrelay_dedup_fresh_evictions_total`), so a resend of one is forwarded again.',
+        },
       },
       'Duplicate detection.',
     ),

@@ -36,7 +36,7 @@ export interface Config {
   status: { enabled: boolean; retention_s: number; final_retention_s: number; max_tracked: number; reads_per_s: number; reads_burst: number };
   ws: { enabled: boolean; idle_timeout_s: number; max_buffered_bytes: number; max_subscriptions: number; max_account_subscriptions: number };
   limits: { ip_rps: number; ip_burst: number; queue_capacity: number; queue_target_ms: number; queue_max_ms: number; shed_hold_ms: number };
-  dedup: { window_s: number };
+  dedup: { window_s: number; capacity: number };
   evm: { enabled: boolean; chain_id: number; upstreams: { paid: string[]; free: string[] }; max_batch: number; chain_rpc: string; landing_timeout_s: number };
   solana: {
     enabled: boolean;

@@ -95,6 +95,7 @@ export function registerRelayMetrics(m: Metrics, p: RelayParts): void {
     [{}, p.batches.outcomeWriteFailures],
   ]);
   m.gauge('txrelay_batch_upload_backlog', 'Batch records not yet uploaded to PostgreSQL.', [], () => [[{}, p.batches.backlog()]]);
+  m.gauge('txrelay_dedup_capacity', 'Transactions the duplicate table holds at once (dedup.capacity).', [], () => [[{}, p.dedup.capacity]]);
   m.counter('txrelay_dedup_fresh_evictions_total', 'Dedup entries evicted while still inside the window (table overflow).', [], () => [[{}, p.dedup.freshEvictions]]);
   const lanes = () => p.stats().lanes;
   m.gauge('txrelay_lane_depth', 'Transactions waiting in each forwarding lane.', ['lane'], () => lanes().map((s): Sample => [{ lane: s.lane }, s.depth]));

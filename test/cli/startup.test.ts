@@ -20,6 +20,7 @@ import dgram from 'node:dgram';
 import { loadConfig } from '../../src/config/load.js';
 import { startupLine } from '../../src/cli/startup.js';
 import { ConfigError, E } from '../../src/errors.js';
+import { TEST_DEDUP_ENV } from '../helpers/dedup-size.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 const isRoot = process.getuid?.() === 0;
@@ -37,6 +38,7 @@ function baseEnv(dataDir: string, extra: Record<string, string> = {}): NodeJS.Pr
   return {
     ...env,
     TXRELAY_STORAGE_DATA_DIR: dataDir,
+    ...TEST_DEDUP_ENV,
     TXRELAY_HTTP_PORT: '0',
     TXRELAY_ADMIN_PORT: '0',
     TXRELAY_UDP_PORT: '0',

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { signed1559 } from '../helpers/evm.js';
 import { eventually } from '../helpers/relay.js';
+import { TEST_DEDUP_ENV } from '../helpers/dedup-size.js';
 import { PG_URL, pgSkip } from '../helpers/pg.js';
 import { freePorts } from '../../bench/e2e/relay.js';
 
@@ -30,6 +31,7 @@ async function startNode(dataDir: string, extraEnv: Record<string, string> = {})
   const env = {
     ...process.env,
     TXRELAY_STORAGE_DATA_DIR: dataDir,
+    ...TEST_DEDUP_ENV,
     TXRELAY_HTTP_PORT: String(http),
     TXRELAY_ADMIN_PORT: String(admin),
     TXRELAY_UDP_ENABLED: 'false',

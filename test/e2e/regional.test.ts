@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { eventually } from '../helpers/relay.js';
+import { TEST_DEDUP_ENV } from '../helpers/dedup-size.js';
 import { PgCluster, clusterUnavailable } from '../helpers/pg-cluster.js';
 import { freePorts } from '../../bench/e2e/relay.js';
 import { uuidToBytes } from '../../src/store/ids.js';
@@ -58,6 +59,7 @@ async function nodeEnv(name: string, dataDir: string, url: string, extra: Record
     TXRELAY_DATABASE_URL: url,
     TXRELAY_NODE_NAME: name,
     TXRELAY_STORAGE_DATA_DIR: dataDir,
+    ...TEST_DEDUP_ENV,
     TXRELAY_HTTP_PORT: String(http),
     TXRELAY_ADMIN_PORT: String(admin),
     TXRELAY_ADMIN_TOKEN: TOKEN,

@@ -639,3 +639,21 @@ test('accept latency is recorded per door in txrelay_accept_seconds', async () =
   assert.ok((await relay.metric('txrelay_accept_seconds_count', { door: 'jsonrpc' })) > 0);
   assert.ok((await relay.metric('txrelay_accept_seconds_count', { door: 'solana-batch' })) > 0);
 });
+
+test('dedup.capacity sizes the duplicate table (txrelay_dedup_capacity), and a small one still finds a resend', async () => {
+  const small = await startTestRelay({ dedup: { capacity: 1000 } });
+  try {
+    assert.equal(await small.metric('txrelay_dedup_capacity'), 1000);
+    const k = (await small.createAccount({ solana: { tps: 100, burst: 100 } })).uuid;
+    const tx = legacyTransfer();
+    const send = () => fetch(small.base + '/v2', { method: 'POST', headers: { 'api-key': k }, body: tx.bytes });
+    const first = await send();
+    assert.equal(first.status, 200);
+    assert.equal(first.headers.get('x-svc-duplicate'), null);
+    const again = await send();
+    assert.equal(again.status, 200);
+    assert.equal(again.headers.get('x-svc-duplicate'), 'true');
+  } finally {
+    await small.stop();
+  }
+});

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.js';
 import { Relay } from '../../src/relay.js';
 import type { NewAccount } from '../../src/store/accounts.js';
+import { TEST_DEDUP_CAPACITY } from './dedup-size.js';
 
 export const ADMIN_TOKEN = 'test-admin-token';
 
@@ -38,6 +39,7 @@ export async function startTestRelay(overrides: Record<string, any> = {}, dataDi
     admin: { port: 0, token: ADMIN_TOKEN },
     storage: { data_dir: dir },
     log: { level: 'silent' },
+    dedup: { capacity: TEST_DEDUP_CAPACITY },
     // TXRELAY_TEST_WORKERS=0 checks everything on the main thread; TXRELAY_TEST_INLINE=never everything on the worker.
     workers: { threads: Number(process.env.TXRELAY_TEST_WORKERS ?? 1), inline: process.env.TXRELAY_TEST_INLINE ?? 'auto' },
   };
