@@ -258,13 +258,14 @@ export class Relay {
     // Closed with the solana-single lane it feeds.
     // What only some configurations use loads only for them: a start (a test's, the CLI's) pays for what it runs.
     let tpu: TpuRoute | null = null;
-    let tpuMetrics: ((m: Metrics, t: TpuRoute) => void) | null = null;
+    let registerTpuMetrics: ((m: Metrics) => void) | null = null;
     if (cfg.solana.enabled && cfg.solana.tpu.enabled) {
-      const { startTpu, tpuMetrics: register } = await import('./tpu/start.js');
-      tpu = await startTpu(cfg, log, { threads });
-      tpuMetrics = register;
+      const { startTpu, tpuMetrics } = await import('./tpu/start.js');
+      const route = await startTpu(cfg, log, { threads });
+      if (route) registerTpuMetrics = (m) => tpuMetrics(m, route);
+      tpu = route;
     }
-    const landing = landingFamilies(cfg).size > 0 ? (await import('./landing/start.js')).LandingService.create(cfg, clock) : null;
+    const landing = landingFamilies(cfg).size > 0 ? new (await import('./landing/start.js')).LandingService(cfg, clock) : null;
     const service = await HttpService.start({
       cfg, uws, clock, log, accounts: registry, dedup, ipLimiter, udpIpLimiter, statusReads, tips, batches: recorder, threads: verifyThreads, name: 'main', landing: landing?.landing,
       feedLink: { watch: () => {}, publish: (account, json) => threadFeed?.publish(account, json) },
@@ -303,7 +304,7 @@ export class Relay {
       node = mergeStats(services);
     };
     metrics.histogram('txrelay_accept_seconds', 'Time from the start of a request handler to its answer, by door.', 'door', ACCEPT_BUCKETS, () => node.accept);
-    if (tpu && tpuMetrics) tpuMetrics(metrics, tpu);
+    registerTpuMetrics?.(metrics);
     registerRelayMetrics(metrics, { stats: () => node, services: () => services, dedup, udp, batches, node: cfg.node.name, registry: pgRegistry });
     landing?.start(metrics, [service, acceptors]);
 

@@ -33,7 +33,8 @@ export class LandingService {
   private timer: NodeJS.Timeout | null = null;
   private behind = '';
 
-  private constructor(cfg: Config, clock: Clock) {
+  /** For a configuration that follows at least one family (`landingFamilies`); with none, statuses end at `forwarded` (`landing: "not_tracked"`) and nothing here is built. */
+  constructor(cfg: Config, clock: Clock) {
     const families = landingFamilies(cfg);
     this.landing = new Landing({
       clock,
@@ -53,11 +54,6 @@ export class LandingService {
         for (const s of this.sinks) s.landed(e.id, l);
       },
     });
-  }
-
-  /** Null when no family has a chain RPC: statuses end at `forwarded` (`landing: "not_tracked"`). */
-  static create(cfg: Config, clock: Clock): LandingService | null {
-    return landingFamilies(cfg).size === 0 ? null : new LandingService(cfg, clock);
   }
 
   /** Starts following: what the chain says goes to `sinks`, figures to `metrics`. */
