@@ -779,19 +779,66 @@ static void split_scalarmult(ge_p2 *out, const uint64_t a[4], const ge_cached At
 /*
  * Per-thread memory of recent keys (docs: native/README.md): a key is
  * remembered when first seen, and its split tables are built when it is seen
- * again, so one-off keys cost nothing extra. Direct-mapped on the key's
- * first bytes; a collision replaces the entry. Only keys that passed every
- * check and decoded are stored.
+ * again, so one-off keys cost nothing extra. 16 sets of 8 ways, chosen by the
+ * key's first byte: keys are uniform, and a direct-mapped table of the same
+ * size let two hot keys that share a slot evict each other on every check.
+ * The victim is an empty way, else the least recently used key seen only
+ * once, else the least recently used: a stream of one-off keys does not push
+ * out keys whose tables are built. Only keys that passed every check and
+ * decoded are stored.
  */
-#define KEY_SLOTS 128
+#define KEY_SETS 16
+#define KEY_WAYS 8
 typedef struct {
   uint8_t key[32];
   uint8_t state; /* 0 empty, 1 seen once, 2 tables ready */
+  uint32_t used; /* the cache's clock at the last check with this key */
   ge_cached t[4][8];
 } key_slot;
 struct txr_ed25519_cache {
-  key_slot slot[KEY_SLOTS];
+  uint32_t clock;
+  uint64_t prefix[KEY_SETS][KEY_WAYS]; /* each way's first 8 key bytes, searched before the key itself */
+  key_slot slot[KEY_SETS][KEY_WAYS];
 };
+
+/* The way holding pk, or NULL. */
+static key_slot *cache_lookup(txr_ed25519_cache *c, const uint8_t pk[32]) {
+  const unsigned set = pk[0] % KEY_SETS;
+  const uint64_t pre = load64_le(pk);
+  key_slot *ways = c->slot[set];
+  for (int w = 0; w < KEY_WAYS; w++) {
+    if (c->prefix[set][w] == pre && ways[w].state != 0 && memcmp(ways[w].key, pk, 32) == 0) {
+      ways[w].used = ++c->clock;
+      return &ways[w];
+    }
+  }
+  return NULL;
+}
+
+/* Remembers pk as seen once, in its set's victim way. */
+static void cache_insert(txr_ed25519_cache *c, const uint8_t pk[32]) {
+  const unsigned set = pk[0] % KEY_SETS;
+  key_slot *ways = c->slot[set];
+  const uint32_t now = ++c->clock;
+  key_slot *victim = NULL;
+  for (int w = 0; w < KEY_WAYS && victim == NULL; w++)
+    if (ways[w].state == 0) victim = &ways[w];
+  for (int pass = 1; pass <= 2 && victim == NULL; pass++) {
+    uint32_t oldest = 0;
+    for (int w = 0; w < KEY_WAYS; w++) {
+      if (pass == 1 && ways[w].state != 1) continue;
+      const uint32_t age = now - ways[w].used;
+      if (victim == NULL || age > oldest) {
+        victim = &ways[w];
+        oldest = age;
+      }
+    }
+  }
+  c->prefix[set][victim - ways] = load64_le(pk);
+  memcpy(victim->key, pk, 32);
+  victim->state = 1;
+  victim->used = now;
+}
 
 txr_ed25519_cache *txr_ed25519_cache_new(void) { return (txr_ed25519_cache *)calloc(1, sizeof(txr_ed25519_cache)); }
 void txr_ed25519_cache_free(txr_ed25519_cache *c) { free(c); }
@@ -836,9 +883,8 @@ static int verify_upto_sign(txr_ed25519_cache *cache, const uint8_t sig[64], con
   key_slot *slot = NULL;
   int ready = 0;
   if (cache != NULL) {
-    slot = &cache->slot[(pk[0] | (pk[1] << 8)) % KEY_SLOTS];
-    if (slot->state != 0 && memcmp(slot->key, pk, 32) != 0) slot->state = 0;
-    ready = slot->state == 2;
+    slot = cache_lookup(cache, pk);
+    ready = slot != NULL && slot->state == 2;
   }
   if (!ready) {
     if (!ge_frombytes(&A, pk)) return 0;
@@ -858,9 +904,8 @@ static int verify_upto_sign(txr_ed25519_cache *cache, const uint8_t sig[64], con
     }
     slot->state = 2;
     ready = 1;
-  } else if (slot != NULL && slot->state == 0) {
-    memcpy(slot->key, pk, 32);
-    slot->state = 1;
+  } else if (slot == NULL && cache != NULL) {
+    cache_insert(cache, pk);
   }
   if (ready) split_scalarmult(P, hs, (const ge_cached(*)[8])slot->t, s);
   else double_scalarmult(P, hs, &A, s);

@@ -189,6 +189,34 @@ test('mixed-order keys and R (a torsion component on a valid point): judged alik
   assert.ok(accepted > 0, 'the torsion-free pair (0, 0) is accepted');
 });
 
+test('keys that share a cache set (more than its 8 ways) are judged alike through every eviction', { skip }, () => {
+  // The per-thread key cache has 16 sets of 8 ways picked by the key's first byte (native/ed25519.c):
+  // 20 keys of one set cycle through insertion, table building, use and eviction of seen-once and built ways.
+  const keys: { pk: Uint8Array; sk: Uint8Array }[] = [];
+  while (keys.length < 20) {
+    const kp = keypair();
+    if (kp.pk[0]! % 16 === 5) keys.push(kp);
+  }
+  const msgs = keys.map((_, i) => randomBytes(40 + i));
+  const sigs = keys.map((k, i) => sign(msgs[i]!, k.sk));
+  let checks = 0;
+  for (const order of [[0, 1, 2, 3], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], Array.from({ length: 20 }, (_, i) => i), [19, 0, 18, 1, 17, 2, 0, 0, 1, 1]]) {
+    for (let round = 0; round < 3; round++) {
+      for (const i of order) {
+        assert.equal(same(sigs[i]!, msgs[i]!, keys[i]!.pk, `set-sharing key ${i}`), true);
+        const bad = Uint8Array.from(sigs[i]!);
+        bad[3]! ^= 0x10;
+        assert.equal(same(bad, msgs[i]!, keys[i]!.pk, `set-sharing key ${i}, bad R`), false);
+        // Another key's valid signature under this key: refused whichever key's tables are cached.
+        const j = (i + 1) % keys.length;
+        assert.equal(same(sigs[j]!, msgs[j]!, keys[i]!.pk, `key ${i} with key ${j}'s signature`), false);
+        checks += 3;
+      }
+    }
+  }
+  assert.equal(checks, 3 * 3 * (4 + 10 + 20 + 10));
+});
+
 test('point decoder fuzz: native decoding matches libsodium on random 32-byte strings', { skip }, () => {
   const decode = nativeAddon!.ed25519DecodePoint!;
   const Pt = ed25519.Point;
