@@ -777,6 +777,237 @@ static void split_scalarmult(ge_p2 *out, const uint64_t a[4], const ge_cached At
 }
 
 /*
+ * A key seen for the first time: the check [S]B - [h]A = R is replaced by
+ * [e]B - [c]A - [d]R = O with c = d h (mod 8L), d odd, |c| and |d| about
+ * 2^128, and e = d S mod L (Pornin, "Optimized lattice basis reduction in
+ * dimension 2, and fast Schnorr and EdDSA signature verification", 2020,
+ * taken mod 8L rather than L). Every point of the curve has order dividing 8L
+ * and B's divides L, so the left side is exactly [d]([S]B - [h]A - R), for
+ * any A and R, torsion components included; and since d is odd and 0 < d < L,
+ * it is gcd(d, 8L) = 1 and [d]X = O only for X = O. So this accepts exactly
+ * when [S]B - [h]A = R as points, which for a canonical R is exactly when the
+ * encodings are equal: the same answer as the cofactorless check, with
+ * about half the doublings (the scalars are half as long) and no inversion,
+ * for one more point decoding (R) and the reduction below.
+ */
+
+/* Digits per half-length scalar: up to 140 bits plus a window's carry. */
+#define LATTICE_BITS 148
+
+/* 256-bit unsigned helpers for the reduction (little-endian 64-bit limbs). */
+static int u256_bits(const uint64_t a[4]) {
+  for (int i = 3; i >= 0; i--)
+    if (a[i] != 0) return 64 * i + 64 - __builtin_clzll(a[i]);
+  return 0;
+}
+
+static int u256_geq(const uint64_t a[4], const uint64_t b[4]) {
+  for (int i = 3; i >= 0; i--)
+    if (a[i] != b[i]) return a[i] > b[i];
+  return 1;
+}
+
+/* a -= b, b <= a. */
+static void u256_sub(uint64_t a[4], const uint64_t b[4]) {
+  uint64_t borrow = 0;
+  for (int i = 0; i < 4; i++) {
+    u128 t = (u128)a[i] - b[i] - borrow;
+    a[i] = (uint64_t)t;
+    borrow = (uint64_t)(t >> 127);
+  }
+}
+
+/* a -= q b, q b <= a. */
+static void u256_submul(uint64_t a[4], const uint64_t b[4], uint64_t q) {
+  uint64_t pb[4], carry = 0;
+  for (int i = 0; i < 4; i++) {
+    u128 t = (u128)b[i] * q + carry;
+    pb[i] = (uint64_t)t;
+    carry = (uint64_t)(t >> 64);
+  }
+  u256_sub(a, pb);
+}
+
+/* (a >> shift) truncated to 128 bits, 0 <= shift < 256. */
+static u128 u256_window(const uint64_t a[4], int shift) {
+  uint64_t w[2];
+  for (int j = 0; j < 2; j++) {
+    int bit = shift + 64 * j, i = bit >> 6, o = bit & 63;
+    uint64_t lo = i < 4 ? a[i] >> o : 0;
+    uint64_t hi = (o != 0 && i + 1 < 4) ? a[i + 1] << (64 - o) : 0;
+    w[j] = lo | hi;
+  }
+  return ((u128)w[1] << 64) | w[0];
+}
+
+/* a += q b; 0 on overflow past 256 bits. */
+static int u256_addmul(uint64_t a[4], const uint64_t b[4], uint64_t q) {
+  uint64_t carry = 0;
+  for (int i = 0; i < 4; i++) {
+    u128 t = (u128)b[i] * q + a[i] + carry;
+    a[i] = (uint64_t)t;
+    carry = (uint64_t)(t >> 64);
+  }
+  return carry == 0;
+}
+
+/* 8L, little-endian. */
+static const uint64_t SC_8L[4] = {UINT64_C(0xc09318d2e7ae9f68), UINT64_C(0xa6f7cef517bce6b2), 0, UINT64_C(0x8000000000000000)};
+
+/*
+ * One step of the extended Euclidean algorithm: (r0, r1) = (r1, r0 mod r1),
+ * (t0, t1) = (t1, t0 + q t1), the t kept as magnitudes (their signs
+ * alternate). 0 when the quotient or a coefficient would not fit.
+ */
+static int euclid_step(uint64_t r0[4], uint64_t r1[4], uint64_t t0[4], uint64_t t1[4]) {
+  int b1 = u256_bits(r1), shift = b1 - 64;
+  if (shift < 0 || u256_bits(r0) - shift > 128) return 0;
+  u128 qe = u256_window(r0, shift) / ((u128)u256_window(r1, shift) + 1);
+  if (qe >> 62) return 0;
+  uint64_t q = (uint64_t)qe;
+  u256_submul(r0, r1, q);
+  while (u256_geq(r0, r1)) {
+    u256_sub(r0, r1);
+    q++;
+  }
+  if (!u256_addmul(t0, t1, q)) return 0;
+  uint64_t tmp[4];
+  memcpy(tmp, r0, sizeof tmp), memcpy(r0, r1, sizeof tmp), memcpy(r1, tmp, sizeof tmp);
+  memcpy(tmp, t0, sizeof tmp), memcpy(t0, t1, sizeof tmp), memcpy(t1, tmp, sizeof tmp);
+  return 1;
+}
+
+/*
+ * Short (c, d) with c = d k (mod 8L) and d odd: the extended Euclidean
+ * algorithm on (8L, k), stopped at the first remainder under 2^128 (its
+ * coefficient is then under 8L / 2^128 < 2^128), one step further when that
+ * coefficient is even (consecutive coefficients are coprime, so the next is
+ * odd). c >= 0 and |d| are written; d's sign goes to *dneg. 0 when a value
+ * would not fit (never seen for a hash); the caller then takes the plain
+ * path, which answers the same.
+ */
+static int lattice_split(uint64_t c[4], uint64_t d[4], int *dneg, const uint64_t k[4]) {
+  uint64_t r0[4], r1[4], t0[4] = {0}, t1[4] = {1, 0, 0, 0};
+  memcpy(r0, SC_8L, sizeof r0);
+  memcpy(r1, k, sizeof r1);
+  int steps = 0; /* t1's sign is (-1)^steps */
+  while (u256_bits(r1) > 128) {
+    if (!euclid_step(r0, r1, t0, t1)) return 0;
+    steps++;
+  }
+  if ((t1[0] & 1) == 0) {
+    if (!euclid_step(r0, r1, t0, t1)) return 0;
+    steps++;
+  }
+  if (u256_bits(r1) > LATTICE_BITS - 8 || u256_bits(t1) > LATTICE_BITS - 8 || (t1[0] & 1) == 0) return 0;
+  memcpy(c, r1, 32);
+  memcpy(d, t1, 32);
+  *dneg = steps & 1;
+  return 1;
+}
+
+/* r = [a]P + ... over up to four terms, each a scalar of at most `nbits` bits
+ * with its table of odd multiples (cached or, for the base point, niels). */
+typedef struct {
+  int8_t naf[LATTICE_BITS];
+  const ge_cached *c; /* or */
+  const ge_niels *n;
+} msm_term;
+
+static void msm_run(ge_p2 *out, msm_term *terms, int nterms, int nbits) {
+  ge_p2 r;
+  ge_p3 u;
+  ge_p1p1 t;
+  int i = nbits - 1;
+  for (; i >= 0; i--) {
+    int any = 0;
+    for (int j = 0; j < nterms; j++) any |= terms[j].naf[i];
+    if (any) break;
+  }
+  fe_0(r.X);
+  fe_1(r.Y);
+  fe_1(r.Z);
+  for (; i >= 0; i--) {
+    p2_dbl(&t, &r);
+    for (int j = 0; j < nterms; j++) {
+      int8_t d = terms[j].naf[i];
+      if (d == 0) continue;
+      p1p1_to_p3(&u, &t);
+      if (terms[j].c != NULL) {
+        if (d > 0) ge_add(&t, &u, &terms[j].c[d / 2]);
+        else ge_sub(&t, &u, &terms[j].c[(-d) / 2]);
+      } else {
+        if (d > 0) ge_madd(&t, &u, &terms[j].n[d / 2]);
+        else ge_msub(&t, &u, &terms[j].n[(-d) / 2]);
+      }
+    }
+    p1p1_to_p2(&r, &t);
+  }
+  *out = r;
+}
+
+/*
+ * The check for a key without tables, given -A decoded: 1 accept, 0 refuse,
+ * -1 when the reduction declined (the caller takes the plain path).
+ */
+static int verify_lattice(const uint8_t sig[64], const ge_p3 *negA, const uint64_t h[4], const uint64_t s[4]) {
+  uint64_t c[4], d[4];
+  int dneg;
+  if (!lattice_split(c, d, &dneg, h)) return -1;
+  /* With d < 0, negate both: (-c) = (-d) h, so d > 0 and c carries the sign. */
+  const int cneg = dneg;
+  /* R: canonical and a point, else no encoding of a point equals it. */
+  if (!ge_is_canonical(sig)) return 0;
+  ge_p3 R;
+  if (!ge_frombytes(&R, sig)) return 0;
+  /* x = 0 with the sign bit set encodes no point (and is on the blocklist anyway). */
+  if ((sig[31] >> 7) && fe_iszero(R.X)) return 0;
+  fe_neg(R.X, R.X);
+  fe_neg(R.T, R.T);
+  /* e = d S mod L (d < 2^132, S < 2^253: the product fits in 512 bits). */
+  uint8_t prod[64];
+  {
+    uint64_t acc[8] = {0};
+    for (int i = 0; i < 3; i++) {
+      u128 carry = 0;
+      for (int j = 0; j < 4; j++) {
+        u128 t = (u128)d[i] * s[j] + acc[i + j] + carry;
+        acc[i + j] = (uint64_t)t;
+        carry = t >> 64;
+      }
+      acc[i + 4] = (uint64_t)carry;
+    }
+    for (int i = 0; i < 8; i++)
+      for (int j = 0; j < 8; j++) prod[8 * i + j] = (uint8_t)(acc[i] >> (8 * j));
+  }
+  uint64_t e[4];
+  sc_reduce512(e, prod);
+  /* -[c]A from the table of -A (c >= 0) or of A (c < 0); -[d]R from -R. */
+  ge_cached tA[8], tR[8];
+  ge_p3 A = *negA;
+  if (cneg) {
+    fe_neg(A.X, A.X);
+    fe_neg(A.T, A.T);
+  }
+  cached_table(tA, &A);
+  cached_table(tR, &R);
+  const uint64_t elo[4] = {e[0], e[1], 0, 0}, ehi[4] = {e[2], e[3], 0, 0};
+  msm_term terms[4] = {{.c = tA}, {.c = tR}, {.n = BASE_SPLIT[0]}, {.n = BASE_SPLIT[2]}};
+  int8_t naf[256];
+  const uint64_t *k[4] = {c, d, elo, ehi};
+  for (int j = 0; j < 4; j++) {
+    sc_wnaf(naf, k[j], j < 2 ? 5 : 8, LATTICE_BITS);
+    memcpy(terms[j].naf, naf, LATTICE_BITS);
+  }
+  ge_p2 Q;
+  msm_run(&Q, terms, 4, LATTICE_BITS);
+  /* Q = O: X = 0 and Y = Z. */
+  fe t;
+  fe_sub(t, Q.Y, Q.Z);
+  return fe_iszero(Q.X) && fe_iszero(t);
+}
+
+/*
  * Per-thread memory of recent keys (docs: native/README.md): a key is
  * remembered when first seen, and its split tables are built when it is seen
  * again, so one-off keys cost nothing extra. 16 sets of 8 ways, chosen by the
@@ -871,10 +1102,16 @@ static int enc_has_small_order(const uint8_t s[32]) {
  * The rule (docs/protocol.md): S < L; R and A not on the small-order
  * blocklist; A canonical and a point; then the encoding of [S]B - [h]A must
  * equal R byte for byte (cofactorless, and R canonical by construction).
- * Everything but the last step, the sign of x (which needs 1/Z): 0 when the
- * signature is already refused, 1 when it stands if P's x has R's sign bit.
+ * A key with tables takes the split path and returns before its last step,
+ * the sign of x (which needs 1/Z, shared in a batch): 0 when the signature
+ * is already refused, 1 when it stands if P's x has R's sign bit. Any other
+ * key takes the lattice path (verify_lattice), which needs no inversion:
+ * 2 accepted, 0 refused.
  */
-static int verify_upto_sign(txr_ed25519_cache *cache, const uint8_t sig[64], const uint8_t *m, size_t mlen, const uint8_t pk[32], ge_p2 *P) {
+/* Which way [S]B - [h]A is found; AUTO picks by the cache, the others exist for native/test/paths.c. */
+enum { PATH_AUTO, PATH_PLAIN, PATH_LATTICE, PATH_SPLIT };
+
+static int verify_path(txr_ed25519_cache *cache, int path, const uint8_t sig[64], const uint8_t *m, size_t mlen, const uint8_t pk[32], ge_p2 *P) {
   ge_p3 A;
   uint8_t h[64];
   uint64_t hs[4], s[4];
@@ -882,7 +1119,7 @@ static int verify_upto_sign(txr_ed25519_cache *cache, const uint8_t sig[64], con
   if (!ge_is_canonical(pk) || enc_has_small_order(pk)) return 0;
   key_slot *slot = NULL;
   int ready = 0;
-  if (cache != NULL) {
+  if (cache != NULL && path == PATH_AUTO) {
     slot = cache_lookup(cache, pk);
     ready = slot != NULL && slot->state == 2;
   }
@@ -895,6 +1132,11 @@ static int verify_upto_sign(txr_ed25519_cache *cache, const uint8_t sig[64], con
   sha512_rkm(h, sig, pk, m, mlen);
   sc_reduce512(hs, h);
   sc_from32(s, sig + 32);
+  key_slot own;
+  if (path == PATH_SPLIT) {
+    slot = &own;
+    slot->state = 1;
+  }
   if (slot != NULL && slot->state == 1) {
     /* Seen before: build 2^(64j)(-A) tables once. */
     ge_p3 Aj = A;
@@ -904,11 +1146,19 @@ static int verify_upto_sign(txr_ed25519_cache *cache, const uint8_t sig[64], con
     }
     slot->state = 2;
     ready = 1;
-  } else if (slot == NULL && cache != NULL) {
+  } else if (slot == NULL && cache != NULL && path == PATH_AUTO) {
     cache_insert(cache, pk);
   }
-  if (ready) split_scalarmult(P, hs, (const ge_cached(*)[8])slot->t, s);
-  else double_scalarmult(P, hs, &A, s);
+  if (ready) {
+    split_scalarmult(P, hs, (const ge_cached(*)[8])slot->t, s);
+  } else {
+    if (path != PATH_PLAIN) {
+      const int r = verify_lattice(sig, &A, hs, s);
+      if (r >= 0) return r ? 2 : 0;
+      if (path == PATH_LATTICE) return -1;
+    }
+    double_scalarmult(P, hs, &A, s);
+  }
   /* The encoding of P must be R. A non-canonical R never is one; and y = Y/Z
    * is checked as y_R Z = Y first, so a wrong signature costs no inversion. */
   fe y;
@@ -917,6 +1167,10 @@ static int verify_upto_sign(txr_ed25519_cache *cache, const uint8_t sig[64], con
   fe_mul(y, y, P->Z);
   fe_sub(y, y, P->Y);
   return fe_iszero(y);
+}
+
+static int verify_upto_sign(txr_ed25519_cache *cache, const uint8_t sig[64], const uint8_t *m, size_t mlen, const uint8_t pk[32], ge_p2 *P) {
+  return verify_path(cache, PATH_AUTO, sig, m, mlen, pk, P);
 }
 
 /* The last step, given zi = 1/Z: y is already R's, so the encodings are equal iff the sign bits are. */
@@ -929,7 +1183,8 @@ static int sign_matches(const uint8_t sig[64], const ge_p2 *P, const fe zi) {
 int txr_ed25519_verify_cached(txr_ed25519_cache *cache, const uint8_t sig[64], const uint8_t *m, size_t mlen, const uint8_t pk[32]) {
   ge_p2 P;
   fe zi;
-  if (!verify_upto_sign(cache, sig, m, mlen, pk, &P)) return 0;
+  const int r = verify_upto_sign(cache, sig, m, mlen, pk, &P);
+  if (r != 1) return r == 2;
   fe_invert(zi, P.Z);
   return sign_matches(sig, &P, zi);
 }
@@ -948,14 +1203,16 @@ size_t txr_ed25519_verify_batch(txr_ed25519_cache *cache, size_t n, const txr_ed
   size_t k = 0, valid = 0;
   if (n > TXR_ED25519_BATCH_MAX) n = TXR_ED25519_BATCH_MAX;
   for (size_t i = 0; i < n; i++) {
-    ok[i] = 0;
-    if (!verify_upto_sign(cache, items[i].sig, items[i].msg, items[i].msg_len, items[i].key, &P[k])) continue;
+    const int r = verify_upto_sign(cache, items[i].sig, items[i].msg, items[i].msg_len, items[i].key, &P[k]);
+    ok[i] = r == 2;
+    valid += r == 2;
+    if (r != 1) continue;
     /* Z is never 0 on this curve (complete formulas), so the product is invertible. */
     if (k == 0) fe_copy(acc[0], P[0].Z);
     else fe_mul(acc[k], acc[k - 1], P[k].Z);
     idx[k++] = i;
   }
-  if (k == 0) return 0;
+  if (k == 0) return valid;
   fe inv, zi;
   fe_invert(inv, acc[k - 1]);
   for (size_t j = k; j-- > 0;) {
@@ -976,6 +1233,18 @@ size_t txr_ed25519_verify_batch(txr_ed25519_cache *cache, size_t n, const txr_ed
 int txr_ed25519_verify(const uint8_t sig[64], const uint8_t *m, size_t mlen, const uint8_t pk[32]) {
   return txr_ed25519_verify_cached(NULL, sig, m, mlen, pk);
 }
+
+#ifdef TXR_ED25519_TEST_PATHS
+/* One path forced (PATH_PLAIN 1, PATH_LATTICE 2, PATH_SPLIT 3): 1 accept, 0 refuse, -1 the lattice path declined. */
+int txr_ed25519_verify_path(int path, const uint8_t sig[64], const uint8_t *m, size_t mlen, const uint8_t pk[32]) {
+  ge_p2 P;
+  fe zi;
+  const int r = verify_path(NULL, path, sig, m, mlen, pk, &P);
+  if (r != 1) return r == 2 ? 1 : r;
+  fe_invert(zi, P.Z);
+  return sign_matches(sig, &P, zi);
+}
+#endif
 
 /* The canonical encoding of the point `s` decodes to; 0 when it does not decode (point-decoder fuzz target). */
 int txr_ed25519_decode_point(uint8_t out[32], const uint8_t s[32]) {

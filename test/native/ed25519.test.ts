@@ -9,6 +9,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir, arch } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { ed25519, ED25519_TORSION_SUBGROUP } from '@noble/curves/ed25519.js';
 import { sha512 } from '@noble/hashes/sha2.js';
@@ -31,11 +36,15 @@ const libsodium = (sig: Uint8Array, msg: Uint8Array, key: Uint8Array): boolean =
 const hex = (s: string): Uint8Array => Uint8Array.from(Buffer.from(s, 'hex'));
 const toHex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
 
+/** Every case `same` judged, for the last test, which runs each path of native/ed25519.c on all of them. */
+const judged: { sig: Uint8Array; msg: Uint8Array; key: Uint8Array; want: boolean; what: string }[] = [];
+
 /** Asserts both verifiers agree; returns the common answer. */
 function same(sig: Uint8Array, msg: Uint8Array, key: Uint8Array, what: string): boolean {
   const want = libsodium(sig, msg, key);
   const got = native(sig, msg, key);
   if (got !== want) assert.fail(`${what}: native ${got}, libsodium ${want} (sig ${toHex(sig)} key ${toHex(key)} msg ${toHex(msg).slice(0, 200)})`);
+  judged.push({ sig: Uint8Array.from(sig), msg: Uint8Array.from(msg), key: Uint8Array.from(key), want, what });
   return want;
 }
 
@@ -360,4 +369,49 @@ test('batch arguments: n over 64, spec or out too short, a range outside the arr
   assert.throws(() => f(buf, Uint32Array.from([0, 64, 96, 2 ** 32 - 1]), 1, new Uint8Array(1)), RangeError);
   assert.throws(() => f(buf, new Uint8Array(4) as unknown as Uint32Array, 1, new Uint8Array(1)), TypeError);
   assert.equal(f(buf, new Uint32Array(0), 0, new Uint8Array(0)), 0);
+});
+
+/** A C compiler for the path harness: the one node-gyp used to build the addon. */
+function compiler(): string | null {
+  for (const cc of [process.env.CC, 'cc', 'gcc']) {
+    if (cc === undefined || cc === '') continue;
+    if (spawnSync(cc, ['--version'], { stdio: 'ignore' }).status === 0) return cc;
+  }
+  return null;
+}
+const cc = skip === false ? compiler() : null;
+
+test('each path alone (plain, lattice, a cached key\'s split tables) answers as libsodium on every case above', { skip: skip !== false ? skip : cc === null ? 'no C compiler (cc, gcc) to build native/test/paths.c' : false }, () => {
+  // The cache decides which path a check takes, so the tests above reach the plain path only when
+  // the lattice reduction declines; native/test/paths.c forces each path on each case instead.
+  const dir = mkdtempSync(join(tmpdir(), 'txr-ed25519-paths-'));
+  try {
+    const bin = join(dir, 'paths');
+    const src = fileURLToPath(new URL('../../../native/test/paths.c', import.meta.url));
+    execFileSync(cc!, ['-O2', '-std=c11', ...(arch() === 'x64' ? ['-march=native'] : []), '-o', bin, src, '-lpthread']);
+    const parts: Uint8Array[] = [];
+    for (const c of judged) {
+      const head = new Uint8Array(4);
+      new DataView(head.buffer).setUint32(0, c.msg.length, true);
+      parts.push(head, c.sig, c.key, c.msg);
+    }
+    const out = execFileSync(bin, { input: Buffer.concat(parts), maxBuffer: 1 << 26 }).toString().trim().split('\n');
+    assert.equal(out.length, judged.length);
+    let declined = 0;
+    const names = ['plain', 'lattice', 'split'];
+    judged.forEach((c, i) => {
+      const line = out[i]!;
+      for (let p = 0; p < 3; p++) {
+        if (line[p] === 'x' && p === 1) {
+          declined++;
+          continue;
+        }
+        if (line[p] !== (c.want ? '1' : '0')) assert.fail(`${c.what}: the ${names[p]} path says ${line[p]}, libsodium ${c.want} (sig ${toHex(c.sig)} key ${toHex(c.key)})`);
+      }
+    });
+    assert.ok(judged.length > 1000, `the earlier cases were recorded (${judged.length})`);
+    assert.ok(declined < judged.length / 100, `the lattice path declined ${declined} of ${judged.length}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
