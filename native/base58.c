@@ -321,6 +321,7 @@ napi_value txr_js_ed25519_verify_at(napi_env env, napi_callback_info info);
 napi_value txr_js_ed25519_decode_point(napi_env env, napi_callback_info info);
 napi_value txr_js_ed25519_verify_batch_at(napi_env env, napi_callback_info info);
 void txr_ed25519_env_init(napi_env env);
+extern const char txr_ed25519_arith[];
 #endif
 
 NAPI_MODULE_INIT() {
@@ -329,6 +330,10 @@ NAPI_MODULE_INIT() {
 #endif
   napi_value max_bytes;
   if (napi_create_uint32(env, B58_MAX_BYTES, &max_bytes) != napi_ok) return NULL;
+#ifdef __SIZEOF_INT128__
+  napi_value arith;
+  if (napi_create_string_utf8(env, txr_ed25519_arith, NAPI_AUTO_LENGTH, &arith) != napi_ok) return NULL;
+#endif
   napi_property_descriptor props[] = {
       {"encode", NULL, js_encode, NULL, NULL, NULL, napi_enumerable, NULL},
       {"encode64At", NULL, js_encode64_at, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -340,6 +345,7 @@ NAPI_MODULE_INIT() {
       {"ed25519VerifyAt", NULL, txr_js_ed25519_verify_at, NULL, NULL, NULL, napi_enumerable, NULL},
       {"ed25519DecodePoint", NULL, txr_js_ed25519_decode_point, NULL, NULL, NULL, napi_enumerable, NULL},
       {"ed25519VerifyBatchAt", NULL, txr_js_ed25519_verify_batch_at, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"ed25519Arith", NULL, NULL, NULL, NULL, arith, napi_enumerable, NULL},
 #endif
       {"maxBytes", NULL, NULL, NULL, NULL, max_bytes, napi_enumerable, NULL},
   };

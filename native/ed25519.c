@@ -727,70 +727,6 @@ static void double_scalarmult(ge_p2 *out, const uint64_t a[4], const ge_p3 *A, c
   *out = r;
 }
 
-/*
- * The same sum for a key seen before, with its tables for 2^(64j)A ready:
- * both scalars split in 64-bit quarters share 72 doublings instead of 253.
- */
-static void split_scalarmult(ge_p2 *out, const uint64_t a[4], const ge_cached At[4][8], const uint64_t b[4]) {
-  enum { NB = 72 }; /* 64 bits plus the last window's carry */
-  int8_t an[4][256], bn[4][256];
-  for (int j = 0; j < 4; j++) {
-    const uint64_t ka[4] = {a[j], 0, 0, 0}, kb[4] = {b[j], 0, 0, 0};
-    sc_wnaf(an[j], ka, 5, NB);
-    sc_wnaf(bn[j], kb, 8, NB);
-  }
-  int i = NB - 1;
-  for (; i >= 0; i--) {
-    int any = 0;
-    for (int j = 0; j < 4; j++) any |= an[j][i] | bn[j][i];
-    if (any) break;
-  }
-  ge_p2 r;
-  ge_p3 u;
-  ge_p1p1 t;
-  fe_0(r.X);
-  fe_1(r.Y);
-  fe_1(r.Z);
-  for (; i >= 0; i--) {
-    p2_dbl(&t, &r);
-    for (int j = 0; j < 4; j++) {
-      int8_t d = an[j][i];
-      if (d > 0) {
-        p1p1_to_p3(&u, &t);
-        ge_add(&t, &u, &At[j][d / 2]);
-      } else if (d < 0) {
-        p1p1_to_p3(&u, &t);
-        ge_sub(&t, &u, &At[j][(-d) / 2]);
-      }
-      d = bn[j][i];
-      if (d > 0) {
-        p1p1_to_p3(&u, &t);
-        ge_madd(&t, &u, &BASE_SPLIT[j][d / 2]);
-      } else if (d < 0) {
-        p1p1_to_p3(&u, &t);
-        ge_msub(&t, &u, &BASE_SPLIT[j][(-d) / 2]);
-      }
-    }
-    p1p1_to_p2(&r, &t);
-  }
-  *out = r;
-}
-
-/*
- * A key seen for the first time: the check [S]B - [h]A = R is replaced by
- * [e]B - [c]A - [d]R = O with c = d h (mod 8L), d odd, |c| and |d| about
- * 2^128, and e = d S mod L (Pornin, "Optimized lattice basis reduction in
- * dimension 2, and fast Schnorr and EdDSA signature verification", 2020,
- * taken mod 8L rather than L). Every point of the curve has order dividing 8L
- * and B's divides L, so the left side is exactly [d]([S]B - [h]A - R), for
- * any A and R, torsion components included; and since d is odd and 0 < d < L,
- * it is gcd(d, 8L) = 1 and [d]X = O only for X = O. So this accepts exactly
- * when [S]B - [h]A = R as points, which for a canonical R is exactly when the
- * encodings are equal: the same answer as the cofactorless check, with
- * about half the doublings (the scalars are half as long) and no inversion,
- * for one more point decoding (R) and the reduction below.
- */
-
 /* Digits per half-length scalar: up to 140 bits plus a window's carry. */
 #define LATTICE_BITS 148
 
@@ -914,7 +850,7 @@ typedef struct {
   const ge_niels *n;
 } msm_term;
 
-static void msm_run(ge_p2 *out, msm_term *terms, int nterms, int nbits) {
+static void msm_run(ge_p2 *out, const msm_term *terms, int nterms, int nbits) {
   ge_p2 r;
   ge_p3 u;
   ge_p1p1 t;
@@ -944,6 +880,35 @@ static void msm_run(ge_p2 *out, msm_term *terms, int nterms, int nbits) {
     p1p1_to_p2(&r, &t);
   }
   *out = r;
+}
+
+#if defined(__AVX512IFMA__) && defined(__AVX512VL__)
+#include "ed25519_avx512.h"
+#define MSM_RUN msm_run_avx512
+const char txr_ed25519_arith[] = "avx512ifma";
+#else
+#define MSM_RUN msm_run
+const char txr_ed25519_arith[] = "scalar";
+#endif
+
+/*
+ * The same sum for a key seen before, with its tables for 2^(64j)A ready:
+ * both scalars split in 64-bit quarters share 72 doublings instead of 253.
+ */
+static void split_scalarmult(ge_p2 *out, const uint64_t a[4], const ge_cached At[4][8], const uint64_t b[4]) {
+  enum { NB = 72 }; /* 64 bits plus the last window's carry */
+  msm_term terms[8];
+  int8_t naf[256];
+  for (int j = 0; j < 4; j++) {
+    const uint64_t ka[4] = {a[j], 0, 0, 0}, kb[4] = {b[j], 0, 0, 0};
+    sc_wnaf(naf, ka, 5, NB);
+    memcpy(terms[2 * j].naf, naf, NB);
+    terms[2 * j].c = At[j], terms[2 * j].n = NULL;
+    sc_wnaf(naf, kb, 8, NB);
+    memcpy(terms[2 * j + 1].naf, naf, NB);
+    terms[2 * j + 1].c = NULL, terms[2 * j + 1].n = BASE_SPLIT[j];
+  }
+  MSM_RUN(out, terms, 8, NB);
 }
 
 /*
@@ -1000,7 +965,7 @@ static int verify_lattice(const uint8_t sig[64], const ge_p3 *negA, const uint64
     memcpy(terms[j].naf, naf, LATTICE_BITS);
   }
   ge_p2 Q;
-  msm_run(&Q, terms, 4, LATTICE_BITS);
+  MSM_RUN(&Q, terms, 4, LATTICE_BITS);
   /* Q = O: X = 0 and Y = Z. */
   fe t;
   fe_sub(t, Q.Y, Q.Z);

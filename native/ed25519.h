@@ -26,4 +26,6 @@ typedef struct {
 size_t txr_ed25519_verify_batch(txr_ed25519_cache *cache, size_t n, const txr_ed25519_item *items, uint8_t *ok);
 void txr_sha512(uint8_t out[64], const uint8_t *m, size_t mlen);
 int txr_ed25519_decode_point(uint8_t out[32], const uint8_t s[32]);
+/* The arithmetic the multi-scalar multiplication was built with: "avx512ifma" or "scalar". */
+extern const char txr_ed25519_arith[];
 #endif

@@ -22,7 +22,7 @@ import type { BatchRecorder } from './pipeline/evm-batch.js';
 import { AccountRegistry } from './pipeline/accounts.js';
 import { TipAccounts } from './chains/solana/tip.js';
 import { initKeccak } from './chains/evm/hash.js';
-import { ed25519Backend, ed25519FallbackReason } from './chains/solana/verify.js';
+import { ed25519Arith, ed25519Backend, ed25519FallbackReason } from './chains/solana/verify.js';
 import { loadAcceptor, describeAcceptor, type TemplatedApp, type us_listen_socket } from './ingress/uws.js';
 import { attachConnectionCaps, connectionCaps, type ConnectionCaps } from './ingress/conn-caps.js';
 import { readTls, uwsTlsOptions, type TlsListener, type TlsPair } from './ingress/tls.js';
@@ -178,7 +178,7 @@ export class Relay {
     const uws = acceptor.uws;
     // An unasked-for fallback costs CPU per request (docs/operations.md).
     const fellBack = acceptor.kind === 'node' && cfg.http.acceptor === 'auto';
-    log[fellBack ? 'warn' : 'info']({ acceptor: acceptor.name, base58: base58Backend, ed25519: ed25519Backend }, describeAcceptor(acceptor, cfg.http.acceptor));
+    log[fellBack ? 'warn' : 'info']({ acceptor: acceptor.name, base58: base58Backend, ed25519: ed25519Backend, ...(ed25519Arith !== null ? { ed25519_arith: ed25519Arith } : {}) }, describeAcceptor(acceptor, cfg.http.acceptor));
     if (ed25519Backend !== 'native') log.warn(`Ed25519 signatures are checked by ${ed25519Backend}, not the native addon: ${ed25519FallbackReason ?? 'unavailable'}`);
     if (nativeUnavailableReason !== null) log.warn(`native addon ${nativeUnavailableReason}: base58 and keccak-256 run in JavaScript and WebAssembly`);
     const threads = acceptorThreads(cfg.http.acceptors, uws.App(), acceptor.name, log);

@@ -30,6 +30,8 @@ export interface NativeAddon {
    * each exactly ed25519VerifyAt's answer. Returns how many are 1.
    */
   ed25519VerifyBatchAt?(buf: Uint8Array, spec: Uint32Array, n: number, out: Uint8Array): number;
+  /** The arithmetic of the native ed25519 check's scalar multiplication: 'avx512ifma' (vector, native/ed25519_avx512.h) or 'scalar'. */
+  readonly ed25519Arith?: string;
   /** The canonical encoding of the point a 32-byte string decodes to (libsodium's decoder), or null (tests). */
   ed25519DecodePoint?(enc: Uint8Array): Uint8Array | null;
 }

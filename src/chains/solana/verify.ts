@@ -49,6 +49,8 @@ const native = loadedNative.native;
 
 /** The backend `verifySolanaTransaction` uses in this process. */
 export const ed25519Backend: Ed25519Backend = native !== null ? 'native' : sodium !== null && forced !== 'node:crypto' ? 'sodium-native' : 'node:crypto';
+/** The native check's arithmetic (for the start-up line): 'avx512ifma' or 'scalar'; null when it is not in use. */
+export const ed25519Arith: string | null = native !== null ? (nativeAddon?.ed25519Arith ?? 'scalar') : null;
 /** Why the native verifier is not in use (for the start-up line); null when it is. */
 export const ed25519FallbackReason: string | null = loadedNative.reason;
 /** The backends this process can use (tests, bench). */

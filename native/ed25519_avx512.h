@@ -1,0 +1,188 @@
+/*
+ * The multi-scalar multiplication of native/ed25519.c with AVX-512 IFMA
+ * (included by ed25519.c when the compiler targets AVX512IFMA and AVX512VL;
+ * the addon is built with -march=native on the host that runs it).
+ *
+ * A point (X, Y, Z, T) lives in one vector: lane i of limb vector k is limb k
+ * of coordinate i, radix 2^51. Doubling and addition are the extended
+ * twisted Edwards formulas for a = -1 (Hisil, Wong, Carter and Dawson,
+ * "Twisted Edwards curves revisited", 2008: dbl-2008-hwcd and
+ * add-2008-hwcd-3), which end in four independent products: each step is
+ * a 4-way multiplication, lane shuffles and additions, and a second 4-way
+ * multiplication. vpmadd52luq / vpmadd52huq take the low 52 bits of each
+ * operand, so every multiplication input is carried first (limbs <= 2^51).
+ */
+#include <immintrin.h>
+
+typedef struct {
+  __m256i v[5];
+} fe4;
+
+#define V_M51 _mm256_set1_epi64x((long long)M51)
+
+/* k p limb by limb (k = 2, 4, 8): added before a subtraction so no limb goes negative. */
+static inline __m256i kp_limb(int k, int i) {
+  return _mm256_set1_epi64x((long long)((i == 0 ? (UINT64_C(1) << 51) - 19 : M51) * (uint64_t)k));
+}
+
+/* Limbs <= 2^51 (inputs below 2^61). */
+static inline void fe4_carry(fe4 *h) {
+  __m256i c;
+  for (int i = 0; i < 4; i++) {
+    c = _mm256_srli_epi64(h->v[i], 51);
+    h->v[i] = _mm256_and_si256(h->v[i], V_M51);
+    h->v[i + 1] = _mm256_add_epi64(h->v[i + 1], c);
+  }
+  c = _mm256_srli_epi64(h->v[4], 51);
+  h->v[4] = _mm256_and_si256(h->v[4], V_M51);
+  c = _mm256_add_epi64(_mm256_add_epi64(_mm256_slli_epi64(c, 4), _mm256_slli_epi64(c, 1)), c); /* 19 c */
+  h->v[0] = _mm256_add_epi64(h->v[0], c);
+  c = _mm256_srli_epi64(h->v[0], 51);
+  h->v[0] = _mm256_and_si256(h->v[0], V_M51);
+  h->v[1] = _mm256_add_epi64(h->v[1], c);
+}
+
+/* h = f g lane by lane; f and g limbs < 2^52; h carried. */
+static inline void fe4_mul(fe4 *h, const fe4 *f, const fe4 *g) {
+  __m256i lo[9], hi[9];
+  for (int k = 0; k < 9; k++) lo[k] = hi[k] = _mm256_setzero_si256();
+  for (int i = 0; i < 5; i++) {
+    for (int j = 0; j < 5; j++) {
+      lo[i + j] = _mm256_madd52lo_epu64(lo[i + j], f->v[i], g->v[j]);
+      hi[i + j] = _mm256_madd52hi_epu64(hi[i + j], f->v[i], g->v[j]);
+    }
+  }
+  /* A product's high half sits 52 bits up: twice one limb (2^51) up. */
+  __m256i z[10];
+  z[0] = lo[0];
+  for (int k = 1; k < 9; k++) z[k] = _mm256_add_epi64(lo[k], _mm256_slli_epi64(hi[k - 1], 1));
+  z[9] = _mm256_slli_epi64(hi[8], 1);
+  /* 2^255 = 19 (mod p). */
+  for (int k = 5; k < 10; k++) {
+    __m256i t = z[k];
+    t = _mm256_add_epi64(_mm256_add_epi64(_mm256_slli_epi64(t, 4), _mm256_slli_epi64(t, 1)), t);
+    z[k - 5] = _mm256_add_epi64(z[k - 5], t);
+  }
+  for (int k = 0; k < 5; k++) h->v[k] = z[k];
+  fe4_carry(h);
+}
+
+#define FE4_MAP(h, expr)                        \
+  do {                                          \
+    for (int i_ = 0; i_ < 5; i_++) (h).v[i_] = (expr); \
+  } while (0)
+
+/* Each lane gets lane `l` of f (l = 0..3). */
+#define BCAST(f, l) _mm256_permute4x64_epi64((f).v[i_], (l) * 0x55)
+
+/* (E, G, F, E) and (F, H, G, H), carried, then their product: both formulas end here. */
+static inline void fe4_finish(fe4 *P, const fe4 *E, const fe4 *F, const fe4 *G, const fe4 *H) {
+  fe4 l, r;
+  FE4_MAP(l, _mm256_blend_epi32(_mm256_blend_epi32(E->v[i_], G->v[i_], 0x0C), F->v[i_], 0x30));
+  FE4_MAP(r, _mm256_blend_epi32(_mm256_blend_epi32(H->v[i_], F->v[i_], 0x03), G->v[i_], 0x30));
+  fe4_carry(&l);
+  fe4_carry(&r);
+  fe4_mul(P, &l, &r);
+}
+
+/* P = 2P (dbl-2008-hwcd, a = -1). */
+static inline void fe4_dbl(fe4 *P) {
+  fe4 t, S, E, F, G, H;
+  /* (X, Y, Z, X + Y) */
+  FE4_MAP(t, _mm256_add_epi64(_mm256_permute4x64_epi64(P->v[i_], 0x24),
+                              _mm256_blend_epi32(_mm256_setzero_si256(), _mm256_permute4x64_epi64(P->v[i_], 0x55), 0xC0)));
+  fe4_carry(&t);
+  fe4_mul(&S, &t, &t); /* (XX, YY, ZZ, (X + Y)^2) */
+  /* G = YY - XX, H = -XX - YY, E = (X + Y)^2 - XX - YY, F = G - 2 ZZ */
+  FE4_MAP(G, _mm256_sub_epi64(_mm256_add_epi64(BCAST(S, 1), kp_limb(2, i_)), BCAST(S, 0)));
+  FE4_MAP(H, _mm256_sub_epi64(_mm256_sub_epi64(kp_limb(4, i_), BCAST(S, 0)), BCAST(S, 1)));
+  FE4_MAP(E, _mm256_sub_epi64(_mm256_sub_epi64(_mm256_add_epi64(BCAST(S, 3), kp_limb(4, i_)), BCAST(S, 0)), BCAST(S, 1)));
+  FE4_MAP(F, _mm256_sub_epi64(_mm256_sub_epi64(_mm256_add_epi64(BCAST(S, 1), kp_limb(8, i_)), BCAST(S, 0)),
+                              _mm256_slli_epi64(BCAST(S, 2), 1)));
+  fe4_finish(P, &E, &F, &G, &H);
+}
+
+/* P = P + Q, Q as (Y - X, Y + X, Z, 2d T) with limbs < 2^52 (add-2008-hwcd-3, a = -1). */
+static inline void fe4_add(fe4 *P, const fe4 *Q) {
+  fe4 t, m, E, F, G, H;
+  /* (Y - X, Y + X, Z, T) */
+  FE4_MAP(t, _mm256_add_epi64(
+                 _mm256_permute4x64_epi64(P->v[i_], 0xE5),
+                 _mm256_blend_epi32(
+                     _mm256_blend_epi32(_mm256_setzero_si256(), _mm256_sub_epi64(kp_limb(2, i_), BCAST(*P, 0)), 0x03),
+                     BCAST(*P, 0), 0x0C)));
+  fe4_carry(&t);
+  fe4_mul(&m, &t, Q); /* (A, B, Z1 Z2, C) */
+  /* E = B - A, H = B + A, F = D - C, G = D + C with D = 2 Z1 Z2 */
+  FE4_MAP(E, _mm256_sub_epi64(_mm256_add_epi64(BCAST(m, 1), kp_limb(2, i_)), BCAST(m, 0)));
+  FE4_MAP(H, _mm256_add_epi64(BCAST(m, 1), BCAST(m, 0)));
+  FE4_MAP(F, _mm256_sub_epi64(_mm256_add_epi64(_mm256_slli_epi64(BCAST(m, 2), 1), kp_limb(4, i_)), BCAST(m, 3)));
+  FE4_MAP(G, _mm256_add_epi64(_mm256_slli_epi64(BCAST(m, 2), 1), BCAST(m, 3)));
+  fe4_finish(P, &E, &F, &G, &H);
+}
+
+/* Lanes (a, b, c, d) from four field elements (limbs < 2^52). */
+static inline void fe4_pack(fe4 *h, const fe a, const fe b, const fe c, const fe d) {
+  for (int i = 0; i < 5; i++) h->v[i] = _mm256_set_epi64x((long long)d[i], (long long)c[i], (long long)b[i], (long long)a[i]);
+}
+
+/* A table entry as (Y - X, Y + X, Z, 2d T), negated when neg (swap the first two, negate the last). */
+static inline void fe4_from_cached(fe4 *h, const ge_cached *q, int neg) {
+  fe ypx, t;
+  fe_copy(ypx, q->YplusX);
+  fe_carry(ypx); /* p3_to_cached leaves it uncarried */
+  if (neg) {
+    fe_neg(t, q->T2d);
+    fe4_pack(h, ypx, q->YminusX, q->Z, t);
+  } else {
+    fe4_pack(h, q->YminusX, ypx, q->Z, q->T2d);
+  }
+}
+
+static inline void fe4_from_niels(fe4 *h, const ge_niels *q, int neg) {
+  fe one, t;
+  fe_1(one);
+  if (neg) {
+    fe_neg(t, q->xy2d);
+    fe4_pack(h, q->yplusx, q->yminusx, one, t);
+  } else {
+    fe4_pack(h, q->yminusx, q->yplusx, one, q->xy2d);
+  }
+}
+
+/* msm_run (ed25519.c) on the vector unit: the same sum, term by term, digit by digit. */
+static void msm_run_avx512(ge_p2 *out, const msm_term *terms, int nterms, int nbits) {
+  int i = nbits - 1;
+  for (; i >= 0; i--) {
+    int any = 0;
+    for (int j = 0; j < nterms; j++) any |= terms[j].naf[i];
+    if (any) break;
+  }
+  fe4 P, Q;
+  {
+    fe zero, one;
+    fe_0(zero);
+    fe_1(one);
+    fe4_pack(&P, zero, one, one, zero);
+  }
+  for (; i >= 0; i--) {
+    fe4_dbl(&P);
+    for (int j = 0; j < nterms; j++) {
+      const int8_t d = terms[j].naf[i];
+      if (d == 0) continue;
+      const int k = (d > 0 ? d : -d) / 2;
+      if (terms[j].c != NULL) fe4_from_cached(&Q, &terms[j].c[k], d < 0);
+      else fe4_from_niels(&Q, &terms[j].n[k], d < 0);
+      fe4_add(&P, &Q);
+    }
+  }
+  uint64_t lanes[4][5];
+  for (int k = 0; k < 5; k++) {
+    uint64_t tmp[4];
+    _mm256_storeu_si256((__m256i *)tmp, P.v[k]);
+    for (int l = 0; l < 4; l++) lanes[l][k] = tmp[l];
+  }
+  memcpy(out->X, lanes[0], sizeof(fe));
+  memcpy(out->Y, lanes[1], sizeof(fe));
+  memcpy(out->Z, lanes[2], sizeof(fe));
+}
