@@ -656,6 +656,9 @@ static void cached_table(ge_cached out[8], const ge_p3 *A) {
   }
 }
 
+/* The per-process tables the multi-scalar multiplication reads in its own form (after BASE_SPLIT). */
+static void msm_tables_init(void);
+
 static void ed25519_init(void) {
   fe a, b, t;
   /* d = -121665 / 121666 */
@@ -683,6 +686,7 @@ static void ed25519_init(void) {
     niels_table(BASE_SPLIT[j], &B);
     p3_dbl_n(&B, 64);
   }
+  msm_tables_init();
 }
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -842,14 +846,85 @@ static int lattice_split(uint64_t c[4], uint64_t d[4], int *dneg, const uint64_t
   return 1;
 }
 
-/* r = [a]P + ... over up to four terms, each a scalar of at most `nbits` bits
- * with its table of odd multiples (cached or, for the base point, niels). */
+#if defined(__AVX512IFMA__) && defined(__AVX512VL__)
+#define TXR_ED25519_AVX512 1
+#include "ed25519_avx512.h"
+const char txr_ed25519_arith[] = "avx512ifma";
+/* A table entry: (Y - X, Y + X, Z, 2d T) in the four lanes (ed25519_avx512.h), for every point. */
+typedef fe4 var_entry;
+typedef fe4 base_entry;
+static fe4 BASE_V[4][64]; /* BASE_SPLIT in table form, set by ed25519_init */
+#define BASE_TAB(j) (BASE_V[j])
+#define var_table fe4_table
+#else
+const char txr_ed25519_arith[] = "scalar";
+typedef ge_cached var_entry;
+typedef ge_niels base_entry;
+#define BASE_TAB(j) (BASE_SPLIT[j])
+#define var_table cached_table
+#endif
+
+#ifdef TXR_ED25519_AVX512
+static void msm_tables_init(void) {
+  fe one;
+  fe_1(one);
+  fe4_pack(&FE4_K2D, one, one, one, FE_D2);
+  for (int j = 0; j < 4; j++)
+    for (int i = 0; i < 64; i++) fe4_from_niels(&BASE_V[j][i], &BASE_SPLIT[j][i]);
+}
+#else
+static void msm_tables_init(void) {}
+#endif
+
+/* r = [a]P + ... over up to eight terms, each a scalar of at most `nbits` bits
+ * with its table of odd multiples: a variable point's, or the base point's. */
 typedef struct {
   int8_t naf[LATTICE_BITS];
-  const ge_cached *c; /* or */
-  const ge_niels *n;
+  const var_entry *c; /* or */
+  const base_entry *n;
 } msm_term;
 
+#ifdef TXR_ED25519_AVX512
+/* On the vector unit: a 4-way doubling per bit, a 4-way addition per digit. */
+static void msm_run(ge_p2 *out, const msm_term *terms, int nterms, int nbits) {
+  int i = nbits - 1;
+  for (; i >= 0; i--) {
+    int any = 0;
+    for (int j = 0; j < nterms; j++) any |= terms[j].naf[i];
+    if (any) break;
+  }
+  fe4 P, Q;
+  {
+    fe zero, one;
+    fe_0(zero);
+    fe_1(one);
+    fe4_pack(&P, zero, one, one, zero);
+  }
+  for (; i >= 0; i--) {
+    fe4_dbl(&P);
+    for (int j = 0; j < nterms; j++) {
+      const int8_t d = terms[j].naf[i];
+      if (d == 0) continue;
+      const fe4 *e = terms[j].c != NULL ? &terms[j].c[(d > 0 ? d : -d) / 2] : &terms[j].n[(d > 0 ? d : -d) / 2];
+      if (d > 0) {
+        fe4_add(&P, e);
+      } else {
+        fe4_neg_cached(&Q, e);
+        fe4_add(&P, &Q);
+      }
+    }
+  }
+  uint64_t lanes[4][5];
+  for (int k = 0; k < 5; k++) {
+    uint64_t tmp[4];
+    _mm256_storeu_si256((__m256i *)tmp, P.v[k]);
+    for (int l = 0; l < 4; l++) lanes[l][k] = tmp[l];
+  }
+  memcpy(out->X, lanes[0], sizeof(fe));
+  memcpy(out->Y, lanes[1], sizeof(fe));
+  memcpy(out->Z, lanes[2], sizeof(fe));
+}
+#else
 static void msm_run(ge_p2 *out, const msm_term *terms, int nterms, int nbits) {
   ge_p2 r;
   ge_p3 u;
@@ -882,20 +957,13 @@ static void msm_run(ge_p2 *out, const msm_term *terms, int nterms, int nbits) {
   *out = r;
 }
 
-#if defined(__AVX512IFMA__) && defined(__AVX512VL__)
-#include "ed25519_avx512.h"
-#define MSM_RUN msm_run_avx512
-const char txr_ed25519_arith[] = "avx512ifma";
-#else
-#define MSM_RUN msm_run
-const char txr_ed25519_arith[] = "scalar";
 #endif
 
 /*
  * The same sum for a key seen before, with its tables for 2^(64j)A ready:
  * both scalars split in 64-bit quarters share 72 doublings instead of 253.
  */
-static void split_scalarmult(ge_p2 *out, const uint64_t a[4], const ge_cached At[4][8], const uint64_t b[4]) {
+static void split_scalarmult(ge_p2 *out, const uint64_t a[4], const var_entry At[4][8], const uint64_t b[4]) {
   enum { NB = 72 }; /* 64 bits plus the last window's carry */
   msm_term terms[8];
   int8_t naf[256];
@@ -906,9 +974,9 @@ static void split_scalarmult(ge_p2 *out, const uint64_t a[4], const ge_cached At
     terms[2 * j].c = At[j], terms[2 * j].n = NULL;
     sc_wnaf(naf, kb, 8, NB);
     memcpy(terms[2 * j + 1].naf, naf, NB);
-    terms[2 * j + 1].c = NULL, terms[2 * j + 1].n = BASE_SPLIT[j];
+    terms[2 * j + 1].c = NULL, terms[2 * j + 1].n = BASE_TAB(j);
   }
-  MSM_RUN(out, terms, 8, NB);
+  msm_run(out, terms, 8, NB);
 }
 
 /*
@@ -948,16 +1016,16 @@ static int verify_lattice(const uint8_t sig[64], const ge_p3 *negA, const uint64
   uint64_t e[4];
   sc_reduce512(e, prod);
   /* -[c]A from the table of -A (c >= 0) or of A (c < 0); -[d]R from -R. */
-  ge_cached tA[8], tR[8];
+  var_entry tA[8], tR[8];
   ge_p3 A = *negA;
   if (cneg) {
     fe_neg(A.X, A.X);
     fe_neg(A.T, A.T);
   }
-  cached_table(tA, &A);
-  cached_table(tR, &R);
+  var_table(tA, &A);
+  var_table(tR, &R);
   const uint64_t elo[4] = {e[0], e[1], 0, 0}, ehi[4] = {e[2], e[3], 0, 0};
-  msm_term terms[4] = {{.c = tA}, {.c = tR}, {.n = BASE_SPLIT[0]}, {.n = BASE_SPLIT[2]}};
+  msm_term terms[4] = {{.c = tA}, {.c = tR}, {.n = BASE_TAB(0)}, {.n = BASE_TAB(2)}};
   int8_t naf[256];
   const uint64_t *k[4] = {c, d, elo, ehi};
   for (int j = 0; j < 4; j++) {
@@ -965,7 +1033,7 @@ static int verify_lattice(const uint8_t sig[64], const ge_p3 *negA, const uint64
     memcpy(terms[j].naf, naf, LATTICE_BITS);
   }
   ge_p2 Q;
-  MSM_RUN(&Q, terms, 4, LATTICE_BITS);
+  msm_run(&Q, terms, 4, LATTICE_BITS);
   /* Q = O: X = 0 and Y = Z. */
   fe t;
   fe_sub(t, Q.Y, Q.Z);
@@ -989,7 +1057,7 @@ typedef struct {
   uint8_t key[32];
   uint8_t state; /* 0 empty, 1 seen once, 2 tables ready */
   uint32_t used; /* the cache's clock at the last check with this key */
-  ge_cached t[4][8];
+  var_entry t[4][8];
 } key_slot;
 struct txr_ed25519_cache {
   uint32_t clock;
@@ -1036,7 +1104,14 @@ static void cache_insert(txr_ed25519_cache *c, const uint8_t pk[32]) {
   victim->used = now;
 }
 
-txr_ed25519_cache *txr_ed25519_cache_new(void) { return (txr_ed25519_cache *)calloc(1, sizeof(txr_ed25519_cache)); }
+/* Aligned for the vector tables (32-byte loads); zeroed, so every way starts empty. */
+txr_ed25519_cache *txr_ed25519_cache_new(void) {
+  /* C11: the size is a multiple of the struct's alignment, as aligned_alloc requires. */
+  void *p = aligned_alloc(_Alignof(txr_ed25519_cache), sizeof(txr_ed25519_cache));
+  if (p == NULL) return NULL;
+  memset(p, 0, sizeof(txr_ed25519_cache));
+  return (txr_ed25519_cache *)p;
+}
 void txr_ed25519_cache_free(txr_ed25519_cache *c) { free(c); }
 
 /* libsodium's blocklist: encodings (sign bit ignored) whose y is that of a
@@ -1106,7 +1181,7 @@ static int verify_path(txr_ed25519_cache *cache, int path, const uint8_t sig[64]
     /* Seen before: build 2^(64j)(-A) tables once. */
     ge_p3 Aj = A;
     for (int j = 0; j < 4; j++) {
-      cached_table(slot->t[j], &Aj);
+      var_table(slot->t[j], &Aj);
       if (j < 3) p3_dbl_n(&Aj, 64);
     }
     slot->state = 2;
@@ -1115,7 +1190,7 @@ static int verify_path(txr_ed25519_cache *cache, int path, const uint8_t sig[64]
     cache_insert(cache, pk);
   }
   if (ready) {
-    split_scalarmult(P, hs, (const ge_cached(*)[8])slot->t, s);
+    split_scalarmult(P, hs, (const var_entry(*)[8])slot->t, s);
   } else {
     if (path != PATH_PLAIN) {
       const int r = verify_lattice(sig, &A, hs, s);

@@ -126,63 +126,45 @@ static inline void fe4_pack(fe4 *h, const fe a, const fe b, const fe c, const fe
   for (int i = 0; i < 5; i++) h->v[i] = _mm256_set_epi64x((long long)d[i], (long long)c[i], (long long)b[i], (long long)a[i]);
 }
 
-/* A table entry as (Y - X, Y + X, Z, 2d T), negated when neg (swap the first two, negate the last). */
-static inline void fe4_from_cached(fe4 *h, const ge_cached *q, int neg) {
-  fe ypx, t;
-  fe_copy(ypx, q->YplusX);
-  fe_carry(ypx); /* p3_to_cached leaves it uncarried */
-  if (neg) {
-    fe_neg(t, q->T2d);
-    fe4_pack(h, ypx, q->YminusX, q->Z, t);
-  } else {
-    fe4_pack(h, q->YminusX, ypx, q->Z, q->T2d);
+/* -Q for Q = (Y - X, Y + X, Z, 2d T): the first two lanes swapped, the last negated. */
+static inline void fe4_neg_cached(fe4 *h, const fe4 *q) {
+  for (int i = 0; i < 5; i++) {
+    const __m256i sw = _mm256_permute4x64_epi64(q->v[i], 0xE1); /* (1, 0, 2, 3) */
+    h->v[i] = _mm256_blend_epi32(sw, _mm256_sub_epi64(kp_limb(2, i), q->v[i]), 0xC0);
   }
 }
 
-static inline void fe4_from_niels(fe4 *h, const ge_niels *q, int neg) {
-  fe one, t;
+/* Lanes (1, 1, 1, 2d), set by ed25519_init. */
+static fe4 FE4_K2D;
+
+/* (X, Y, Z, T) to the table form (Y - X, Y + X, Z, 2d T), carried. */
+static inline void fe4_to_cached(fe4 *h, const fe4 *P) {
+  fe4 t;
+  FE4_MAP(t, _mm256_add_epi64(
+                 _mm256_permute4x64_epi64(P->v[i_], 0xE5),
+                 _mm256_blend_epi32(
+                     _mm256_blend_epi32(_mm256_setzero_si256(), _mm256_sub_epi64(kp_limb(2, i_), BCAST(*P, 0)), 0x03),
+                     BCAST(*P, 0), 0x0C)));
+  fe4_carry(&t);
+  fe4_mul(h, &t, &FE4_K2D);
+}
+
+/* out[i] = (2i + 1)P in table form, i = 0..7 (P's limbs carried). */
+static void fe4_table(fe4 out[8], const ge_p3 *P) {
+  fe4 P4, D, d2;
+  fe4_pack(&P4, P->X, P->Y, P->Z, P->T);
+  D = P4;
+  fe4_dbl(&D);
+  fe4_to_cached(&d2, &D);
+  fe4_to_cached(&out[0], &P4);
+  for (int i = 1; i < 8; i++) {
+    fe4_add(&P4, &d2);
+    fe4_to_cached(&out[i], &P4);
+  }
+}
+
+static void fe4_from_niels(fe4 *h, const ge_niels *q) {
+  fe one;
   fe_1(one);
-  if (neg) {
-    fe_neg(t, q->xy2d);
-    fe4_pack(h, q->yplusx, q->yminusx, one, t);
-  } else {
-    fe4_pack(h, q->yminusx, q->yplusx, one, q->xy2d);
-  }
-}
-
-/* msm_run (ed25519.c) on the vector unit: the same sum, term by term, digit by digit. */
-static void msm_run_avx512(ge_p2 *out, const msm_term *terms, int nterms, int nbits) {
-  int i = nbits - 1;
-  for (; i >= 0; i--) {
-    int any = 0;
-    for (int j = 0; j < nterms; j++) any |= terms[j].naf[i];
-    if (any) break;
-  }
-  fe4 P, Q;
-  {
-    fe zero, one;
-    fe_0(zero);
-    fe_1(one);
-    fe4_pack(&P, zero, one, one, zero);
-  }
-  for (; i >= 0; i--) {
-    fe4_dbl(&P);
-    for (int j = 0; j < nterms; j++) {
-      const int8_t d = terms[j].naf[i];
-      if (d == 0) continue;
-      const int k = (d > 0 ? d : -d) / 2;
-      if (terms[j].c != NULL) fe4_from_cached(&Q, &terms[j].c[k], d < 0);
-      else fe4_from_niels(&Q, &terms[j].n[k], d < 0);
-      fe4_add(&P, &Q);
-    }
-  }
-  uint64_t lanes[4][5];
-  for (int k = 0; k < 5; k++) {
-    uint64_t tmp[4];
-    _mm256_storeu_si256((__m256i *)tmp, P.v[k]);
-    for (int l = 0; l < 4; l++) lanes[l][k] = tmp[l];
-  }
-  memcpy(out->X, lanes[0], sizeof(fe));
-  memcpy(out->Y, lanes[1], sizeof(fe));
-  memcpy(out->Z, lanes[2], sizeof(fe));
+  fe4_pack(h, q->yminusx, q->yplusx, one, q->xy2d);
 }
