@@ -102,16 +102,20 @@ static inline void fe4_dbl(fe4 *P) {
   fe4_finish(P, &E, &F, &G, &H);
 }
 
+/* (Y - X, Y + X, Z, T) from (X, Y, Z, T), carried: the first step of an addition and of the table form. */
+static inline void fe4_sum_diff(fe4 *t, const fe4 *P) {
+  FE4_MAP(*t, _mm256_add_epi64(
+                  _mm256_permute4x64_epi64(P->v[i_], 0xE5),
+                  _mm256_blend_epi32(
+                      _mm256_blend_epi32(_mm256_setzero_si256(), _mm256_sub_epi64(kp_limb(2, i_), BCAST(*P, 0)), 0x03),
+                      BCAST(*P, 0), 0x0C)));
+  fe4_carry(t);
+}
+
 /* P = P + Q, Q as (Y - X, Y + X, Z, 2d T) with limbs < 2^52 (add-2008-hwcd-3, a = -1). */
 static inline void fe4_add(fe4 *P, const fe4 *Q) {
   fe4 t, m, E, F, G, H;
-  /* (Y - X, Y + X, Z, T) */
-  FE4_MAP(t, _mm256_add_epi64(
-                 _mm256_permute4x64_epi64(P->v[i_], 0xE5),
-                 _mm256_blend_epi32(
-                     _mm256_blend_epi32(_mm256_setzero_si256(), _mm256_sub_epi64(kp_limb(2, i_), BCAST(*P, 0)), 0x03),
-                     BCAST(*P, 0), 0x0C)));
-  fe4_carry(&t);
+  fe4_sum_diff(&t, P);
   fe4_mul(&m, &t, Q); /* (A, B, Z1 Z2, C) */
   /* E = B - A, H = B + A, F = D - C, G = D + C with D = 2 Z1 Z2 */
   FE4_MAP(E, _mm256_sub_epi64(_mm256_add_epi64(BCAST(m, 1), kp_limb(2, i_)), BCAST(m, 0)));
@@ -140,12 +144,7 @@ static fe4 FE4_K2D;
 /* (X, Y, Z, T) to the table form (Y - X, Y + X, Z, 2d T), carried. */
 static inline void fe4_to_cached(fe4 *h, const fe4 *P) {
   fe4 t;
-  FE4_MAP(t, _mm256_add_epi64(
-                 _mm256_permute4x64_epi64(P->v[i_], 0xE5),
-                 _mm256_blend_epi32(
-                     _mm256_blend_epi32(_mm256_setzero_si256(), _mm256_sub_epi64(kp_limb(2, i_), BCAST(*P, 0)), 0x03),
-                     BCAST(*P, 0), 0x0C)));
-  fe4_carry(&t);
+  fe4_sum_diff(&t, P);
   fe4_mul(h, &t, &FE4_K2D);
 }
 
