@@ -9,6 +9,7 @@
  *   npm run bench:ab -- --shed-hold                 door sheds held up to 100 ms (limits.shed_hold_ms) vs written at once
  *   npm run bench:ab -- --status                    status tracing on vs off (status.enabled)
  *   npm run bench:ab -- --landing                   landing tracking on vs off (solana.chain_rpc, evm.chain_rpc)
+ *   npm run bench:ab -- --ed25519                   the native ed25519 check vs sodium-native's (TXRELAY_ED25519_BACKEND)
  *
  * Each round starts each relay fresh (dedup state empty), pinned to core 0
  * (`--layout default`: unpinned, workers auto, as a user starts it), warms
@@ -64,6 +65,7 @@ const { values: opt } = parseArgs({
     'shed-hold': { type: 'boolean', default: false },
     status: { type: 'boolean', default: false },
     landing: { type: 'boolean', default: false },
+    ed25519: { type: 'boolean', default: false },
     doors: { type: 'string', default: 'solana-v2' },
     runs: { type: 'string', default: 'saturation,refusal' },
     rounds: { type: 'string', default: '3' },
@@ -120,6 +122,12 @@ if (opt.coalesce) {
     { label: 'landing tracking on (chain_rpc set)', main: MAIN, env: { TXRELAY_SOLANA_CHAIN_RPC: 'CHAIN', TXRELAY_EVM_CHAIN_RPC: 'CHAIN' } },
     { label: 'landing tracking off (chain_rpc unset)', main: MAIN, env: { TXRELAY_SOLANA_CHAIN_RPC: '', TXRELAY_EVM_CHAIN_RPC: '' } },
   ];
+} else if (opt.ed25519) {
+  // What the native signature check saves: the same relay, B with libsodium's check (sodium-native).
+  variants = [
+    { label: 'native ed25519', main: MAIN, env: {} },
+    { label: 'sodium-native ed25519 (TXRELAY_ED25519_BACKEND=sodium-native)', main: MAIN, env: { TXRELAY_ED25519_BACKEND: 'sodium-native' } },
+  ];
 } else if (opt.base) {
   const baseMain = resolve(opt.base, 'dist', 'src', 'cli', 'main.js');
   if (!existsSync(baseMain)) throw new Error(`${baseMain} not found: build the base checkout first (npm ci)`);
@@ -128,7 +136,7 @@ if (opt.coalesce) {
     { label: `base (${opt.base})`, main: baseMain, env: {} },
   ];
 } else {
-  throw new Error('say what to compare: --base <other checkout>, --coalesce, --no-upstream, --shed-hold, --status or --landing');
+  throw new Error('say what to compare: --base <other checkout>, --coalesce, --no-upstream, --shed-hold, --status, --landing or --ed25519');
 }
 
 type Kind = 'serial' | 'saturation' | 'overload' | 'refusal' | 'shed' | 'openloop';
@@ -321,5 +329,5 @@ for (const d of doors) {
 }
 // The latest paired run of each comparison is kept: bench/results/ab.md against a base checkout,
 // ab-<option>.md for the others (a smoke run's figures mean nothing).
-const which = opt.base ? '' : opt.coalesce ? '-coalesce' : opt['no-upstream'] ? '-no-upstream' : opt['shed-hold'] ? '-shed-hold' : opt.landing ? '-landing' : '-status';
+const which = opt.base ? '' : opt.coalesce ? '-coalesce' : opt['no-upstream'] ? '-no-upstream' : opt['shed-hold'] ? '-shed-hold' : opt.landing ? '-landing' : opt.ed25519 ? '-ed25519' : '-status';
 if (!opt.smoke) writeFileSync(join(ROOT, 'bench', 'results', `ab${which}.md`), lines.join('\n') + '\n');

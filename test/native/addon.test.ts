@@ -20,3 +20,18 @@ test('sharedAlias: a plain ArrayBuffer over the very memory of a SharedArrayBuff
 test('sharedAlias of an empty SharedArrayBuffer is an empty buffer, not an error', { skip }, () => {
   assert.equal(sharedAlias(new SharedArrayBuffer(0))?.byteLength, 0);
 });
+
+test('ed25519Arith names the arithmetic the addon was built with: avx512ifma exactly where this CPU has IFMA (it is built with -march=native)', { skip: skip || (nativeAddon?.ed25519Verify === undefined ? 'built without ed25519' : false) }, async () => {
+  const { readFileSync } = await import('node:fs');
+  const { arch, platform } = await import('node:os');
+  const arith = nativeAddon!.ed25519Arith;
+  assert.ok(arith === 'avx512ifma' || arith === 'scalar', `ed25519Arith is ${arith}`);
+  if (platform() === 'linux' && arch() === 'x64') {
+    const flags = readFileSync('/proc/cpuinfo', 'utf8');
+    const ifma = /\bavx512ifma\b/.test(flags) && /\bavx512vl\b/.test(flags);
+    assert.equal(arith, ifma ? 'avx512ifma' : 'scalar');
+  }
+  // The verifier reports the same in the relay's start-up line (src/relay.ts).
+  const { ed25519Arith, ed25519Backend } = await import('../../src/chains/solana/verify.js');
+  if (ed25519Backend === 'native') assert.equal(ed25519Arith, arith);
+});
