@@ -356,7 +356,16 @@ test('a database restored from an older backup: a node that followed the newer l
   await stopNode(b);
 
   // The same registry (same registry_id) from before `lost`; a change log that reuses their seqs.
-  execFileSync('pg_restore', ['--clean', '--if-exists', '--single-transaction', '-d', url, backup]);
+  // Node a keeps reading the registry meanwhile, so PostgreSQL can pick the restore as a deadlock victim; the
+  // restore is one transaction (rolled back whole), so it is run again, as an operator would.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      execFileSync('pg_restore', ['--clean', '--if-exists', '--single-transaction', '-d', url, backup], { stdio: ['ignore', 'ignore', 'pipe'] });
+      break;
+    } catch (e) {
+      if (attempt >= 5 || !String((e as { stderr?: Buffer }).stderr ?? '').includes('deadlock detected')) throw e;
+    }
+  }
   const fresh = await createKeys(a, 15);
 
   b = await startNode(t, 'node-b', join(dir, 'b'), url);
