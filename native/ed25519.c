@@ -852,15 +852,10 @@ static int lattice_split(uint64_t c[4], uint64_t d[4], int *dneg, const uint64_t
 const char txr_ed25519_arith[] = "avx512ifma";
 /* A table entry: (Y - X, Y + X, Z, 2d T) in the four lanes (ed25519_avx512.h), for every point. */
 typedef fe4 var_entry;
-/* The base point's tables stay affine (120 bytes an entry against 160): all four, 30 KB, fit in L1 beside a key's. */
-typedef ge_niels base_entry;
-#define BASE_TAB(j) (BASE_SPLIT[j])
 #define var_table fe4_table
 #else
 const char txr_ed25519_arith[] = "scalar";
 typedef ge_cached var_entry;
-typedef ge_niels base_entry;
-#define BASE_TAB(j) (BASE_SPLIT[j])
 #define var_table cached_table
 #endif
 
@@ -879,7 +874,7 @@ static void msm_tables_init(void) {}
 typedef struct {
   int8_t naf[LATTICE_BITS];
   const var_entry *c; /* or */
-  const base_entry *n;
+  const ge_niels *n; /* the base point's tables stay affine on both arithmetics: 120 bytes an entry, all four fit in L1 beside a key's */
 } msm_term;
 
 #ifdef TXR_ED25519_AVX512
@@ -974,7 +969,7 @@ static void split_scalarmult(ge_p2 *out, const uint64_t a[4], const var_entry At
     terms[2 * j].c = At[j], terms[2 * j].n = NULL;
     sc_wnaf(naf, kb, 8, NB);
     memcpy(terms[2 * j + 1].naf, naf, NB);
-    terms[2 * j + 1].c = NULL, terms[2 * j + 1].n = BASE_TAB(j);
+    terms[2 * j + 1].c = NULL, terms[2 * j + 1].n = BASE_SPLIT[j];
   }
   msm_run(out, terms, 8, NB);
 }
@@ -1025,7 +1020,7 @@ static int verify_lattice(const uint8_t sig[64], const ge_p3 *negA, const uint64
   var_table(tA, &A);
   var_table(tR, &R);
   const uint64_t elo[4] = {e[0], e[1], 0, 0}, ehi[4] = {e[2], e[3], 0, 0};
-  msm_term terms[4] = {{.c = tA}, {.c = tR}, {.n = BASE_TAB(0)}, {.n = BASE_TAB(2)}};
+  msm_term terms[4] = {{.c = tA}, {.c = tR}, {.n = BASE_SPLIT[0]}, {.n = BASE_SPLIT[2]}};
   int8_t naf[256];
   const uint64_t *k[4] = {c, d, elo, ehi};
   for (int j = 0; j < 4; j++) {
