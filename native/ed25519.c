@@ -458,29 +458,36 @@ static void p3_dbl(ge_p1p1 *r, const ge_p3 *p) {
  * 255 bits, taken mod p (no canonical check here), x the square root of
  * (y^2 - 1) / (d y^2 + 1) whose parity is the top bit, -x when x = 0 and the
  * top bit is set (the same point). Returns 0 when there is no square root.
+ * In two halves around the exponentiation, so two points can share one
+ * (ge_frombytes_pair).
  */
-static int ge_frombytes(ge_p3 *h, const uint8_t s[32]) {
-  fe u, v, v3, vxx, t;
+typedef struct { fe u, v, v3, t; } ge_decoding; /* t = u v^7, to be raised to (p - 5) / 8 */
+
+static void ge_decode_begin(ge_p3 *h, ge_decoding *d, const uint8_t s[32]) {
   fe_frombytes(h->Y, s);
   fe_1(h->Z);
-  fe_sq(u, h->Y);
-  fe_mul(v, u, FE_D);
-  fe_sub(u, u, h->Z);         /* y^2 - 1 */
-  fe_add(v, v, h->Z);         /* d y^2 + 1 */
-  fe_carry(v);
-  fe_sq(v3, v);
-  fe_mul(v3, v3, v);          /* v^3 */
-  fe_sq(t, v3);
-  fe_mul(t, t, v);
-  fe_mul(t, t, u);            /* u v^7 */
-  fe_pow22523(t, t);
-  fe_mul(t, t, v3);
-  fe_mul(h->X, t, u);         /* u v^3 (u v^7)^((p-5)/8) */
+  fe_sq(d->u, h->Y);
+  fe_mul(d->v, d->u, FE_D);
+  fe_sub(d->u, d->u, h->Z);   /* y^2 - 1 */
+  fe_add(d->v, d->v, h->Z);   /* d y^2 + 1 */
+  fe_carry(d->v);
+  fe_sq(d->v3, d->v);
+  fe_mul(d->v3, d->v3, d->v); /* v^3 */
+  fe_sq(d->t, d->v3);
+  fe_mul(d->t, d->t, d->v);
+  fe_mul(d->t, d->t, d->u);   /* u v^7 */
+}
+
+/* pw = (u v^7)^((p - 5) / 8). */
+static int ge_decode_end(ge_p3 *h, const ge_decoding *d, const fe pw, const uint8_t s[32]) {
+  fe vxx, t;
+  fe_mul(t, pw, d->v3);
+  fe_mul(h->X, t, d->u);      /* u v^3 (u v^7)^((p-5)/8) */
   fe_sq(vxx, h->X);
-  fe_mul(vxx, vxx, v);
-  fe_sub(t, vxx, u);
+  fe_mul(vxx, vxx, d->v);
+  fe_sub(t, vxx, d->u);
   if (!fe_iszero(t)) {
-    fe_add(t, vxx, u);
+    fe_add(t, vxx, d->u);
     fe_carry(t);
     if (!fe_iszero(t)) return 0;
     fe_mul(h->X, h->X, FE_SQRTM1);
@@ -488,6 +495,14 @@ static int ge_frombytes(ge_p3 *h, const uint8_t s[32]) {
   if (fe_isnegative(h->X) != (s[31] >> 7)) fe_neg(h->X, h->X);
   fe_mul(h->T, h->X, h->Y);
   return 1;
+}
+
+static int ge_frombytes(ge_p3 *h, const uint8_t s[32]) {
+  ge_decoding d;
+  fe pw;
+  ge_decode_begin(h, &d, s);
+  fe_pow22523(pw, d.t);
+  return ge_decode_end(h, &d, pw, s);
 }
 
 /* The top 255 bits of the encoding are >= p (libsodium's ge25519_is_canonical, negated). */
@@ -565,7 +580,10 @@ static void sc_reduce512(uint64_t r[4], const uint8_t x[64]) {
   memcpy(r, rr, 4 * sizeof(uint64_t));
 }
 
-/* Width-w non-adjacent form of a scalar < 2^255: odd digits |d| < 2^(w-1). */
+/* Width-w non-adjacent form of a scalar < 2^255: odd digits |d| < 2^(w-1).
+ * A run of positions with no digit is skipped with one count of trailing
+ * zeros (ones while a carry is pending): a branch per bit mispredicts about
+ * half the time on random scalars. */
 static void sc_wnaf(int8_t naf[256], const uint64_t k[4], int w, int nbits) {
   uint64_t x[5] = {k[0], k[1], k[2], k[3], 0};
   const uint64_t width = UINT64_C(1) << w, mask = width - 1;
@@ -573,13 +591,15 @@ static void sc_wnaf(int8_t naf[256], const uint64_t k[4], int w, int nbits) {
   uint64_t carry = 0;
   int pos = 0;
   while (pos < nbits) {
-    int idx = pos / 64, bit = pos % 64;
-    uint64_t buf = bit < 64 - w ? x[idx] >> bit : (x[idx] >> bit) | (x[idx + 1] << (64 - bit));
-    uint64_t window = carry + (buf & mask);
-    if ((window & 1) == 0) {
-      pos += 1;
+    const int idx = pos / 64, bit = pos % 64;
+    const uint64_t buf = bit == 0 ? x[idx] : (x[idx] >> bit) | (x[idx + 1] << (64 - bit));
+    if ((buf & 1) == carry) {
+      /* The window is even: no digit until the run of bits equal to the carry ends. */
+      const uint64_t run = carry ? ~buf : buf;
+      pos += run == 0 ? 64 : __builtin_ctzll(run);
       continue;
     }
+    const uint64_t window = carry + (buf & mask);
     if (window < width / 2) {
       carry = 0;
       naf[pos] = (int8_t)window;
@@ -909,15 +929,11 @@ static void msm_run(ge_p2 *out, const msm_term *terms, int nterms, int nbits) {
       fe4_add(&P, e);
     }
   }
-  uint64_t lanes[4][5];
-  for (int k = 0; k < 5; k++) {
-    uint64_t tmp[4];
-    _mm256_storeu_si256((__m256i *)tmp, P.v[k]);
-    for (int l = 0; l < 4; l++) lanes[l][k] = tmp[l];
-  }
-  memcpy(out->X, lanes[0], sizeof(fe));
-  memcpy(out->Y, lanes[1], sizeof(fe));
-  memcpy(out->Z, lanes[2], sizeof(fe));
+  fe lanes[4];
+  fe4_unpack(lanes, &P);
+  fe_copy(out->X, lanes[0]);
+  fe_copy(out->Y, lanes[1]);
+  fe_copy(out->Z, lanes[2]);
 }
 #else
 static void msm_run(ge_p2 *out, const msm_term *terms, int nterms, int nbits) {
@@ -974,24 +990,38 @@ static void split_scalarmult(ge_p2 *out, const uint64_t a[4], const var_entry At
   msm_run(out, terms, 8, NB);
 }
 
+/* Two points decoded as ge_frombytes would each: 1 when both decode. */
+static int ge_frombytes_pair(ge_p3 *h0, const uint8_t s0[32], ge_p3 *h1, const uint8_t s1[32]) {
+  ge_decoding d0, d1;
+  fe pw0, pw1;
+  ge_decode_begin(h0, &d0, s0);
+  ge_decode_begin(h1, &d1, s1);
+#ifdef TXR_ED25519_AVX512
+  fe4 z, p;
+  fe lanes[4];
+  fe4_pack(&z, d0.t, d1.t, d0.t, d1.t);
+  fe4_pow22523(&p, &z);
+  fe4_unpack(lanes, &p);
+  fe_copy(pw0, lanes[0]);
+  fe_copy(pw1, lanes[1]);
+#else
+  fe_pow22523(pw0, d0.t);
+  fe_pow22523(pw1, d1.t);
+#endif
+  const int ok0 = ge_decode_end(h0, &d0, pw0, s0);
+  return ge_decode_end(h1, &d1, pw1, s1) && ok0;
+}
+
 /*
- * The check for a key without tables, given -A decoded: 1 accept, 0 refuse,
+ * The check for a key without tables, given -A and -R decoded: 1 accept, 0 refuse,
  * -1 when the reduction declined (the caller takes the plain path).
  */
-static int verify_lattice(const uint8_t sig[64], const ge_p3 *negA, const uint64_t h[4], const uint64_t s[4]) {
+static int verify_lattice(const ge_p3 *negA, const ge_p3 *negR, const uint64_t h[4], const uint64_t s[4]) {
   uint64_t c[4], d[4];
   int dneg;
   if (!lattice_split(c, d, &dneg, h)) return -1;
   /* With d < 0, negate both: (-c) = (-d) h, so d > 0 and c carries the sign. */
   const int cneg = dneg;
-  /* R: canonical and a point, else no encoding of a point equals it. */
-  if (!ge_is_canonical(sig)) return 0;
-  ge_p3 R;
-  if (!ge_frombytes(&R, sig)) return 0;
-  /* x = 0 with the sign bit set encodes no point (and is on the blocklist anyway). */
-  if ((sig[31] >> 7) && fe_iszero(R.X)) return 0;
-  fe_neg(R.X, R.X);
-  fe_neg(R.T, R.T);
   /* e = d S mod L (d < 2^132, S < 2^253: the product fits in 512 bits). */
   uint8_t prod[64];
   {
@@ -1018,7 +1048,7 @@ static int verify_lattice(const uint8_t sig[64], const ge_p3 *negA, const uint64
     fe_neg(A.T, A.T);
   }
   var_table(tA, &A);
-  var_table(tR, &R);
+  var_table(tR, negR);
   const uint64_t elo[4] = {e[0], e[1], 0, 0}, ehi[4] = {e[2], e[3], 0, 0};
   msm_term terms[4] = {{.c = tA}, {.c = tR}, {.n = BASE_SPLIT[0]}, {.n = BASE_SPLIT[2]}};
   int8_t naf[256];
@@ -1147,19 +1177,34 @@ static int enc_has_small_order(const uint8_t s[32]) {
 enum { PATH_AUTO, PATH_PLAIN, PATH_LATTICE, PATH_SPLIT };
 
 static int verify_path(txr_ed25519_cache *cache, int path, const uint8_t sig[64], const uint8_t *m, size_t mlen, const uint8_t pk[32], ge_p2 *P) {
-  ge_p3 A;
+  ge_p3 A, R;
   uint8_t h[64];
   uint64_t hs[4], s[4];
   if (!sc_is_canonical(sig + 32) || enc_has_small_order(sig)) return 0;
   if (!ge_is_canonical(pk) || enc_has_small_order(pk)) return 0;
-  key_slot *slot = NULL;
+  key_slot *slot = NULL, own;
   int ready = 0;
   if (cache != NULL && path == PATH_AUTO) {
     slot = cache_lookup(cache, pk);
     ready = slot != NULL && slot->state == 2;
+  } else if (path == PATH_SPLIT) {
+    slot = &own;
+    slot->state = 1;
+  }
+  /* A key with no tables and none to build takes the lattice path, which needs R as a point too. */
+  const int lattice = !ready && slot == NULL && path != PATH_PLAIN;
+  if (lattice) {
+    /* R canonical and a point, else no encoding of a point equals it (every
+     * path refuses it); decoded with A, the two share one exponentiation. */
+    if (!ge_is_canonical(sig) || !ge_frombytes_pair(&A, pk, &R, sig)) return 0;
+    /* x = 0 with the sign bit set encodes no point (and is on the blocklist anyway). */
+    if ((sig[31] >> 7) && fe_iszero(R.X)) return 0;
+    fe_neg(R.X, R.X);
+    fe_neg(R.T, R.T);
+  } else if (!ready && !ge_frombytes(&A, pk)) {
+    return 0;
   }
   if (!ready) {
-    if (!ge_frombytes(&A, pk)) return 0;
     /* -A, so the sum is [s]B - [h]A. */
     fe_neg(A.X, A.X);
     fe_neg(A.T, A.T);
@@ -1167,11 +1212,6 @@ static int verify_path(txr_ed25519_cache *cache, int path, const uint8_t sig[64]
   sha512_rkm(h, sig, pk, m, mlen);
   sc_reduce512(hs, h);
   sc_from32(s, sig + 32);
-  key_slot own;
-  if (path == PATH_SPLIT) {
-    slot = &own;
-    slot->state = 1;
-  }
   if (slot != NULL && slot->state == 1) {
     /* Seen before: build 2^(64j)(-A) tables once. */
     ge_p3 Aj = A;
@@ -1187,8 +1227,8 @@ static int verify_path(txr_ed25519_cache *cache, int path, const uint8_t sig[64]
   if (ready) {
     split_scalarmult(P, hs, (const var_entry(*)[8])slot->t, s);
   } else {
-    if (path != PATH_PLAIN) {
-      const int r = verify_lattice(sig, &A, hs, s);
+    if (lattice) {
+      const int r = verify_lattice(&A, &R, hs, s);
       if (r >= 0) return r ? 2 : 0;
       if (path == PATH_LATTICE) return -1;
     }

@@ -25,33 +25,22 @@ static inline __m256i kp_limb(int k, int i) {
   return _mm256_set1_epi64x((long long)((i == 0 ? (UINT64_C(1) << 51) - 19 : M51) * (uint64_t)k));
 }
 
-/* Limbs <= 2^51 (inputs below 2^61). */
+/* Limbs < 2^51 + 2^15 (inputs below 2^61), below IFMA's 52 bits: every
+ * limb's carry is taken at once and added one limb up (19 times into limb 0),
+ * so the carry costs one step of latency rather than a chain of six. */
 static inline void fe4_carry(fe4 *h) {
-  __m256i c;
-  for (int i = 0; i < 4; i++) {
-    c = _mm256_srli_epi64(h->v[i], 51);
+  __m256i c[5];
+  for (int i = 0; i < 5; i++) {
+    c[i] = _mm256_srli_epi64(h->v[i], 51);
     h->v[i] = _mm256_and_si256(h->v[i], V_M51);
-    h->v[i + 1] = _mm256_add_epi64(h->v[i + 1], c);
   }
-  c = _mm256_srli_epi64(h->v[4], 51);
-  h->v[4] = _mm256_and_si256(h->v[4], V_M51);
-  c = _mm256_add_epi64(_mm256_add_epi64(_mm256_slli_epi64(c, 4), _mm256_slli_epi64(c, 1)), c); /* 19 c */
-  h->v[0] = _mm256_add_epi64(h->v[0], c);
-  c = _mm256_srli_epi64(h->v[0], 51);
-  h->v[0] = _mm256_and_si256(h->v[0], V_M51);
-  h->v[1] = _mm256_add_epi64(h->v[1], c);
+  const __m256i c19 = _mm256_add_epi64(_mm256_add_epi64(_mm256_slli_epi64(c[4], 4), _mm256_slli_epi64(c[4], 1)), c[4]);
+  h->v[0] = _mm256_add_epi64(h->v[0], c19);
+  for (int i = 1; i < 5; i++) h->v[i] = _mm256_add_epi64(h->v[i], c[i - 1]);
 }
 
-/* h = f g lane by lane; f and g limbs < 2^52; h carried. */
-static inline void fe4_mul(fe4 *h, const fe4 *f, const fe4 *g) {
-  __m256i lo[9], hi[9];
-  for (int k = 0; k < 9; k++) lo[k] = hi[k] = _mm256_setzero_si256();
-  for (int i = 0; i < 5; i++) {
-    for (int j = 0; j < 5; j++) {
-      lo[i + j] = _mm256_madd52lo_epu64(lo[i + j], f->v[i], g->v[j]);
-      hi[i + j] = _mm256_madd52hi_epu64(hi[i + j], f->v[i], g->v[j]);
-    }
-  }
+/* h = the columns lo[k] + 2^52 hi[k] (k = 0..8) reduced mod p and carried. */
+static inline void fe4_reduce(fe4 *h, const __m256i lo[9], const __m256i hi[9]) {
   /* A product's high half sits 52 bits up: twice one limb (2^51) up. */
   __m256i z[10];
   z[0] = lo[0];
@@ -65,6 +54,42 @@ static inline void fe4_mul(fe4 *h, const fe4 *f, const fe4 *g) {
   }
   for (int k = 0; k < 5; k++) h->v[k] = z[k];
   fe4_carry(h);
+}
+
+/* h = f g lane by lane; f and g limbs < 2^52; h carried. */
+static inline void fe4_mul(fe4 *h, const fe4 *f, const fe4 *g) {
+  __m256i lo[9], hi[9];
+  for (int k = 0; k < 9; k++) lo[k] = hi[k] = _mm256_setzero_si256();
+  for (int i = 0; i < 5; i++) {
+    for (int j = 0; j < 5; j++) {
+      lo[i + j] = _mm256_madd52lo_epu64(lo[i + j], f->v[i], g->v[j]);
+      hi[i + j] = _mm256_madd52hi_epu64(hi[i + j], f->v[i], g->v[j]);
+    }
+  }
+  fe4_reduce(h, lo, hi);
+}
+
+/* h = f^2 lane by lane, f's limbs < 2^52: each cross product once, the
+ * columns doubled, then the squares (30 multiply-adds instead of 50; a
+ * column stays below 2^55, as in fe4_mul). */
+static inline void fe4_sq(fe4 *h, const fe4 *f) {
+  __m256i lo[9], hi[9];
+  for (int k = 0; k < 9; k++) lo[k] = hi[k] = _mm256_setzero_si256();
+  for (int i = 0; i < 5; i++) {
+    for (int j = i + 1; j < 5; j++) {
+      lo[i + j] = _mm256_madd52lo_epu64(lo[i + j], f->v[i], f->v[j]);
+      hi[i + j] = _mm256_madd52hi_epu64(hi[i + j], f->v[i], f->v[j]);
+    }
+  }
+  for (int k = 1; k < 8; k++) {
+    lo[k] = _mm256_slli_epi64(lo[k], 1);
+    hi[k] = _mm256_slli_epi64(hi[k], 1);
+  }
+  for (int i = 0; i < 5; i++) {
+    lo[2 * i] = _mm256_madd52lo_epu64(lo[2 * i], f->v[i], f->v[i]);
+    hi[2 * i] = _mm256_madd52hi_epu64(hi[2 * i], f->v[i], f->v[i]);
+  }
+  fe4_reduce(h, lo, hi);
 }
 
 #define FE4_MAP(h, expr)                        \
@@ -92,7 +117,7 @@ static inline void fe4_dbl(fe4 *P) {
   FE4_MAP(t, _mm256_add_epi64(_mm256_permute4x64_epi64(P->v[i_], 0x24),
                               _mm256_blend_epi32(_mm256_setzero_si256(), _mm256_permute4x64_epi64(P->v[i_], 0x55), 0xC0)));
   fe4_carry(&t);
-  fe4_mul(&S, &t, &t); /* (XX, YY, ZZ, (X + Y)^2) */
+  fe4_sq(&S, &t); /* (XX, YY, ZZ, (X + Y)^2) */
   /* G = YY - XX, H = -XX - YY, E = (X + Y)^2 - XX - YY, F = G - 2 ZZ */
   FE4_MAP(G, _mm256_sub_epi64(_mm256_add_epi64(BCAST(S, 1), kp_limb(2, i_)), BCAST(S, 0)));
   FE4_MAP(H, _mm256_sub_epi64(_mm256_sub_epi64(kp_limb(4, i_), BCAST(S, 0)), BCAST(S, 1)));
@@ -166,4 +191,47 @@ static void fe4_from_niels(fe4 *h, const ge_niels *q) {
   fe one;
   fe_1(one);
   fe4_pack(h, q->yminusx, q->yplusx, one, q->xy2d);
+}
+
+/* The four lanes of f as field elements. */
+static void fe4_unpack(fe out[4], const fe4 *f) {
+  for (int k = 0; k < 5; k++) {
+    uint64_t tmp[4];
+    _mm256_storeu_si256((__m256i *)tmp, f->v[k]);
+    for (int l = 0; l < 4; l++) out[l][k] = tmp[l];
+  }
+}
+
+static inline void fe4_sqn(fe4 *h, const fe4 *f, int n) {
+  fe4_sq(h, f);
+  while (--n > 0) fe4_sq(h, h);
+}
+
+/* z^((p - 5) / 8) = z^(2^252 - 3) in each lane (fe_pow22523's chain): the
+ * square roots of two point decodings in the time of about one, as a
+ * dependent chain of 4-way squarings is about as fast as one of scalar ones. */
+static void fe4_pow22523(fe4 *out, const fe4 *z) {
+  fe4 z2, t, z9, z11, a, b, c;
+  fe4_sq(&z2, z);
+  fe4_sqn(&t, &z2, 2);
+  fe4_mul(&z9, &t, z);
+  fe4_mul(&z11, &z9, &z2);
+  fe4_sq(&t, &z11);
+  fe4_mul(&a, &t, &z9);          /* 2^5 - 1 */
+  fe4_sqn(&t, &a, 5);
+  fe4_mul(&a, &t, &a);           /* 2^10 - 1 */
+  fe4_sqn(&t, &a, 10);
+  fe4_mul(&b, &t, &a);           /* 2^20 - 1 */
+  fe4_sqn(&t, &b, 20);
+  fe4_mul(&t, &t, &b);           /* 2^40 - 1 */
+  fe4_sqn(&t, &t, 10);
+  fe4_mul(&b, &t, &a);           /* 2^50 - 1 */
+  fe4_sqn(&t, &b, 50);
+  fe4_mul(&c, &t, &b);           /* 2^100 - 1 */
+  fe4_sqn(&t, &c, 100);
+  fe4_mul(&t, &t, &c);           /* 2^200 - 1 */
+  fe4_sqn(&t, &t, 50);
+  fe4_mul(&t, &t, &b);           /* 2^250 - 1 */
+  fe4_sqn(&t, &t, 2);
+  fe4_mul(out, &t, z);           /* 2^252 - 3 */
 }
