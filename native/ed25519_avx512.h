@@ -10,7 +10,9 @@
  * add-2008-hwcd-3), which end in four independent products: each step is
  * a 4-way multiplication, lane shuffles and additions, and a second 4-way
  * multiplication. vpmadd52luq / vpmadd52huq take the low 52 bits of each
- * operand, so every multiplication input is carried first (limbs <= 2^51).
+ * operand, so every multiplication input is carried first (limbs below
+ * 2^51 + 2^15). The same 4-way squaring also serves point decoding: the
+ * square roots for A and R as one exponentiation (fe4_pow22523).
  */
 #include <immintrin.h>
 
