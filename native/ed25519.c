@@ -1321,13 +1321,26 @@ int txr_ed25519_verify_path(int path, const uint8_t sig[64], const uint8_t *m, s
 }
 #endif
 
-/* The canonical encoding of the point `s` decodes to; 0 when it does not decode (point-decoder fuzz target). */
+static void ge_p3_tobytes(uint8_t out[32], const ge_p3 *P) {
+  fe_tobytes(out, P->Y);
+  out[31] |= (uint8_t)(fe_isnegative(P->X) << 7);
+}
+
+/* The canonical encoding of the point `s` decodes to; 0 when it does not
+ * decode (point-decoder fuzz target). Decoded by both decoders, the one
+ * every path uses for A and the pair decoder of the lattice path (its
+ * exponentiation on the vector unit where built), both lanes: -1 when any
+ * of them disagrees. */
 int txr_ed25519_decode_point(uint8_t out[32], const uint8_t s[32]) {
-  ge_p3 P;
-  if (!ge_frombytes(&P, s)) return 0;
-  fe_tobytes(out, P.Y);
-  out[31] |= (uint8_t)(fe_isnegative(P.X) << 7);
-  return 1;
+  ge_p3 P, Q0, Q1;
+  const int ok = ge_frombytes(&P, s);
+  if (ge_frombytes_pair(&Q0, s, &Q1, s) != ok) return -1;
+  if (!ok) return 0;
+  uint8_t e0[32], e1[32];
+  ge_p3_tobytes(out, &P);
+  ge_p3_tobytes(e0, &Q0);
+  ge_p3_tobytes(e1, &Q1);
+  return memcmp(out, e0, 32) == 0 && memcmp(out, e1, 32) == 0 ? 1 : -1;
 }
 
 #endif /* __SIZEOF_INT128__ */

@@ -25,6 +25,7 @@ typedef struct {
 /* ok[i] = txr_ed25519_verify_cached's answer for items[i], i < n (n <= TXR_ED25519_BATCH_MAX); returns how many are 1. */
 size_t txr_ed25519_verify_batch(txr_ed25519_cache *cache, size_t n, const txr_ed25519_item *items, uint8_t *ok);
 void txr_sha512(uint8_t out[64], const uint8_t *m, size_t mlen);
+/* 1 and the canonical encoding of the decoded point, 0 when it does not decode, -1 when the decoders disagree (tests). */
 int txr_ed25519_decode_point(uint8_t out[32], const uint8_t s[32]);
 /* The arithmetic the multi-scalar multiplication was built with: "avx512ifma" or "scalar". */
 extern const char txr_ed25519_arith[];

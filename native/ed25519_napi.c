@@ -153,7 +153,7 @@ napi_value txr_js_ed25519_verify_batch_at(napi_env env, napi_callback_info info)
   return r;
 }
 
-/* ed25519DecodePoint(enc: 32 bytes): the canonical encoding of the decoded point, or null (tests). */
+/* ed25519DecodePoint(enc: 32 bytes): the canonical encoding of the decoded point, or null; throws when the decoders disagree (tests). */
 napi_value txr_js_ed25519_decode_point(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -165,7 +165,9 @@ napi_value txr_js_ed25519_decode_point(napi_env env, napi_callback_info info) {
   uint8_t s[32], o[32];
   memcpy(s, in, 32);
   napi_value out;
-  if (!txr_ed25519_decode_point(o, s)) {
+  const int r = txr_ed25519_decode_point(o, s);
+  if (r < 0) return fail(env, "ed25519DecodePoint: the scalar and pair decoders disagree");
+  if (r == 0) {
     if (napi_get_null(env, &out) != napi_ok) return NULL;
     return out;
   }
