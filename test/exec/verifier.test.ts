@@ -20,9 +20,9 @@ import { signed1559 } from '../helpers/evm.js';
 
 await initKeccak();
 
-function setup(opts: Partial<VerifierOptions> = {}) {
+function setup(opts: Partial<VerifierOptions> = {}, slots = 1024) {
   const slab = Slab.create({ capacity: 4 << 20 });
-  const jobs = JobTable.create(1024);
+  const jobs = JobTable.create(slots);
   const dedup = DedupFilter.create({ windowMs: 60_000, capacity: 100_000 });
   // The queue bound is 60 s unless a test is about it: a busy CI machine must not turn a slow check into a refusal.
   const v = new Verifier({ threads: 1, jobs, slab, dedup, chainId: 1n, clock: systemClock, controller: { maxMs: 60_000 }, ...opts });
@@ -493,7 +493,10 @@ test('on the worker too, a job that waited past the bound is refused unchecked a
 });
 
 test('a standing backlog is priced at its measured drain pace, and no longer once it is gone', async () => {
-  const { v, job, jobs } = setup({ threads: 0 });
+  // 4000 checks: a backlogged turn checks for up to 5 ms, some 350 new-key checks with the native
+  // verifier, so the backlog stands for about 11 turns (~230 ms), several times the 50 ms it takes to be
+  // trusted; 1000 drained in about 3 turns, at that window's edge.
+  const { v, job, jobs } = setup({ threads: 0 }, 4096);
   await v.start();
   const spin = (ms: number) => {
     const until = performance.now() + ms;
@@ -507,7 +510,7 @@ test('a standing backlog is priced at its measured drain pace, and no longer onc
     if (reading) setImmediate(reader);
   };
   try {
-    const txs = Array.from({ length: 1000 }, () => legacyTransfer().bytes);
+    const txs = Array.from({ length: 4000 }, () => legacyTransfer().bytes);
     let left = txs.length;
     const all = new Promise<void>((resolve) => {
       for (const tx of txs) {
